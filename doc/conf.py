@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+"""Sphinx configuration for ftlazy's documentation.
+
+Build with ``python -m sphinx -W -b html doc doc/_build/html``. No extension
+here reaches the network (no intersphinx).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+
+import ftlazy  # noqa: E402
+
+project = "ftlazy"
+author = "the ftlazy developers"
+copyright = "2026, the ftlazy developers"
+version = release = ftlazy.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+]
+
+exclude_patterns = ["_build"]
+root_doc = "index"
+html_theme = "alabaster"
+html_static_path: list[str] = []
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+# a dataclass's defaults and a tag's repr are not documentation
+autodoc_default_options = {"show-inheritance": False}
+
+
+class TopLevelFunctions(SphinxDirective):
+    """``.. ftlazy-toplevel-functions::`` documents, as ``ftlazy.NAME``,
+    every public function of the ``ftlazy`` namespace that is not defined in
+    one of the modules given as arguments (those are documented with their
+    module), so the list never falls behind the code."""
+
+    optional_arguments = 100
+
+    def run(self) -> list[nodes.Node]:
+        documented_elsewhere = tuple(self.arguments)
+        names = []
+        for name in sorted(dir(ftlazy)):
+            obj = getattr(ftlazy, name)
+            if name.startswith("_") or not inspect.isfunction(obj):
+                continue
+            if obj.__module__.startswith(documented_elsewhere):
+                continue
+            names.append(name)
+        source = StringList()
+        for name in names:
+            source.append(f".. autofunction:: ftlazy.{name}", "<toplevel>")
+            source.append("", "<toplevel>")
+        container = nodes.section()
+        container.document = self.state.document
+        self.state.nested_parse(source, self.content_offset, container)
+        return container.children
+
+
+def setup(app) -> None:
+    app.add_directive("ftlazy-toplevel-functions", TopLevelFunctions)

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: MIT
+"""ftlazy: lazy array computation with nested data parallelism.
+
+``import ftlazy as ft``; see ``doc/`` and ``shared/API.md`` for the contract.
+"""
+
+from ftlazy.array import (
+    AdvancedIndex, Array, Axis, AxisPermutation, BasicIndex, Concatenate,
+    DataWrapper, DictOfNamedArrays, Einsum, IndexLambda, NormalizedSlice,
+    Placeholder, Reshape, Roll, SizeParam, Stack)
+from ftlazy.fractal import (
+    Body, BodyParam, Gather, LoopResult, Map, Scan, fold, gather, map, scan)
+from ftlazy.inputs import (
+    make_data_wrapper, make_dict_of_named_arrays, make_placeholder,
+    make_size_param)
+from ftlazy.ops import *  # noqa: F401,F403
+from ftlazy.ops import asarray, result_type  # noqa: F401
+from ftlazy import tags  # noqa: F401
+from ftlazy.transform import mappers as _mappers
+
+_mappers._install_named_fallbacks()
+
+from ftlazy.target.numpy import evaluate_numpy  # noqa: E402
+from ftlazy.visualization import get_dot_graph, show_dot_graph  # noqa: E402
+
+__version__ = "0.1.0"

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: MIT
+"""Analyses of a DAG: its inputs, its users and its size.
+
+Every function takes an :class:`~ftlazy.Array` or a
+:class:`~ftlazy.DictOfNamedArrays` and walks the DAG with the iterative
+mapper bases of :mod:`ftlazy.transform`, so chains of 10^5 nodes need no
+recursion.
+
+*Scopes.* The bodies of :class:`~ftlazy.fractal.Map` and
+:class:`~ftlazy.fractal.Scan` are separate scopes: a body reads only its
+positional :class:`~ftlazy.fractal.BodyParam` nodes, never the outer DAG
+(captured arrays are inputs of the loop node). Node objects may be shared
+between scopes (``BodyParam(0, ...)`` is interned), so a node is counted
+once *per scope* it occurs in.
+
+.. autofunction:: get_num_nodes
+.. autofunction:: get_inputs
+.. autofunction:: get_users
+.. autofunction:: check_unique_input_names
+.. autodata:: ArrayOrNames
+.. autodata:: InputNode
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+from ftlazy.array import (
+    Array, DataWrapper, DictOfNamedArrays, Placeholder, SizeParam)
+from ftlazy.fractal import Body
+from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.shapes import shape_str, size_param_names
+from ftlazy.transform.mappers import CachedWalkMapper, CombineMapper
+
+__all__ = [
+    "ArrayOrNames", "InputNode", "get_num_nodes", "get_inputs", "get_users",
+    "check_unique_input_names",
+]
+
+#: what the analyses accept: one array or several named results
+ArrayOrNames = Union[Array, DictOfNamedArrays]
+#: the node kinds that are bound to data when a program runs
+InputNode = Union[Placeholder, SizeParam, DataWrapper]
+_INPUT_TYPES = (Placeholder, SizeParam, DataWrapper)
+
+
+def _check_expr(expr: object, what: str) -> None:
+    if not isinstance(expr, (Array, DictOfNamedArrays)):
+        raise TypeError(f"{what} expects an Array or a DictOfNamedArrays, got "
+                        f"{type(expr).__name__} {expr!r}")
+
+
+def _is_counted(n: Node) -> bool:
+    # the containers of results are not computations of their own
+    return not isinstance(n, (DictOfNamedArrays, Body))
+
+
+# {{{ node counts
+
+class _DistinctNodeCounter(CachedWalkMapper):
+    """Counts nodes once per scope. Clones for bodies share ``tally``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tally = [0]
+
+    def visit(self, expr: Node) -> bool:
+        if _is_counted(expr):
+            self.tally[0] += 1
+        return True
+
+
+class _TreeNodeCounter(CombineMapper[int]):
+    """Counts nodes once per use: the size of the DAG unfolded into a tree."""
+
+    def combine(self, *values: int) -> int:
+        return sum(values)
+
+    def map_node(self, expr: Node) -> int:
+        return int(_is_counted(expr)) + super().map_node(expr)
+
+
+def get_num_nodes(expr: ArrayOrNames, count_duplicates: bool = False) -> int:
+    """The number of nodes in the DAG of *expr*, including the nodes inside
+    the bodies of :class:`~ftlazy.fractal.Map` and
+    :class:`~ftlazy.fractal.Scan` nodes.
+
+    The containers :class:`~ftlazy.DictOfNamedArrays` and
+    :class:`~ftlazy.fractal.Body` are not counted; loop nodes
+    (:class:`~ftlazy.fractal.Map`, :class:`~ftlazy.fractal.Scan`) and the
+    :class:`~ftlazy.fractal.LoopResult` arrays reading them are.
+
+    :arg count_duplicates: if *False* (the default), each distinct node is
+        counted once per scope (the outer DAG, and each loop node's body).
+        Since nodes are interned, structurally equal subexpressions are one
+        node. If *True*, a node is counted once per *use*: the result is the
+        size of the DAG unfolded into a tree, as though no subexpression
+        were shared (it may grow exponentially with the depth of the DAG).
+    """
+    _check_expr(expr, "get_num_nodes")
+    if count_duplicates:
+        return _TreeNodeCounter()(expr)
+    counter = _DistinctNodeCounter()
+    counter(expr)
+    return counter.tally[0]
+
+# }}}
+
+
+# {{{ inputs
+
+class _InputCollector(CachedWalkMapper):
+    """Collects input nodes in walk order; body clones share ``found``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: dict[Node, None] = {}
+
+    def visit(self, expr: Node) -> bool:
+        if isinstance(expr, _INPUT_TYPES):
+            self.found[expr] = None
+        return True
+
+
+def _collect_inputs(expr: ArrayOrNames) -> list[InputNode]:
+    collector = _InputCollector()
+    collector(expr)
+    return list(collector.found)
+
+
+def get_inputs(expr: ArrayOrNames) -> frozenset[InputNode]:
+    """The :class:`~ftlazy.Placeholder`, :class:`~ftlazy.SizeParam` and
+    :class:`~ftlazy.DataWrapper` nodes reachable from *expr*.
+
+    Only nodes are reported: a size parameter that occurs *by name* in a
+    shape (``make_placeholder("x", (n,), ...)`` with no
+    :class:`~ftlazy.SizeParam` node in the DAG) is not a node and is not
+    listed. Loop bodies are walked too, though by construction they read
+    only their parameters and so add no inputs.
+    """
+    _check_expr(expr, "get_inputs")
+    return frozenset(_collect_inputs(expr))
+
+
+def check_unique_input_names(expr: ArrayOrNames) -> None:
+    """Raise :class:`ValueError` if the inputs of *expr* cannot be bound
+    unambiguously by name:
+
+    * two different input nodes (:class:`~ftlazy.Placeholder`,
+      :class:`~ftlazy.SizeParam` or named :class:`~ftlazy.DataWrapper`) have
+      the same name, e.g. a placeholder ``'x'`` of shape ``(3,)`` and another
+      of shape ``(4,)``;
+    * a size parameter name used in a shape is also the name of a
+      placeholder or data wrapper.
+
+    The message names the clashing name and describes both nodes.
+    """
+    _check_expr(expr, "check_unique_input_names")
+    inputs = _collect_inputs(expr)
+    by_name: dict[str, InputNode] = {}
+    for inp in inputs:
+        if inp.name is None:
+            continue
+        other = by_name.setdefault(inp.name, inp)
+        if other is not inp:
+            raise ValueError(
+                f"two different inputs are named {inp.name!r}: "
+                f"{_describe_input(other)} and {_describe_input(inp)}")
+    for n in topological_order([expr]):
+        for name in sorted(_shape_names(n)):
+            inp = by_name.get(name)
+            if inp is not None and not isinstance(inp, SizeParam):
+                raise ValueError(
+                    f"name {name!r} is used as a size parameter in shape "
+                    f"{shape_str(n.shape)} and is also the name of "
+                    f"{_describe_input(inp)}")
+
+
+def _describe_input(inp: InputNode) -> str:
+    return (f"{type(inp).__name__} of shape {shape_str(inp.shape)} and dtype "
+            f"{inp.dtype}")
+
+
+def _shape_names(n: Node) -> frozenset[str]:
+    if not isinstance(n, Array):
+        return frozenset()
+    return frozenset().union(*(size_param_names(c) for c in n.shape))
+
+
+# }}}
+
+
+# {{{ users
+
+def get_users(expr: ArrayOrNames) -> dict[Node, frozenset[Node]]:
+    """For every node of the outer DAG of *expr* (loop bodies excluded),
+    the set of nodes that have it as a child. Nodes without users (the
+    results, and *expr* itself) map to an empty set. A
+    :class:`~ftlazy.DictOfNamedArrays` is a user of its arrays, a
+    :class:`~ftlazy.fractal.Map` or :class:`~ftlazy.fractal.Scan` of its
+    inputs, a :class:`~ftlazy.fractal.LoopResult` of its loop.
+
+    The dictionary lists nodes children first (a topological order).
+    """
+    _check_expr(expr, "get_users")
+    users: dict[Node, set[Node]] = {}
+    for n in topological_order([expr]):
+        users[n] = set()
+        for child in iter_children(n):
+            users[child].add(n)
+    return {n: frozenset(u) for n, u in users.items()}
+
+# }}}
+
+# vim: foldmethod=marker

@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: MIT
+"""The one way to declare a DAG node: :func:`node`.
+
+A node class is a frozen, slotted dataclass. Construction *interns* the
+node: building a node that is structurally equal to a live one returns the
+live one. Structural equality is therefore identity, and the structural hash
+is computed once, at construction, from the children's cached hashes. Neither
+equality nor hashing ever walks the DAG, so 100,000-node chains are cheap.
+
+Each class declares which of its fields hold children (arrays the mappers
+visit) and which hold bodies (sub-DAGs with their own parameters, visited
+through explicit mapper methods).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any, Callable, ClassVar, TypeVar
+
+T = TypeVar("T")
+
+
+class IdentityKey:
+    """Wraps an object that takes part in a node's identity by ``id`` (e.g.
+    a numpy array held by a data wrapper)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IdentityKey) and other.obj is self.obj
+
+
+class FrozenDict(Mapping):
+    """An immutable, hashable mapping that keeps insertion order."""
+
+    __slots__ = ("_d", "_hash")
+
+    def __init__(self, items: Mapping | Any = ()) -> None:
+        self._d = dict(items)
+        self._hash = hash(tuple(self._d.items()))
+
+    def __getitem__(self, key):
+        return self._d[key]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if isinstance(other, FrozenDict):
+            return (self._hash == other._hash
+                    and tuple(self._d.items()) == tuple(other._d.items()))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({self._d!r})"
+
+
+_INTERNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+class _InterningMeta(type):
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        obj = super().__call__(*args, **kwargs)
+        key = obj._structural_key()
+        existing = _INTERNED.get(key)
+        if existing is not None:
+            return existing
+        object.__setattr__(obj, "_hash", hash(key))
+        _INTERNED[key] = obj
+        return obj
+
+
+class Node(metaclass=_InterningMeta):
+    """Base of every interned DAG node (arrays and multi-output nodes)."""
+
+    __slots__ = ("_hash", "__weakref__")
+
+    #: names of fields holding child nodes (a node, a tuple of nodes or a
+    #: mapping of names to nodes)
+    _child_fields: ClassVar[tuple[str, ...]] = ()
+    #: names of fields holding :class:`Body` objects
+    _body_fields: ClassVar[tuple[str, ...]] = ()
+    #: names of all ``init`` fields, in order
+    _init_fields: ClassVar[tuple[str, ...]] = ()
+    mapper_method: ClassVar[str] = "map_node"
+
+    def _key_value(self, name: str) -> Any:
+        """The value of field *name* as it takes part in structural identity."""
+        return getattr(self, name)
+
+    def _structural_key(self) -> tuple:
+        return (type(self),) + tuple(self._key_value(f) for f in self._init_fields)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    def copy(self: T, **changes: Any) -> T:
+        """A node like this one with the given fields replaced."""
+        kwargs = {f: getattr(self, f) for f in self._init_fields}
+        kwargs.update(changes)
+        return type(self)(**kwargs)
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), {f: getattr(self, f)
+                                        for f in self._init_fields}))
+
+
+def _rebuild(cls: type, kwargs: dict) -> Any:
+    return cls(**kwargs)
+
+
+#: every class declared with :func:`node`, in declaration order
+NODE_CLASSES: list[type] = []
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def node(children: tuple[str, ...] = (), bodies: tuple[str, ...] = ()
+         ) -> Callable[[type[T]], type[T]]:
+    """Class decorator declaring a DAG node.
+
+    :arg children: names of fields holding child nodes.
+    :arg bodies: names of fields holding :class:`ftlazy.fractal.Body` objects.
+    """
+    def wrap(cls: type[T]) -> type[T]:
+        cls = dataclasses.dataclass(frozen=True, slots=True, eq=False,
+                                    repr=False)(cls)
+        cls._child_fields = tuple(children)
+        cls._body_fields = tuple(bodies)
+        cls._init_fields = tuple(f.name for f in dataclasses.fields(cls)
+                                 if f.init)
+        if "mapper_method" not in cls.__dict__ or not cls.__dict__["mapper_method"]:
+            cls.mapper_method = "map_" + _snake_case(cls.__name__)
+        cls.__hash__ = Node.__hash__
+        cls.__eq__ = Node.__eq__
+        cls.__ne__ = Node.__ne__
+        NODE_CLASSES.append(cls)
+        return cls
+    return wrap
+
+
+def iter_children(n: Node) -> Iterator[Node]:
+    """Yield the child nodes of *n* in declaration order (with repeats)."""
+    for name in n._child_fields:
+        value = getattr(n, name)
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, Mapping):
+            yield from value.values()
+        else:
+            yield from value
+
+
+def map_children(n: Node, fn: Callable[[Node], Node]) -> Node:
+    """Rebuild *n* with every child replaced by ``fn(child)``; returns *n*
+    itself when no child changed."""
+    changes = {}
+    for name in n._child_fields:
+        value = getattr(n, name)
+        if isinstance(value, Node):
+            new = fn(value)
+            if new is not value:
+                changes[name] = new
+        elif isinstance(value, Mapping):
+            new_map = {k: fn(v) for k, v in value.items()}
+            if any(new_map[k] is not v for k, v in value.items()):
+                changes[name] = FrozenDict(new_map)
+        else:
+            new_tup = tuple(fn(v) for v in value)
+            if any(a is not b for a, b in zip(new_tup, value)):
+                changes[name] = new_tup
+    return n.copy(**changes) if changes else n
+
+
+def topological_order(roots: Iterator[Node] | list[Node],
+                      skip: Any = ()) -> list[Node]:
+    """All nodes reachable from *roots* through children (not bodies),
+    children before users, each once. Nodes in *skip* (a container) are
+    neither listed nor entered. Iterative: no recursion limit."""
+    order: list[Node] = []
+    visited: set[int] = set()
+    for root in roots:
+        if id(root) in visited or root in skip:
+            continue
+        stack: list[tuple[Node, Iterator[Node]]] = [(root, iter_children(root))]
+        visited.add(id(root))
+        while stack:
+            top, it = stack[-1]
+            for child in it:
+                if id(child) not in visited and child not in skip:
+                    visited.add(id(child))
+                    stack.append((child, iter_children(child)))
+                    break
+            else:
+                stack.pop()
+                order.append(top)
+    return order

@@ -1,0 +1,11 @@
+# SPDX-License-Identifier: MIT
+"""The numpy-like front end: functions that validate user input and build
+DAG nodes. No code generation happens here."""
+
+from ftlazy.ops.convert import asarray, result_type  # noqa: F401
+from ftlazy.ops.elementwise import *  # noqa: F401,F403
+from ftlazy.ops.reductions import *  # noqa: F401,F403
+from ftlazy.ops.creation import *  # noqa: F401,F403
+from ftlazy.ops.shape_ops import *  # noqa: F401,F403
+from ftlazy.ops.indexing import *  # noqa: F401,F403
+from ftlazy.ops.linalg import *  # noqa: F401,F403

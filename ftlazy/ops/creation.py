@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: MIT
+"""Array creation: ``zeros ones full arange eye linspace`` and the ``_like``
+variants. Each result is an :class:`~ftlazy.IndexLambda` computed from its
+indices (no data is stored); shapes may be symbolic.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Union
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda, normalize_dtype
+from ftlazy.ops.convert import (
+    ArrayLike, asarray, cast, elementwise, is_scalar)
+from ftlazy.scalar_expr import TypeCast, index_var
+
+__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
+           "arange", "eye", "linspace"]
+
+ShapeLike = Any
+Scalar = Union[bool, int, float, complex, np.generic]
+
+
+def _constant(shape: ShapeLike, value: np.generic) -> IndexLambda:
+    return IndexLambda(value, sh.normalize_shape(shape), value.dtype, {})
+
+
+def _fill_value(fill_value: Scalar, dtype: Any) -> np.generic:
+    """*fill_value* as a scalar of *dtype* (its own dtype when None), with
+    numpy's conversion rules (an out-of-range Python int is an
+    :class:`OverflowError`)."""
+    if not is_scalar(fill_value):
+        raise TypeError(f"fill value must be a scalar or an array, got "
+                        f"{type(fill_value).__name__}")
+    if dtype is None:
+        value = asarray(fill_value).expr
+        return value
+    dtype = normalize_dtype(dtype)
+    with np.errstate(all="ignore"):
+        return np.full((), fill_value, dtype)[()]
+
+
+def zeros(shape: ShapeLike, dtype: Any = np.float64) -> IndexLambda:
+    """An array of zeros. *shape* entries are ints or affine expressions of
+    size parameters."""
+    return _constant(shape, _fill_value(0, dtype))
+
+
+def ones(shape: ShapeLike, dtype: Any = np.float64) -> IndexLambda:
+    """An array of ones. *shape* entries are ints or affine expressions of
+    size parameters."""
+    return _constant(shape, _fill_value(1, dtype))
+
+
+def full(shape: ShapeLike, fill_value: ArrayLike, dtype: Any = None) -> Array:
+    """An array of *shape* filled with *fill_value*; the dtype defaults to
+    the fill value's (numpy's default dtypes for Python scalars). The fill
+    value may also be an array that broadcasts to *shape*."""
+    if is_scalar(fill_value):
+        return _constant(shape, _fill_value(fill_value, dtype))
+    fill = asarray(fill_value)
+    dtype = fill.dtype if dtype is None else normalize_dtype(dtype)
+    shape = sh.normalize_shape(shape)
+    result_shape = sh.broadcast_shapes(shape, fill.shape)
+    if not sh.shapes_equal(result_shape, shape):
+        raise ValueError(f"fill value of shape {sh.shape_str(fill.shape)} does "
+                         f"not broadcast to shape {sh.shape_str(shape)}")
+    # a 0-d zeros operand makes the result take *shape*
+    return elementwise([fill, zeros(shape, dtype)], [dtype, dtype], dtype,
+                       lambda f, _: f)
+
+
+def zeros_like(a: ArrayLike, dtype: Any = None) -> IndexLambda:
+    """Zeros with the shape and (by default) the dtype of *a*."""
+    a = asarray(a)
+    return zeros(a.shape, a.dtype if dtype is None else dtype)
+
+
+def ones_like(a: ArrayLike, dtype: Any = None) -> IndexLambda:
+    """Ones with the shape and (by default) the dtype of *a*."""
+    a = asarray(a)
+    return ones(a.shape, a.dtype if dtype is None else dtype)
+
+
+def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: Any = None) -> Array:
+    """*fill_value* with the shape and (by default) the dtype of *a*; the
+    value is converted as numpy's ``full_like`` does (``2.7`` in an integer
+    array is ``2``)."""
+    a = asarray(a)
+    return full(a.shape, fill_value, a.dtype if dtype is None else dtype)
+
+
+# {{{ arange
+
+def _arange_dtype(values: list[Any]) -> np.dtype:
+    # numpy's arange promotes the platform integer with each argument's
+    # own dtype (Python scalars count as numpy's default dtypes here)
+    return normalize_dtype(np.result_type(
+        np.intp, *[np.asarray(v).dtype for v in values]))
+
+
+def _index_times(dtype: np.dtype, step: np.generic) -> Any:
+    i = TypeCast(dtype, index_var(0))
+    return i if step == 1 else prim.Product((i, step))
+
+
+def arange(start: Any, stop: Any = None, step: Any = None,
+           dtype: Any = None) -> IndexLambda:
+    """Evenly spaced values ``start, start + step, ...`` below *stop*, with
+    numpy's length and dtype rules (``arange(stop)`` counts from 0).
+
+    A symbolic *stop* (a size parameter or affine expression of them) is
+    allowed with an integer *start* and *step* 1; the length is then
+    ``stop - start``. A zero *step* is a :class:`ValueError`.
+    """
+    if stop is None:
+        start, stop = 0, start
+    if not is_scalar(stop):
+        return _symbolic_arange(start, stop, step, dtype)
+    given = [v for v in (start, stop, step) if v is not None]
+    for v in given:
+        if not is_scalar(v):
+            raise TypeError(f"arange arguments must be scalars, got "
+                            f"{type(v).__name__}")
+        if np.iscomplexobj(v):
+            raise TypeError(f"arange does not support complex values, got {v!r}")
+    step = 1 if step is None else step
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    dtype = _arange_dtype(given) if dtype is None else normalize_dtype(dtype)
+    with np.errstate(all="ignore"):
+        length = max(0, math.ceil(float((stop - start) / step)))
+        # numpy stores the first two values in the dtype and extends
+        # with their difference
+        first = np.empty(2, dtype)
+        first[0] = start
+        first[1] = start + step
+        delta = first[1] - first[0]
+    body: Any = _index_times(dtype, delta)
+    if first[0] != 0:
+        body = prim.Sum((first[0], body))
+    return IndexLambda(body, (length,), dtype, {})
+
+
+def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> IndexLambda:
+    if step not in (None, 1) or not isinstance(start, (int, np.integer)) \
+            or isinstance(start, (bool, np.bool_)):
+        raise ValueError(f"arange with a symbolic stop ({stop!r}) needs an "
+                         f"integer start and step 1, got start={start!r}, "
+                         f"step={step!r}")
+    try:
+        stop_expr = sh.normalize_component(stop)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"arange: stop must be a scalar or an affine "
+                        f"expression of size parameters: {e}") from None
+    length = sh.sub(stop_expr, int(start))
+    dtype = np.dtype(np.int64) if dtype is None else normalize_dtype(dtype)
+    body: Any = TypeCast(dtype, index_var(0))
+    if start != 0:
+        body = prim.Sum((np.asarray(start).astype(dtype)[()], body))
+    return IndexLambda(body, (length,), dtype, {})
+
+# }}}
+
+
+def eye(N: Any, M: Any = None, k: int = 0, dtype: Any = np.float64
+        ) -> IndexLambda:
+    """A 2-d array with ones on diagonal *k* (0: main, positive: above) and
+    zeros elsewhere. *N* and *M* may be symbolic."""
+    dtype = normalize_dtype(dtype)
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"eye: k must be an int, got {type(k).__name__}")
+    shape = sh.normalize_shape((N, N if M is None else M))
+    row: Any = index_var(0)
+    if k:
+        row = prim.Sum((row, np.int64(k)))
+    on_diagonal = prim.Comparison(row, "==", index_var(1))
+    one, zero = np.ones((), dtype)[()], np.zeros((), dtype)[()]
+    body = on_diagonal if dtype.kind == "b" else prim.If(on_diagonal, one, zero)
+    return IndexLambda(body, shape, dtype, {})
+
+
+def linspace(start: Scalar, stop: Scalar, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None) -> Any:
+    """*num* evenly spaced values from *start* to *stop* (included if
+    *endpoint*), computed as numpy computes them; integer dtypes floor the
+    values. *start* and *stop* must be scalars; *num* an int. With
+    *retstep*, returns ``(samples, step)``."""
+    for v in (start, stop):
+        if not is_scalar(v):
+            raise TypeError(f"linspace: start and stop must be scalars, got "
+                            f"{type(v).__name__}")
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be "
+                         "non-negative")
+    div = num - 1 if endpoint else num
+    dt = np.result_type(start, stop, 1.0)
+    out = dt if dtype is None else normalize_dtype(dtype)
+    start_c = np.asarray(start).astype(dt)[()]
+    stop_c = np.asarray(stop).astype(dt)[()]
+    with np.errstate(all="ignore"):
+        delta = stop_c - start_c
+        step = delta / div if div > 0 else np.asarray(np.nan).astype(dt)[()]
+    i = TypeCast(dt, index_var(0))
+    body: Any
+    if div > 0 and step == 0:
+        body = prim.Product((prim.Quotient(i, np.asarray(div).astype(dt)[()]),
+                             delta))
+    elif div > 0:
+        body = prim.Product((i, step))
+    else:
+        body = prim.Product((i, delta))
+    body = prim.Sum((body, start_c))
+    if endpoint and num > 1:
+        body = prim.If(prim.Comparison(index_var(0), "==", np.int64(num - 1)),
+                       stop_c, body)
+    if out.kind in "iu":
+        body = prim.Call(prim.Variable("floor"), (body,))
+    result = IndexLambda(cast(body, dt, out), (num,), out, {})
+    return (result, step) if retstep else result
+

@@ -1,0 +1,272 @@
+# SPDX-License-Identifier: MIT
+"""Reductions: ``sum prod amax amin any all mean var`` with numpy's dtypes.
+
+A reduction is one :class:`~ftlazy.IndexLambda` whose body is a
+:class:`~ftlazy.scalar_expr.Reduce` over fresh reduction indices ``_r0,
+_r1, ...`` with bounds ``(name, 0, dim)`` (``dim`` possibly symbolic).
+"""
+
+from __future__ import annotations
+
+import builtins
+from functools import lru_cache
+from typing import Any, Union
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda, normalize_dtype
+from ftlazy.ops.convert import (
+    ArrayLike, asarray, cast, constant_value, is_scalar)
+from ftlazy.scalar_expr import Reduce, TypeCast, index_var, reduction_var
+
+__all__ = ["sum", "prod", "amax", "amin", "max", "min", "any", "all", "mean",
+           "var"]
+
+Result = Union[Array, np.generic]
+AxisLike = Union[None, int, tuple[int, ...], list[int]]
+
+
+def normalize_axes(axis: AxisLike, ndim: int) -> tuple[int, ...]:
+    """The sorted, non-negative axes that *axis* (None, an int or a
+    sequence of ints) names. Raises :class:`numpy.exceptions.AxisError` for
+    an axis out of range and :class:`ValueError` for a repeated axis."""
+    if axis is None:
+        return tuple(range(ndim))
+    entries = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+    result = []
+    for ax in entries:
+        if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
+            raise TypeError(f"axis must be an int, a tuple of ints or None, got "
+                            f"{type(ax).__name__} {ax!r}")
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(int(ax), ndim)
+        result.append(int(ax) % ndim)
+    if len(set(result)) != len(result):
+        raise ValueError(f"duplicate value in 'axis': {axis!r} names an axis "
+                         "twice")
+    return tuple(sorted(result))
+
+
+@lru_cache(maxsize=None)
+def _sum_dtype(dtype: np.dtype, op: str) -> np.dtype:
+    # numpy's own answer: small integers and bools accumulate in the
+    # platform integer, unsigned ones in the unsigned platform integer
+    fn = np.sum if op == "sum" else np.prod
+    return fn(np.zeros(1, dtype)).dtype
+
+
+def _reduced_read(a: Array, axes: tuple[int, ...], keepdims: bool
+                  ) -> tuple[Any, tuple, sh.Shape]:
+    """``(read, bounds, out_shape)``: the expression reading ``_in0`` at the
+    output and reduction indices, the reduction bounds and the output
+    shape."""
+    idx = []
+    bounds = []
+    out_shape: list[Any] = []
+    for i, d in enumerate(a.shape):
+        if i in axes:
+            var = reduction_var(len(bounds))
+            bounds.append((var.name, 0, d))
+            idx.append(var)
+            if keepdims:
+                out_shape.append(1)
+        else:
+            idx.append(index_var(i if keepdims else len(out_shape)))
+            out_shape.append(d)
+    read = (prim.Subscript(prim.Variable("_in0"), tuple(idx)) if a.shape
+            else prim.Variable("_in0"))
+    return read, tuple(bounds), tuple(out_shape)
+
+
+def _reduction(np_fn: Any, op: str, x: ArrayLike, axis: AxisLike,
+               keepdims: bool, acc_dtype: np.dtype, out_dtype: np.dtype | None = None,
+               name: str | None = None) -> Result:
+    """One Reduce node: elements of *x* cast to *acc_dtype*, reduced with *op*
+    over *axis*, the result cast to *out_dtype* (default *acc_dtype*)."""
+    a = asarray(x)
+    axes = normalize_axes(axis, a.ndim)
+    out_dtype = acc_dtype if out_dtype is None else out_dtype
+    if op in ("max", "min"):
+        for ax in axes:
+            if a.shape[ax] == 0:
+                raise ValueError(
+                    f"zero-size array to reduction operation {name} which has "
+                    f"no identity: axis {ax} of the array of shape "
+                    f"{sh.shape_str(a.shape)} has length 0")
+    value = constant_value(a)
+    if value is not None:
+        with np.errstate(all="ignore"):
+            return asarray(np.asarray(np_fn(value)).astype(out_dtype)[()])
+    read, bounds, out_shape = _reduced_read(a, axes, keepdims)
+    expr: Any = cast(read, a.dtype, acc_dtype)
+    if bounds:
+        expr = Reduce(op, expr, bounds)
+    expr = cast(expr, acc_dtype, out_dtype)
+    return IndexLambda(expr, out_shape, out_dtype, {"_in0": a})
+
+
+def sum(a: ArrayLike, axis: AxisLike = None, dtype: Any = None,
+        keepdims: bool = False) -> Result:
+    """Sum of the elements over *axis* (None: all). As in numpy, bools and
+    small integers accumulate in int64, small unsigned integers in uint64."""
+    if is_scalar(a):
+        return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    a = asarray(a)
+    acc = _sum_dtype(a.dtype, "sum") if dtype is None else normalize_dtype(dtype)
+    return _reduction(lambda v: np.sum(v, dtype=acc), "sum", a, axis, keepdims,
+                      acc)
+
+
+def prod(a: ArrayLike, axis: AxisLike = None, dtype: Any = None,
+         keepdims: bool = False) -> Result:
+    """Product of the elements over *axis* (None: all), in numpy's dtype."""
+    if is_scalar(a):
+        return np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    a = asarray(a)
+    acc = _sum_dtype(a.dtype, "prod") if dtype is None else normalize_dtype(dtype)
+    return _reduction(lambda v: np.prod(v, dtype=acc), "product", a, axis,
+                      keepdims, acc)
+
+
+def amax(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
+    """Largest element over *axis* (None: all); NaN propagates. An axis of
+    length 0 is a :class:`ValueError`."""
+    if is_scalar(a):
+        return np.amax(a, axis=axis, keepdims=keepdims)
+    a = asarray(a)
+    return _reduction(np.amax, "max", a, axis, keepdims, a.dtype, name="maximum")
+
+
+def amin(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
+    """Smallest element over *axis* (None: all); NaN propagates. An axis of
+    length 0 is a :class:`ValueError`."""
+    if is_scalar(a):
+        return np.amin(a, axis=axis, keepdims=keepdims)
+    a = asarray(a)
+    return _reduction(np.amin, "min", a, axis, keepdims, a.dtype, name="minimum")
+
+
+max = amax
+min = amin
+
+
+def any(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
+    """Whether any element over *axis* (None: all) is non-zero, as bool."""
+    if is_scalar(a):
+        return np.any(a, axis=axis, keepdims=keepdims)
+    return _reduction(np.any, "any", a, axis, keepdims, np.dtype(bool))
+
+
+def all(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
+    """Whether every element over *axis* (None: all) is non-zero, as bool."""
+    if is_scalar(a):
+        return np.all(a, axis=axis, keepdims=keepdims)
+    return _reduction(np.all, "all", a, axis, keepdims, np.dtype(bool))
+
+
+# {{{ mean and var
+
+def _mean_dtypes(dtype: np.dtype, requested: Any) -> tuple[np.dtype, np.dtype]:
+    """``(accumulation dtype, result dtype)`` as numpy's mean chooses them:
+    integers and bools average in float64, float16 in float32."""
+    if requested is not None:
+        requested = normalize_dtype(requested)
+        acc = np.dtype(np.float32) if requested == np.float16 else requested
+        return acc, requested
+    if dtype.kind in "biu":
+        return np.dtype(np.float64), np.dtype(np.float64)
+    if dtype == np.float16:
+        return np.dtype(np.float32), dtype
+    return dtype, dtype
+
+
+def _count_expr(components: list[Any], dtype: np.dtype) -> Any:
+    """The product of shape components as a body expression of *dtype*
+    (a constant when they are all ints)."""
+    const = 1
+    symbolic = []
+    for c in components:
+        form = sh.to_affine(c)
+        if form.is_constant:
+            const *= form.const
+            continue
+        terms: list[Any] = [prim.Product((np.int64(v), prim.Variable(k)))
+                            if v != 1 else prim.Variable(k)
+                            for k, v in sorted(form.coeffs.items())]
+        if form.const:
+            terms.append(np.int64(form.const))
+        symbolic.append(terms[0] if len(terms) == 1 else prim.Sum(tuple(terms)))
+    if not symbolic:
+        return np.asarray(const).astype(dtype)[()]
+    count: Any = prim.Product(tuple(([np.int64(const)] if const != 1 else [])
+                                    + symbolic)) if (
+        len(symbolic) > 1 or const != 1) else symbolic[0]
+    return TypeCast(dtype, count)
+
+
+def mean(a: ArrayLike, axis: AxisLike = None, dtype: Any = None,
+         keepdims: bool = False) -> Result:
+    """Arithmetic mean over *axis* (None: all) with numpy's dtypes: float64
+    for integer input, float16 averaged in float32. An empty reduction gives
+    NaN, as in numpy."""
+    if is_scalar(a):
+        return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    a = asarray(a)
+    acc, out = _mean_dtypes(a.dtype, dtype)
+    return _mean(a, axis, keepdims, acc, out)
+
+
+def _mean(a: Array, axis: AxisLike, keepdims: bool, acc: np.dtype,
+          out: np.dtype) -> Array:
+    axes = normalize_axes(axis, a.ndim)
+    total = sum(a, axis=axes, dtype=acc, keepdims=keepdims)
+    count = _count_expr([a.shape[i] for i in axes], acc)
+    from ftlazy.ops.elementwise import divide
+    if isinstance(count, np.generic):
+        result = divide(total, count)
+    else:
+        result = IndexLambda(prim.Quotient(_read_all(total), count),
+                             total.shape, acc, {"_in0": total})
+    return result.astype(out) if result.dtype != out else result
+
+
+def _read_all(a: Array) -> Any:
+    if not a.shape:
+        return prim.Variable("_in0")
+    return prim.Subscript(prim.Variable("_in0"),
+                          tuple(index_var(i) for i in range(a.ndim)))
+
+
+def var(a: ArrayLike, axis: AxisLike = None, dtype: Any = None, ddof: int = 0,
+        keepdims: bool = False) -> Result:
+    """Variance ``mean(|a - mean(a)|**2)`` over *axis*, divided by
+    ``count - ddof`` (at least 0), with numpy's dtypes (real for complex
+    input)."""
+    if is_scalar(a):
+        return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    from ftlazy.ops import elementwise as ew
+    a = asarray(a)
+    acc, out = _mean_dtypes(a.dtype, dtype)
+    axes = normalize_axes(axis, a.ndim)
+    centered = ew.subtract(a, _mean(a, axes, True, acc, acc))
+    if centered.dtype.kind == "c":
+        squared = ew.real(ew.multiply(centered, ew.conj(centered)))
+    else:
+        squared = ew.multiply(centered, centered)
+    real_acc = squared.dtype
+    total = sum(squared, axis=axes, keepdims=keepdims)
+    count = _count_expr([a.shape[i] for i in axes], np.dtype(np.int64))
+    if isinstance(count, np.generic):
+        divisor: Any = np.asarray(builtins.max(int(count) - ddof, 0)).astype(
+            real_acc)[()]
+    else:
+        divisor = TypeCast(real_acc, prim.Max((
+            prim.Sum((count, np.int64(-ddof))), np.int64(0))))
+    result = IndexLambda(prim.Quotient(_read_all(total), divisor), total.shape,
+                         real_acc, {"_in0": total})
+    out_real = np.empty((), out).real.dtype
+    return result.astype(out_real) if result.dtype != out_real else result
+
+# }}}

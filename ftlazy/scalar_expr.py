@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: MIT
+"""Scalar expressions used as :class:`~ftlazy.array.IndexLambda` bodies.
+
+Bodies are pymbolic expressions over
+
+* output index variables ``_0, _1, ...`` (see :func:`index_var`),
+* reduction index variables ``_r0, _r1, ...`` bound by :class:`Reduce`,
+* bindings: ``Variable(name)`` for a 0-d binding,
+  ``Subscript(Variable(name), (i0, i1, ...))`` for others,
+* size parameter names (as in shapes), which evaluate to their integer value,
+* constants (numpy scalars carry their dtype), :class:`TypeCast`, ``If``,
+  comparisons, logical and bitwise operators, ``FloorDiv``/``Remainder`` with
+  numpy's sign rules, ``Min``/``Max``, and ``Call(Variable(fn), args)`` for
+  the functions in :data:`FUNCTIONS`.
+
+The front end keeps bodies well typed: every operand of an arithmetic
+operator already has the result's dtype (casts are explicit), so a backend
+need not re-derive numpy's promotion rules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymbolic.primitives as prim
+from pymbolic.mapper import CombineMapper, IdentityMapper, WalkMapper
+from pymbolic.mapper.stringifier import PREC_NONE, StringifyMapper
+from pymbolic.primitives import expr_dataclass
+
+#: scalar functions an expression may call, by name
+FUNCTIONS = frozenset({
+    "abs", "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "isnan",
+    "isinf", "floor", "ceil", "fmod", "real", "imag", "conj",
+})
+
+#: reduction operations a :class:`Reduce` may use, by name
+REDUCTIONS = frozenset({"sum", "product", "max", "min", "any", "all"})
+
+RESERVED_PREFIX = "_ft"
+
+
+def index_var(i: int) -> prim.Variable:
+    """The variable for output axis *i*."""
+    return prim.Variable(f"_{i}")
+
+
+def reduction_var(i: int) -> prim.Variable:
+    """The variable for reduction axis *i*."""
+    return prim.Variable(f"_r{i}")
+
+
+def is_index_name(name: str) -> bool:
+    return name[:1] == "_" and (name[1:].isdigit()
+                                or (name[1:2] == "r" and name[2:].isdigit()))
+
+
+@expr_dataclass()
+class TypeCast(prim.ExpressionNode):
+    """``child`` converted to ``dtype`` (numpy's ``astype`` semantics)."""
+
+    dtype: np.dtype
+    child: prim.ExpressionNode
+
+    def make_stringifier(self, originating_stringifier=None):
+        return ExprStringifier()
+
+
+@expr_dataclass()
+class Reduce(prim.ExpressionNode):
+    """A reduction of ``inner`` over the ``bounds``: a tuple of
+    ``(name, lower, upper)`` with half-open affine bounds in size params.
+    ``op`` is one of :data:`REDUCTIONS`."""
+
+    op: str
+    inner: prim.ExpressionNode
+    bounds: tuple[tuple[str, object, object], ...]
+
+    def make_stringifier(self, originating_stringifier=None):
+        return ExprStringifier()
+
+    def __post_init__(self) -> None:
+        if self.op not in REDUCTIONS:
+            raise ValueError(f"unknown reduction '{self.op}'")
+
+
+class ExprStringifier(StringifyMapper):
+    """Renders expressions with ftlazy's nodes readably."""
+
+    def map_type_cast(self, expr: TypeCast, enclosing_prec, *args, **kwargs):
+        return f"{expr.dtype}({self.rec(expr.child, PREC_NONE)})"
+
+    def map_reduce(self, expr: Reduce, enclosing_prec, *args, **kwargs):
+        bounds = ", ".join(f"{n}:{lo}..{hi}" for n, lo, hi in expr.bounds)
+        return f"{expr.op}([{bounds}], {self.rec(expr.inner, PREC_NONE)})"
+
+
+class ExprIdentityMapper(IdentityMapper):
+    """pymbolic identity mapper that also knows ftlazy's nodes."""
+
+    def map_type_cast(self, expr: TypeCast, *args, **kwargs):
+        child = self.rec(expr.child, *args, **kwargs)
+        return expr if child is expr.child else TypeCast(expr.dtype, child)
+
+    def map_reduce(self, expr: Reduce, *args, **kwargs):
+        inner = self.rec(expr.inner, *args, **kwargs)
+        return expr if inner is expr.inner else Reduce(expr.op, inner, expr.bounds)
+
+    def map_numpy_scalar(self, expr, *args, **kwargs):
+        return expr
+
+
+class ExprWalkMapper(WalkMapper):
+    """pymbolic walk mapper that also knows ftlazy's nodes."""
+
+    def map_type_cast(self, expr: TypeCast, *args, **kwargs):
+        if not self.visit(expr, *args, **kwargs):
+            return
+        self.rec(expr.child, *args, **kwargs)
+        self.post_visit(expr, *args, **kwargs)
+
+    def map_reduce(self, expr: Reduce, *args, **kwargs):
+        if not self.visit(expr, *args, **kwargs):
+            return
+        self.rec(expr.inner, *args, **kwargs)
+        self.post_visit(expr, *args, **kwargs)
+
+
+class ExprCombineMapper(CombineMapper):
+    """pymbolic combine mapper that also knows ftlazy's nodes."""
+
+    def map_type_cast(self, expr: TypeCast, *args, **kwargs):
+        return self.rec(expr.child, *args, **kwargs)
+
+    def map_reduce(self, expr: Reduce, *args, **kwargs):
+        return self.rec(expr.inner, *args, **kwargs)
+
+
+class _VariableCollector(ExprCombineMapper):
+    def combine(self, values):
+        result: set = set()
+        for v in values:
+            result |= v
+        return result
+
+    def map_constant(self, expr):
+        return set()
+
+    def map_variable(self, expr):
+        return {expr.name}
+
+    def map_subscript(self, expr):
+        return {expr.aggregate.name} | self.combine(
+            [self.rec(i) for i in expr.index_tuple])
+
+    def map_call(self, expr):
+        return self.combine([self.rec(p) for p in expr.parameters])
+
+    def map_reduce(self, expr):
+        return self.rec(expr.inner) - {b[0] for b in expr.bounds}
+
+
+def get_variable_names(expr) -> set[str]:
+    """Names of the free variables (bindings, indices, size params) in *expr*,
+    including subscripted aggregates."""
+    return _VariableCollector()(expr)
+
+
+class _Substituter(ExprIdentityMapper):
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def map_variable(self, expr):
+        return self.mapping.get(expr.name, expr)
+
+    def map_reduce(self, expr: Reduce):
+        shadowed = {b[0] for b in expr.bounds}
+        if shadowed & self.mapping.keys():
+            inner_map = {k: v for k, v in self.mapping.items() if k not in shadowed}
+            return Reduce(expr.op, _Substituter(inner_map)(expr.inner), expr.bounds)
+        return super().map_reduce(expr)
+
+
+def substitute(expr, mapping: dict) -> object:
+    """Replace variables by name (respecting reduction scopes)."""
+    return _Substituter(mapping)(expr) if mapping else expr
+
+
+def rename_bindings(expr, renames: dict[str, str]) -> object:
+    """Rename binding variables (subscripted or 0-d) in *expr*."""
+    return substitute(expr, {k: prim.Variable(v) for k, v in renames.items()})

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: MIT
+"""Tags that ftlazy itself defines.
+
+Tags are descriptive metadata (:class:`pytools.tag.Tag` instances) attached
+to nodes and axes. They never change a result, and nothing propagates them
+implicitly: a node built from a tagged node does not inherit its tags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytools.tag import Tag, UniqueTag, tag_dataclass
+
+
+class ImplementationStrategy(UniqueTag):
+    """How code generation should realize an array (at most one per node)."""
+
+
+@tag_dataclass
+class ImplStored(ImplementationStrategy):
+    """Store the array in a global temporary rather than inline it."""
+
+
+@tag_dataclass
+class ImplInlined(ImplementationStrategy):
+    """Compute the array inside each of its users, never store it."""
+
+
+@dataclass(frozen=True)
+class _NameTag(UniqueTag):
+    pass
+
+
+@tag_dataclass
+class Named(_NameTag):
+    """Name the stored array (a C identifier) in generated code."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        from ftlazy.array import check_user_name
+        check_user_name(self.name, "Named tag")
+
+
+@tag_dataclass
+class PrefixNamed(_NameTag):
+    """Name the stored array with this prefix plus a unique suffix."""
+
+    prefix: str
+
+    def __post_init__(self) -> None:
+        from ftlazy.array import check_user_name
+        check_user_name(self.prefix, "PrefixNamed tag")
+
+
+__all__ = ["Tag", "UniqueTag", "ImplementationStrategy", "ImplStored",
+           "ImplInlined", "Named", "PrefixNamed"]

@@ -1,0 +1,366 @@
+# SPDX-License-Identifier: MIT
+"""The reference evaluator: computes any DAG with numpy alone.
+
+It is the oracle of the test suite, so it evaluates every node by its
+definition (high-level nodes with the matching numpy function, IndexLambda
+bodies by vectorized evaluation of the scalar expression over index grids)
+rather than by the lowering that code generation uses.
+
+.. autofunction:: evaluate_numpy
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pymbolic.primitives as prim
+from pymbolic.mapper import Mapper as ExprMapper
+
+from ftlazy import shapes as sh
+from ftlazy.array import (
+    AdvancedIndex, Array, AxisPermutation, BasicIndex, Concatenate, DataWrapper,
+    DictOfNamedArrays, Einsum, IndexLambda, NormalizedSlice, Placeholder, Reshape,
+    Roll, SizeParam, Stack)
+from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Map, Scan
+from ftlazy.scalar_expr import Reduce, TypeCast
+from ftlazy.target.binding import bind_inputs, check_shape_nonnegative, collect_inputs
+from ftlazy.transform.mappers import CachedMapper
+
+_FUNCTIONS = {
+    "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+    "log2": np.log2, "log10": np.log10, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan,
+    "arctan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "isnan": np.isnan, "isinf": np.isinf, "floor": np.floor, "ceil": np.ceil,
+    "fmod": np.fmod, "real": np.real, "imag": np.imag, "conj": np.conj,
+}
+
+_REDUCERS = {
+    "sum": lambda v, axes: np.sum(v, axis=axes, dtype=v.dtype),
+    "product": lambda v, axes: np.prod(v, axis=axes, dtype=v.dtype),
+    "max": lambda v, axes: np.max(v, axis=axes),
+    "min": lambda v, axes: np.min(v, axis=axes),
+    "any": lambda v, axes: np.any(v, axis=axes),
+    "all": lambda v, axes: np.all(v, axis=axes),
+}
+
+
+class _ScalarEvaluator(ExprMapper):
+    """Evaluates an IndexLambda body over open index grids. Every value is
+    broadcastable to ``(*out_shape, *reduction_shape)`` with the current
+    number of dimensions, so numpy's right-aligned broadcasting is exact."""
+
+    def __init__(self, out_shape: tuple[int, ...], bindings: Mapping[str, np.ndarray],
+                 env: Mapping[str, int]) -> None:
+        self.bindings = bindings
+        self.env = env
+        self.axis_of: dict[str, int] = {}
+        self.extent: list[int] = []
+        for i, n in enumerate(out_shape):
+            self.axis_of[f"_{i}"] = i
+            self.extent.append(n)
+
+    def _grid(self, name: str) -> np.ndarray:
+        axis = self.axis_of[name]
+        shape = [1] * len(self.extent)
+        shape[axis] = self.extent[axis]
+        return np.arange(self.extent[axis], dtype=np.int64).reshape(shape)
+
+    def map_constant(self, expr: Any) -> Any:
+        return expr
+
+    def map_variable(self, expr: prim.Variable) -> Any:
+        name = expr.name
+        if name in self.axis_of:
+            return self._grid(name)
+        if name in self.bindings:
+            return self.bindings[name]
+        if name in self.env:
+            return np.int64(self.env[name])
+        raise ValueError(f"unbound variable {name!r} in an IndexLambda body")
+
+    def map_subscript(self, expr: prim.Subscript) -> Any:
+        array = self.bindings[expr.aggregate.name]
+        idx = [np.asarray(self.rec(i), dtype=np.int64) for i in expr.index_tuple]
+        if array.size == 0:
+            shape = np.broadcast_shapes(*[i.shape for i in idx]) if idx else ()
+            return np.zeros(shape, array.dtype)
+        # out-of-range reads only happen in If branches that are not taken
+        idx = [np.clip(i, 0, n - 1) for i, n in zip(idx, array.shape)]
+        return array[tuple(idx)]
+
+    def map_sum(self, expr: prim.Sum) -> Any:
+        result = self.rec(expr.children[0])
+        for c in expr.children[1:]:
+            result = result + self.rec(c)
+        return result
+
+    def map_product(self, expr: prim.Product) -> Any:
+        result = self.rec(expr.children[0])
+        for c in expr.children[1:]:
+            result = result * self.rec(c)
+        return result
+
+    def map_quotient(self, expr: prim.Quotient) -> Any:
+        return np.true_divide(self.rec(expr.numerator), self.rec(expr.denominator))
+
+    def map_floor_div(self, expr: prim.FloorDiv) -> Any:
+        return np.floor_divide(self.rec(expr.numerator), self.rec(expr.denominator))
+
+    def map_remainder(self, expr: prim.Remainder) -> Any:
+        return np.remainder(self.rec(expr.numerator), self.rec(expr.denominator))
+
+    def map_power(self, expr: prim.Power) -> Any:
+        return np.power(self.rec(expr.base), self.rec(expr.exponent))
+
+    def map_min(self, expr: prim.Min) -> Any:
+        result = self.rec(expr.children[0])
+        for c in expr.children[1:]:
+            result = np.minimum(result, self.rec(c))
+        return result
+
+    def map_max(self, expr: prim.Max) -> Any:
+        result = self.rec(expr.children[0])
+        for c in expr.children[1:]:
+            result = np.maximum(result, self.rec(c))
+        return result
+
+    def map_comparison(self, expr: prim.Comparison) -> Any:
+        left, right = self.rec(expr.left), self.rec(expr.right)
+        return {"<": np.less, "<=": np.less_equal, ">": np.greater,
+                ">=": np.greater_equal, "==": np.equal,
+                "!=": np.not_equal}[expr.operator](left, right)
+
+    def map_logical_and(self, expr: prim.LogicalAnd) -> Any:
+        result = np.asarray(self.rec(expr.children[0]), dtype=bool)
+        for c in expr.children[1:]:
+            result = np.logical_and(result, self.rec(c))
+        return result
+
+    def map_logical_or(self, expr: prim.LogicalOr) -> Any:
+        result = np.asarray(self.rec(expr.children[0]), dtype=bool)
+        for c in expr.children[1:]:
+            result = np.logical_or(result, self.rec(c))
+        return result
+
+    def map_logical_not(self, expr: prim.LogicalNot) -> Any:
+        return np.logical_not(self.rec(expr.child))
+
+    def _bitwise(self, fn, children) -> Any:
+        result = self.rec(children[0])
+        for c in children[1:]:
+            result = fn(result, self.rec(c))
+        return result
+
+    def map_bitwise_and(self, expr: prim.BitwiseAnd) -> Any:
+        return self._bitwise(np.bitwise_and, expr.children)
+
+    def map_bitwise_or(self, expr: prim.BitwiseOr) -> Any:
+        return self._bitwise(np.bitwise_or, expr.children)
+
+    def map_bitwise_xor(self, expr: prim.BitwiseXor) -> Any:
+        return self._bitwise(np.bitwise_xor, expr.children)
+
+    def map_bitwise_not(self, expr: prim.BitwiseNot) -> Any:
+        return np.invert(self.rec(expr.child))
+
+    def map_left_shift(self, expr: prim.LeftShift) -> Any:
+        return np.left_shift(self.rec(expr.shiftee), self.rec(expr.shift))
+
+    def map_right_shift(self, expr: prim.RightShift) -> Any:
+        return np.right_shift(self.rec(expr.shiftee), self.rec(expr.shift))
+
+    def map_if(self, expr: prim.If) -> Any:
+        return np.where(self.rec(expr.condition), self.rec(expr.then),
+                        self.rec(expr.else_))
+
+    def map_call(self, expr: prim.Call) -> Any:
+        fn = _FUNCTIONS[expr.function.name]
+        return fn(*[self.rec(p) for p in expr.parameters])
+
+    def map_type_cast(self, expr: TypeCast) -> Any:
+        return np.asarray(self.rec(expr.child)).astype(expr.dtype)
+
+    def map_reduce(self, expr: Reduce) -> Any:
+        outer_ndim = len(self.extent)
+        lengths = []
+        for name, lo, hi in expr.bounds:
+            lo_v = sh.evaluate_component(lo, self.env)
+            hi_v = sh.evaluate_component(hi, self.env)
+            if lo_v != 0:
+                raise ValueError("reduction bounds must start at 0")
+            self.axis_of[name] = len(self.extent)
+            self.extent.append(max(hi_v, 0))
+            lengths.append(max(hi_v, 0))
+        try:
+            value = np.asarray(self.rec(expr.inner))
+            full = np.broadcast_shapes(
+                (1,) * (len(self.extent) - value.ndim) + value.shape,
+                (1,) * outer_ndim + tuple(lengths))
+            value = np.broadcast_to(value, full)
+            axes = tuple(range(outer_ndim, len(self.extent)))
+            if expr.op in ("max", "min") and 0 in lengths:
+                raise ValueError(f"zero-size array to reduction operation "
+                                 f"{expr.op}imum which has no identity")
+            return _REDUCERS[expr.op](value, axes)
+        finally:
+            for name, _, _ in expr.bounds:
+                del self.axis_of[name]
+            del self.extent[outer_ndim:]
+
+
+def _slice(idx: NormalizedSlice, env: Mapping[str, int]) -> slice:
+    start = sh.evaluate_component(idx.start, env)
+    length = sh.evaluate_component(idx.length, env)
+    if length <= 0:
+        return slice(0, 0)
+    stop = start + idx.step * length
+    return slice(start, stop if stop >= 0 else None, idx.step)
+
+
+class NumpyEvaluator(CachedMapper[Any]):
+    """Maps each node to its numpy value. Results of :class:`Map` and
+    :class:`Scan` nodes are tuples (one array per loop result)."""
+
+    def __init__(self, env: Mapping[str, int], arrays: Mapping[str, Any],
+                 params: tuple = ()) -> None:
+        super().__init__()
+        self.env = env
+        self.arrays = arrays
+        self.params = params
+
+    def _finish(self, node: Array, value: Any) -> np.ndarray:
+        shape = check_shape_nonnegative(node, self.env)
+        value = np.asarray(value)
+        if value.shape != shape:
+            value = np.broadcast_to(value, shape)
+        return np.array(value, dtype=node.dtype, copy=True)
+
+    def map_placeholder(self, expr: Placeholder) -> np.ndarray:
+        value = self.arrays[expr.name]
+        return np.asarray(value.get() if hasattr(value, "get") else value)
+
+    def map_size_param(self, expr: SizeParam) -> np.ndarray:
+        return np.asarray(self.env[expr.name], dtype=np.int64)
+
+    def map_data_wrapper(self, expr: DataWrapper) -> np.ndarray:
+        data = expr.data
+        return np.asarray(data.get() if hasattr(data, "get") else data)
+
+    def map_body_param(self, expr: BodyParam) -> np.ndarray:
+        return self.params[expr.index]
+
+    def map_index_lambda(self, expr: IndexLambda) -> np.ndarray:
+        shape = check_shape_nonnegative(expr, self.env)
+        bindings = {name: self.rec(a) for name, a in expr.bindings.items()}
+        with np.errstate(all="ignore"):
+            value = _ScalarEvaluator(shape, bindings, self.env)(expr.expr)
+        return self._finish(expr, value)
+
+    def map_einsum(self, expr: Einsum) -> np.ndarray:
+        return self._finish(expr, np.einsum(expr.spec, *[self.rec(a) for a in expr.args]))
+
+    def map_reshape(self, expr: Reshape) -> np.ndarray:
+        shape = check_shape_nonnegative(expr, self.env)
+        return self._finish(expr, np.reshape(self.rec(expr.array), shape,
+                                             order=expr.order))
+
+    def map_axis_permutation(self, expr: AxisPermutation) -> np.ndarray:
+        return self._finish(expr, np.transpose(self.rec(expr.array),
+                                               expr.axis_permutation))
+
+    def map_roll(self, expr: Roll) -> np.ndarray:
+        return self._finish(expr, np.roll(self.rec(expr.array), expr.shift,
+                                          axis=expr.axis))
+
+    def map_stack(self, expr: Stack) -> np.ndarray:
+        return self._finish(expr, np.stack([self.rec(a) for a in expr.arrays],
+                                           axis=expr.axis))
+
+    def map_concatenate(self, expr: Concatenate) -> np.ndarray:
+        return self._finish(expr, np.concatenate(
+            [self.rec(a) for a in expr.arrays], axis=expr.axis))
+
+    def map_basic_index(self, expr: BasicIndex) -> np.ndarray:
+        index = tuple(_slice(i, self.env) if isinstance(i, NormalizedSlice)
+                      else sh.evaluate_component(i, self.env)
+                      for i in expr.indices)
+        return self._finish(expr, self.rec(expr.array)[index])
+
+    def map_advanced_index(self, expr: AdvancedIndex) -> np.ndarray:
+        index = tuple(_slice(i, self.env) if isinstance(i, NormalizedSlice)
+                      else self.rec(expr.index_arrays[i]) for i in expr.indices)
+        return self._finish(expr, self.rec(expr.array)[index])
+
+    def map_gather(self, expr: Gather) -> np.ndarray:
+        array = self.rec(expr.array)
+        indices = self.rec(expr.indices)
+        n = array.shape[expr.axis]
+        if indices.size and (indices.min() < -n or indices.max() >= n):
+            bad = indices[(indices < -n) | (indices >= n)].flat[0]
+            raise IndexError(f"gather index {bad} is out of range for axis "
+                             f"{expr.axis} with size {n}")
+        return self._finish(expr, np.take(array, indices, axis=expr.axis))
+
+    def map_loop_result(self, expr: LoopResult) -> np.ndarray:
+        return self._finish(expr, self.rec(expr.loop)[expr.index])
+
+    def _run_body(self, body: Body, params: tuple) -> list[np.ndarray]:
+        evaluator = NumpyEvaluator(self.env, self.arrays, params)
+        return [evaluator.rec(o) for o in body.outputs]
+
+    def _empty_results(self, expr, n: int) -> tuple:
+        return tuple(np.empty(sh.evaluate_shape(expr.output_shape(i), self.env),
+                              expr.output_dtype(i)) for i in range(n))
+
+    def map_map(self, expr: Map) -> tuple:
+        mapped = [self.rec(a) for a in expr.mapped]
+        captured = tuple(self.rec(a) for a in expr.captured)
+        length = sh.evaluate_component(expr.length, self.env)
+        if length == 0:
+            return self._empty_results(expr, expr.num_outputs)
+        per_step = [self._run_body(expr.body, tuple(m[i] for m in mapped) + captured)
+                    for i in range(length)]
+        return tuple(np.stack([step[k] for step in per_step])
+                     for k in range(expr.num_outputs))
+
+    def map_scan(self, expr: Scan) -> tuple:
+        carries = [self.rec(a) for a in expr.inits]
+        scanned = [self.rec(a) for a in expr.scanned]
+        captured = tuple(self.rec(a) for a in expr.captured)
+        length = sh.evaluate_component(expr.length, self.env)
+        history = []
+        for i in range(length):
+            carries = self._run_body(expr.body, tuple(carries)
+                                     + tuple(s[i] for s in scanned) + captured)
+            history.append(carries)
+        if not expr.keep_all:
+            return tuple(carries)
+        if length == 0:
+            return self._empty_results(expr, expr.num_outputs)
+        return tuple(np.stack([h[k] for h in history])
+                     for k in range(expr.num_outputs))
+
+
+def evaluate_numpy(result: Array | DictOfNamedArrays, **inputs: Any) -> Any:
+    """Evaluate *result* with numpy.
+
+    :arg inputs: a value per placeholder name (numpy arrays of exactly the
+        declared dtype), and optionally size parameters by name (others are
+        inferred from the input shapes).
+    :returns: a :class:`numpy.ndarray`, or a :class:`dict` of them for a
+        :class:`~ftlazy.DictOfNamedArrays`.
+    """
+    if isinstance(result, DictOfNamedArrays):
+        roots = list(result.values())
+    elif isinstance(result, Array):
+        roots = [result]
+    else:
+        raise TypeError(f"evaluate_numpy expects an Array or DictOfNamedArrays, "
+                        f"got {type(result).__name__}")
+    env, arrays = bind_inputs(collect_inputs(roots), inputs)
+    evaluator = NumpyEvaluator(env, arrays)
+    if isinstance(result, DictOfNamedArrays):
+        return {name: evaluator.rec(a) for name, a in result.items()}
+    return evaluator.rec(result)

@@ -1,0 +1,247 @@
+# SPDX-License-Identifier: MIT
+"""The mapper family: transforms and analyses over the DAG.
+
+A mapper dispatches on the node class to a ``map_<snake_case_class_name>``
+method (``map_placeholder``, ``map_index_lambda``, ``map_map``, ...), falling
+back along the class hierarchy (``map_array``, then ``map_node``), so a user
+subclass overrides only the methods it cares about.
+
+The caching bases walk the DAG without recursion: :meth:`CachedMapper.rec`
+first lists the unvisited nodes in topological order with an explicit stack,
+then maps them children-first, so by the time ``map_foo`` calls
+``self.rec(child)`` the child's result is a cache hit. Deep chains of 10^5
+nodes need no recursion.
+
+Bodies of :class:`~ftlazy.fractal.Map` and :class:`~ftlazy.fractal.Scan` are
+separate scopes with their own parameters; mappers enter them explicitly via
+:meth:`map_body`, with a clone of the mapper that has a fresh cache.
+
+.. autoclass:: Mapper
+.. autoclass:: CachedMapper
+.. autoclass:: CopyMapper
+.. autoclass:: CombineMapper
+.. autoclass:: WalkMapper
+.. autoclass:: CachedWalkMapper
+.. autofunction:: map_and_copy
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from typing import Any, Callable, Generic, TypeVar
+
+from ftlazy.node import NODE_CLASSES, Node, iter_children, map_children, topological_order
+
+ResultT = TypeVar("ResultT")
+
+
+class UnsupportedNodeError(NotImplementedError):
+    """A mapper met a node class it has no method for."""
+
+
+class Mapper(Generic[ResultT]):
+    """Dispatches ``self.rec(node)`` to ``map_<node class>``.
+
+    The plain :class:`Mapper` does no caching and recurses like pymbolic's
+    mappers; prefer the cached bases for large DAGs.
+    """
+
+    _dispatch_cache: dict
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatch_cache = {}
+
+    def _method_for(self, node_cls: type) -> Callable:
+        cache = type(self)._dispatch_cache
+        try:
+            name = cache[node_cls]
+        except KeyError:
+            # the first method along the node's MRO that a mapper class wrote
+            # by hand wins over the generic aliases installed below
+            name = generic_name = None
+            for klass in node_cls.__mro__:
+                candidate = getattr(klass, "mapper_method", None)
+                method = getattr(self, candidate, None) if candidate else None
+                if method is None:
+                    continue
+                if getattr(getattr(method, "__func__", None), "_ft_generic", False):
+                    generic_name = generic_name or candidate
+                    continue
+                name = candidate
+                break
+            name = name or generic_name
+            cache[node_cls] = name
+        if name is None:
+            raise UnsupportedNodeError(
+                f"{type(self).__name__} has no method for {node_cls.__name__} "
+                f"nodes (expected '{node_cls.mapper_method}')")
+        return getattr(self, name)
+
+    def rec(self, expr: Node, *args: Any, **kwargs: Any) -> ResultT:
+        """Map *expr* by dispatching to its ``map_*`` method."""
+        return self._method_for(type(expr))(expr, *args, **kwargs)
+
+    def __call__(self, expr: Node, *args: Any, **kwargs: Any) -> ResultT:
+        return self.rec(expr, *args, **kwargs)
+
+    def clone_for_body(self) -> Mapper:
+        """A mapper for a body scope: shares configuration, fresh caches.
+        Override if the constructor state needs other handling."""
+        clone = _copy.copy(self)
+        clone._reset_for_body()
+        return clone
+
+    def _reset_for_body(self) -> None:
+        pass
+
+
+Mapper._dispatch_cache = {}
+
+
+class CachedMapper(Mapper[ResultT]):
+    """A mapper that maps each node once and walks the DAG iteratively.
+    Extra arguments to :meth:`rec` are not supported (results are cached by
+    node alone)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Node, ResultT] = {}
+
+    def _reset_for_body(self) -> None:
+        self._cache = {}
+
+    def rec(self, expr: Node) -> ResultT:  # type: ignore[override]
+        cache = self._cache
+        try:
+            return cache[expr]
+        except KeyError:
+            pass
+        for n in topological_order([expr], skip=cache):
+            cache[n] = self._method_for(type(n))(n)
+        return cache[expr]
+
+    def __call__(self, expr: Node) -> ResultT:  # type: ignore[override]
+        return self.rec(expr)
+
+
+class CopyMapper(CachedMapper[Node]):
+    """Rebuilds the DAG; every node maps to a copy with mapped children
+    (the same object where nothing changed). Override ``map_*`` for the
+    nodes a transform rewrites."""
+
+    def map_node(self, expr: Node) -> Node:
+        new = map_children(expr, self.rec)
+        if expr._body_fields:
+            changes = {}
+            for name in expr._body_fields:
+                body = getattr(expr, name)
+                new_body = self.map_body(body)
+                if new_body is not body:
+                    changes[name] = new_body
+            if changes:
+                new = new.copy(**changes)
+        return new
+
+    def map_body(self, body: Node) -> Node:
+        """Map a body (a separate scope) with :meth:`clone_for_body`."""
+        return self.clone_for_body().map_node(body)
+
+
+class CombineMapper(CachedMapper[ResultT]):
+    """Combines the results of a node's children (and bodies) with
+    :meth:`combine`. Subclasses implement :meth:`combine` and the leaves."""
+
+    def combine(self, *values: ResultT) -> ResultT:
+        raise NotImplementedError
+
+    def map_node(self, expr: Node) -> ResultT:
+        values = [self.rec(c) for c in iter_children(expr)]
+        values += [self.map_body(getattr(expr, name)) for name in expr._body_fields]
+        return self.combine(*values)
+
+    def map_body(self, body: Node) -> ResultT:
+        return self.clone_for_body().map_node(body)
+
+
+class WalkMapper(Mapper[None]):
+    """Visits nodes: :meth:`visit` before a node's children (return False to
+    skip them), :meth:`post_visit` after. Shared subgraphs are visited once
+    per path; use :class:`CachedWalkMapper` to visit each node once.
+    Iterative: no recursion limit. Bodies are walked by :meth:`map_body`
+    after their node's children."""
+
+    def visit(self, expr: Node) -> bool:
+        return True
+
+    def post_visit(self, expr: Node) -> None:
+        pass
+
+    def _seen(self, expr: Node) -> bool:
+        return False
+
+    def rec(self, expr: Node) -> None:  # type: ignore[override]
+        stack: list[tuple[Node, bool]] = [(expr, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                for name in n._body_fields:
+                    self.map_body(getattr(n, name))
+                self.post_visit(n)
+                continue
+            if self._seen(n) or not self.visit(n):
+                continue
+            stack.append((n, True))
+            stack.extend((c, False) for c in reversed(list(iter_children(n))))
+
+    def map_body(self, body: Node) -> None:
+        """Walk a body; with a clone so that caches of node identity do not
+        mix scopes (the clone shares all other attributes)."""
+        self.clone_for_body().rec(body)
+
+    def __call__(self, expr: Node) -> None:  # type: ignore[override]
+        self.rec(expr)
+
+
+class CachedWalkMapper(WalkMapper):
+    """A :class:`WalkMapper` that visits each node once per scope."""
+
+    def __init__(self) -> None:
+        self._visited: set[Node] = set()
+
+    def _reset_for_body(self) -> None:
+        self._visited = set()
+
+    def _seen(self, expr: Node) -> bool:
+        if expr in self._visited:
+            return True
+        self._visited.add(expr)
+        return False
+
+
+class _FunctionCopyMapper(CopyMapper):
+    def __init__(self, fn: Callable[[Node], Node]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def map_node(self, expr: Node) -> Node:
+        return self.fn(super().map_node(expr))
+
+
+def map_and_copy(expr: Node, fn: Callable[[Node], Node]) -> Node:
+    """Copy the DAG of *expr*, applying *fn* to each node after its children
+    have been mapped (bodies included)."""
+    return _FunctionCopyMapper(fn)(expr)
+
+
+def _install_named_fallbacks() -> None:
+    """Give the bases a named method per known node class (``map_einsum``,
+    ...), so ``super().map_einsum(expr)`` works in user subclasses."""
+    for base in (CopyMapper, CombineMapper):
+        generic = base.map_node
+
+        def alias(self, expr, _generic=generic):
+            return _generic(self, expr)
+        alias._ft_generic = True
+        for cls in NODE_CLASSES:
+            if not hasattr(base, cls.mapper_method):
+                setattr(base, cls.mapper_method, alias)

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""The mapper family: dispatch, caching, bodies, deep chains."""
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from ftlazy.array import IndexLambda, Placeholder
+from ftlazy.transform import (
+    CachedWalkMapper, CombineMapper, CopyMapper, Mapper, UnsupportedNodeError,
+    WalkMapper, map_and_copy)
+
+
+def _graph():
+    x = ft.make_placeholder("x", (4, 3), np.float64)
+    w = ft.make_placeholder("w", (3, 3), np.float64)
+    y = ft.map(lambda r: ft.exp(w @ r), x)
+    return x, w, ft.sum(y * y + y)
+
+
+def test_copy_mapper_identity_returns_same_graph():
+    _, _, z = _graph()
+    assert CopyMapper()(z) is z
+
+
+def test_copy_mapper_renames_placeholders_including_captured():
+    x, w, z = _graph()
+
+    class Rename(CopyMapper):
+        def map_placeholder(self, expr):
+            return ft.make_placeholder(expr.name + "2", expr.shape, expr.dtype)
+
+    z2 = Rename()(z)
+    assert z2 is not z
+    xv, wv = np.random.rand(4, 3), np.random.rand(3, 3)
+    np.testing.assert_allclose(ft.evaluate_numpy(z2, x2=xv, w2=wv),
+                               ft.evaluate_numpy(z, x=xv, w=wv))
+
+
+def test_super_call_to_named_method_and_fallback_along_hierarchy():
+    _, _, z = _graph()
+    seen = []
+
+    class Spy(CopyMapper):
+        def map_einsum(self, expr):
+            seen.append("einsum")
+            return super().map_einsum(expr)
+
+        def map_array(self, expr):
+            seen.append(type(expr).__name__)
+            return super().map_array(expr)
+
+    assert Spy()(z) is z
+    assert "einsum" in seen
+    assert "Placeholder" in seen  # map_placeholder falls back to map_array
+
+
+def test_combine_mapper_counts_and_enters_bodies():
+    x = ft.make_placeholder("x", (4, 3), np.float64)
+    w = ft.make_placeholder("w", (3, 3), np.float64)
+    y = ft.map(lambda r: ft.exp(w @ r) + w @ (2 * r), x)
+    z = ft.sum(y)
+
+    class CountEinsums(CombineMapper):
+        def combine(self, *values):
+            return sum(values)
+
+        def map_einsum(self, expr):
+            return 1 + self.combine(*[self.rec(a) for a in expr.args])
+
+    assert CountEinsums()(z) == 2
+
+
+def test_walk_mappers():
+    x = ft.make_placeholder("x", (3,), np.float64)
+    shared = x + 1
+    z = ft.stack([shared, shared])
+
+    class Count(WalkMapper):
+        def __init__(self):
+            self.n = 0
+
+        def visit(self, expr):
+            self.n += 1
+            return True
+
+    class CountOnce(CachedWalkMapper):
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def visit(self, expr):
+            self.n += 1
+            return True
+
+    tree, dag = Count(), CountOnce()
+    tree(z)
+    dag(z)
+    assert (tree.n, dag.n) == (5, 3)
+
+
+def test_unsupported_node_is_a_clear_error():
+    class OnlyPlaceholders(Mapper):
+        def map_placeholder(self, expr):
+            return expr
+
+    x = ft.make_placeholder("x", (3,), np.float64)
+    assert OnlyPlaceholders()(x) is x
+    with pytest.raises(UnsupportedNodeError, match="IndexLambda"):
+        OnlyPlaceholders()(x + 1)
+
+
+def test_map_and_copy_and_deep_chain():
+    x = ft.make_placeholder("x", (2,), np.float64)
+    y = x
+    for _ in range(30_000):
+        y = y * 1.0
+    visited = []
+
+    def fn(node):
+        if isinstance(node, Placeholder):
+            visited.append(node)
+            return ft.make_placeholder("x_new", node.shape, node.dtype)
+        return node
+
+    y2 = map_and_copy(y, fn)
+    assert visited == [x]
+    assert isinstance(y2, IndexLambda)
+    np.testing.assert_allclose(ft.evaluate_numpy(y2, x_new=np.ones(2)), 1.0)

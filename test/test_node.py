@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: MIT
+"""Structural identity of nodes: interning, hashing, equality, deep chains."""
+
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from ftlazy.node import topological_order
+
+
+def test_structurally_equal_nodes_are_identical():
+    x1 = ft.make_placeholder("x", (3, 4), np.float64)
+    x2 = ft.make_placeholder("x", (3, 4), "float64")
+    assert x1 is x2
+    assert (x1 + 1) == (x2 + 1)
+    assert hash(x1 * 2) == hash(x2 * 2)
+    assert (x1 + 1) != (x1 + 2)
+    assert ft.make_placeholder("x", (3, 4), np.float32) != x1
+
+
+def test_tags_take_part_in_identity():
+    x = ft.make_placeholder("x", (3,), np.float64)
+    tagged = x.tagged(ft.tags.ImplStored())
+    assert tagged != x
+    assert tagged.tags == frozenset({ft.tags.ImplStored()})
+    assert tagged.without_tags(ft.tags.ImplStored()) is x
+    axis_tagged = x.with_tagged_axis(0, ft.tags.Named("i"))
+    assert axis_tagged.axes[0].tags == frozenset({ft.tags.Named("i")})
+    assert axis_tagged != x
+    with pytest.raises(IndexError, match="axis 1 out of range"):
+        x.with_tagged_axis(1, ft.tags.ImplStored())
+
+
+def test_data_wrappers_compare_by_data_identity():
+    a = np.arange(3.0)
+    assert ft.make_data_wrapper(a) is ft.make_data_wrapper(a)
+    assert ft.make_data_wrapper(a) != ft.make_data_wrapper(a.copy())
+
+
+def test_repr_shows_kind_shape_dtype():
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, 2 * n + 1), np.float32)
+    assert repr(x) == "Placeholder(shape=(n, 2*n + 1), dtype=float32, name='x')"
+    assert x.ndim == 2
+    assert str(x.size) == "n*(2*n + 1)"
+
+
+def test_nodes_are_immutable():
+    x = ft.make_placeholder("x", (3,), np.float64)
+    with pytest.raises(AttributeError):
+        x.name = "y"
+
+
+def test_pickle_roundtrip_preserves_identity():
+    x = ft.make_placeholder("x", (3,), np.float64)
+    y = ft.exp(x) + 1
+    assert pickle.loads(pickle.dumps(y)) is y
+
+
+def test_deep_chain_hash_eq_and_walk_without_recursion():
+    depth = 20_000
+    assert depth > sys.getrecursionlimit()
+    x = ft.make_placeholder("x", (2,), np.float64)
+    y = x
+    for _ in range(depth):
+        y = y + 1.0
+    z = x
+    for _ in range(depth):
+        z = z + 1.0
+    assert y is z
+    assert len(topological_order([y])) == depth + 1
+    np.testing.assert_allclose(ft.evaluate_numpy(y, x=np.zeros(2)), depth)
+
+
+@pytest.mark.parametrize("name", ["1x", "x-y", "", "_x", "_ft_a", "for", "ä"])
+def test_bad_names_rejected(name):
+    with pytest.raises(ValueError, match="name"):
+        ft.make_placeholder(name, (3,), np.float64)
+
+
+def test_name_must_be_str():
+    with pytest.raises(TypeError, match="must be a str"):
+        ft.make_placeholder(3, (3,), np.float64)
+
+
+def test_bad_dtype_rejected():
+    with pytest.raises(TypeError, match="dtype"):
+        ft.make_placeholder("x", (3,), "not-a-dtype")
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        ft.make_placeholder("x", (3,), object)
+
+
+def test_array_has_no_truth_value():
+    x = ft.make_placeholder("x", (3,), np.float64)
+    with pytest.raises(TypeError, match="truth value"):
+        bool(x)
