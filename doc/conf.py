@@ -7,6 +7,7 @@ here reaches the network (no intersphinx).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import sys
@@ -68,5 +69,50 @@ class TopLevelFunctions(SphinxDirective):
         return container.children
 
 
+def _canonical_name(target: str) -> str | None:
+    """Where the object named *target* is documented: ``ftlazy.Placeholder``
+    is documented as ``ftlazy.array.Placeholder``, ``ftlazy.transform.Mapper``
+    as ``ftlazy.transform.mappers.Mapper``. *None* if not importable."""
+    parts = target.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        break
+    else:
+        return None
+    canonical, suffix = None, []
+    for name in parts[i:]:
+        try:
+            obj = getattr(obj, name)
+        except AttributeError:
+            return None
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            canonical, suffix = f"{obj.__module__}.{obj.__qualname__}", []
+        else:
+            suffix.append(name)
+    if canonical is None:
+        return None
+    return ".".join([canonical, *suffix])
+
+
+def _resolve_reexported(app, env, node, contnode):
+    """Resolve references to re-exported names (``ftlazy.Placeholder``) to
+    the object's documentation under its defining module."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    if not target.startswith("ftlazy."):
+        return None
+    canonical = _canonical_name(target)
+    if canonical is None or canonical == target:
+        return None
+    return env.get_domain("py").resolve_xref(
+        env, node["refdoc"], app.builder, node["reftype"], canonical, node,
+        contnode)
+
+
 def setup(app) -> None:
     app.add_directive("ftlazy-toplevel-functions", TopLevelFunctions)
+    app.connect("missing-reference", _resolve_reexported)

@@ -24,3 +24,4 @@ from ftlazy.target.numpy import evaluate_numpy  # noqa: E402
 from ftlazy.visualization import get_dot_graph, show_dot_graph  # noqa: E402
 
 __version__ = "0.1.0"
+from ftlazy.target.loopy import compile, generate_loopy  # noqa: E402,A001

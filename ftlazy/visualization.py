@@ -91,7 +91,7 @@ def _format_value(value: Any) -> str:
 def _label_lines(n: Node) -> list[str]:
     lines = [type(n).__name__]
     if isinstance(n, Array):
-        lines.append(f"shape: {shape_str(n.shape)}  dtype: {n.dtype}")
+        lines.append(f"shape: {shape_str(n.shape)} dtype: {n.dtype}")
     elif n._body_fields and hasattr(n, "length"):
         lines.append(f"length: {n.length}")
     skip = set(n._child_fields) | set(n._body_fields) | _SPECIAL_FIELDS

@@ -17,8 +17,6 @@ once *per scope* it occurs in.
 .. autofunction:: get_inputs
 .. autofunction:: get_users
 .. autofunction:: check_unique_input_names
-.. autodata:: ArrayOrNames
-.. autodata:: InputNode
 """
 
 from __future__ import annotations

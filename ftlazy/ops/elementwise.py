@@ -447,25 +447,39 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Result:
 
 # {{{ logical and bitwise
 
+def _logical(ufunc: np.ufunc, build: Callable[..., Any], *args: ArrayLike
+             ) -> Result:
+    # numpy has loops on every dtype, but the body is clearer on operands
+    # converted to bool first (x != 0), which is what those loops compute
+    if all(is_scalar(a) for a in args):
+        return ufunc(*args)
+    operands = [prepare(a) for a in args]
+    folded = fold_constants(ufunc, operands)
+    if folded is not None:
+        return folded
+    bool_ = np.dtype(bool)
+    return elementwise(operands, [bool_] * len(operands), bool_, build)
+
+
 def logical_and(x1: ArrayLike, x2: ArrayLike) -> Result:
     """Both *x1* and *x2* are non-zero, as bool."""
-    return _binary(np.logical_and, x1, x2, lambda a, b, dt: prim.LogicalAnd((a, b)))
+    return _logical(np.logical_and, lambda a, b: prim.LogicalAnd((a, b)), x1, x2)
 
 
 def logical_or(x1: ArrayLike, x2: ArrayLike) -> Result:
     """Either *x1* or *x2* is non-zero, as bool."""
-    return _binary(np.logical_or, x1, x2, lambda a, b, dt: prim.LogicalOr((a, b)))
+    return _logical(np.logical_or, lambda a, b: prim.LogicalOr((a, b)), x1, x2)
 
 
 def logical_xor(x1: ArrayLike, x2: ArrayLike) -> Result:
     """Exactly one of *x1* and *x2* is non-zero, as bool."""
-    return _binary(np.logical_xor, x1, x2,
-                   lambda a, b, dt: prim.Comparison(a, "!=", b))
+    return _logical(np.logical_xor, lambda a, b: prim.Comparison(a, "!=", b),
+                    x1, x2)
 
 
 def logical_not(x: ArrayLike) -> Result:
     """*x* is zero, as bool."""
-    return _unary(np.logical_not, x, lambda e, dt, out: prim.LogicalNot(e))
+    return _logical(np.logical_not, prim.LogicalNot, x)
 
 
 def _check_bitwise(name: str, *args: Any) -> None:
@@ -570,7 +584,8 @@ def imag(x: ArrayLike) -> Result:
         return np.imag(x)
     a = asarray(x)
     if a.dtype.kind != "c":
-        return IndexLambda(_const(0, a.dtype), a.shape, a.dtype, {})
+        # zeros, still a function of *a* (its value is not read)
+        return IndexLambda(_const(0, a.dtype), a.shape, a.dtype, {"_in0": a})
     out = _real_dtype(a.dtype)
     folded = fold_constants(np.imag, [a])
     if folded is not None:

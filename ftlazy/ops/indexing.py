@@ -36,8 +36,15 @@ import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import (
-    AdvancedIndex, Array, AxisPermutation, BasicIndex, IndexLambda,
-    NormalizedSlice, Reshape, array_to_size_expr)
+    AdvancedIndex,
+    Array,
+    AxisPermutation,
+    BasicIndex,
+    IndexLambda,
+    NormalizedSlice,
+    Reshape,
+    array_to_size_expr,
+)
 from ftlazy.ops.convert import asarray
 from ftlazy.ops.shape_ops import as_array, normalize_axis, ravel
 from ftlazy.shapes import ShapeComponent

@@ -20,18 +20,26 @@ weakly typed: ``dot(float32_array, 2.0)`` is float64).
 from __future__ import annotations
 
 import string
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, Einsum
-from ftlazy.ops.shape_ops import (
-    as_array, broadcast_to, cast, normalize_axis, ravel)
+from ftlazy.ops.shape_ops import as_array, broadcast_to, cast, normalize_axis, ravel
 from ftlazy.shapes import ShapeComponent
 
-__all__ = ["einsum", "matmul", "dot", "vdot", "inner", "outer", "tensordot",
-           "trace"]
+__all__ = [
+    "dot",
+    "einsum",
+    "inner",
+    "matmul",
+    "outer",
+    "tensordot",
+    "trace",
+    "vdot",
+]
 
 _LETTERS = string.ascii_letters
 

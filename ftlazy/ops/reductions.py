@@ -182,11 +182,11 @@ def _mean_dtypes(dtype: np.dtype, requested: Any) -> tuple[np.dtype, np.dtype]:
     return dtype, dtype
 
 
-def _count_expr(components: list[Any], dtype: np.dtype) -> Any:
-    """The product of shape components as a body expression of *dtype*
-    (a constant when they are all ints)."""
+def _count_expr(components: list[Any]) -> Any:
+    """The product of shape components: an int when they are all ints,
+    else an int64 body expression of the size parameters."""
     const = 1
-    symbolic = []
+    factors: list[Any] = []
     for c in components:
         form = sh.to_affine(c)
         if form.is_constant:
@@ -197,13 +197,12 @@ def _count_expr(components: list[Any], dtype: np.dtype) -> Any:
                             for k, v in sorted(form.coeffs.items())]
         if form.const:
             terms.append(np.int64(form.const))
-        symbolic.append(terms[0] if len(terms) == 1 else prim.Sum(tuple(terms)))
-    if not symbolic:
-        return np.asarray(const).astype(dtype)[()]
-    count: Any = prim.Product(tuple(([np.int64(const)] if const != 1 else [])
-                                    + symbolic)) if (
-        len(symbolic) > 1 or const != 1) else symbolic[0]
-    return TypeCast(dtype, count)
+        factors.append(terms[0] if len(terms) == 1 else prim.Sum(tuple(terms)))
+    if not factors:
+        return const
+    if const != 1:
+        factors.insert(0, np.int64(const))
+    return factors[0] if len(factors) == 1 else prim.Product(tuple(factors))
 
 
 def mean(a: ArrayLike, axis: AxisLike = None, dtype: Any = None,
@@ -222,13 +221,11 @@ def _mean(a: Array, axis: AxisLike, keepdims: bool, acc: np.dtype,
           out: np.dtype) -> Array:
     axes = normalize_axes(axis, a.ndim)
     total = sum(a, axis=axes, dtype=acc, keepdims=keepdims)
-    count = _count_expr([a.shape[i] for i in axes], acc)
-    from ftlazy.ops.elementwise import divide
-    if isinstance(count, np.generic):
-        result = divide(total, count)
-    else:
-        result = IndexLambda(prim.Quotient(_read_all(total), count),
-                             total.shape, acc, {"_in0": total})
+    count = _count_expr([a.shape[i] for i in axes])
+    divisor = (np.asarray(count).astype(acc)[()] if isinstance(count, int)
+               else TypeCast(acc, count))
+    result = IndexLambda(prim.Quotient(_read_all(total), divisor),
+                         total.shape, acc, {"_in0": total})
     return result.astype(out) if result.dtype != out else result
 
 
@@ -247,6 +244,9 @@ def var(a: ArrayLike, axis: AxisLike = None, dtype: Any = None, ddof: int = 0,
     if is_scalar(a):
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
     from ftlazy.ops import elementwise as ew
+    if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)):
+        raise TypeError(f"var: ddof must be an int, got {type(ddof).__name__}")
+    ddof = int(ddof)
     a = asarray(a)
     acc, out = _mean_dtypes(a.dtype, dtype)
     axes = normalize_axes(axis, a.ndim)
@@ -257,13 +257,14 @@ def var(a: ArrayLike, axis: AxisLike = None, dtype: Any = None, ddof: int = 0,
         squared = ew.multiply(centered, centered)
     real_acc = squared.dtype
     total = sum(squared, axis=axes, keepdims=keepdims)
-    count = _count_expr([a.shape[i] for i in axes], np.dtype(np.int64))
-    if isinstance(count, np.generic):
-        divisor: Any = np.asarray(builtins.max(int(count) - ddof, 0)).astype(
+    count = _count_expr([a.shape[i] for i in axes])
+    if isinstance(count, int):
+        divisor: Any = np.asarray(builtins.max(count - ddof, 0)).astype(
             real_acc)[()]
     else:
-        divisor = TypeCast(real_acc, prim.Max((
-            prim.Sum((count, np.int64(-ddof))), np.int64(0))))
+        if ddof:
+            count = prim.Max((prim.Sum((count, np.int64(-ddof))), np.int64(0)))
+        divisor = TypeCast(real_acc, count)
     result = IndexLambda(prim.Quotient(_read_all(total), divisor), total.shape,
                          real_acc, {"_in0": total})
     out_real = np.empty((), out).real.dtype

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -41,13 +42,30 @@ from numpy.exceptions import AxisError
 
 from ftlazy import shapes as sh
 from ftlazy.array import (
-    Array, AxisPermutation, Concatenate, IndexLambda, Reshape, Roll, Stack)
+    Array,
+    AxisPermutation,
+    Concatenate,
+    IndexLambda,
+    Reshape,
+    Roll,
+    Stack,
+)
 from ftlazy.ops.convert import asarray, broadcast_read
 from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = [
-    "reshape", "ravel", "flatten", "transpose", "swapaxes", "moveaxis",
-    "expand_dims", "squeeze", "broadcast_to", "roll", "stack", "concatenate",
+    "broadcast_to",
+    "concatenate",
+    "expand_dims",
+    "flatten",
+    "moveaxis",
+    "ravel",
+    "reshape",
+    "roll",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "transpose",
 ]
 
 

@@ -1,0 +1,327 @@
+# SPDX-License-Identifier: MIT
+"""Compiled programs: :func:`generate_loopy` and :func:`compile`.
+
+A DAG is canonicalized (inputs renamed, data wrappers turned into
+arguments), and the canonical DAG, an interned node, is the key of an
+in-process cache of :class:`CompiledArtifact`: the loopy translation unit
+and its per-context executors (which hold loopy's and pyopencl's caches).
+Building a structurally equal graph again therefore costs one canonicalizing
+pass and no code generation or OpenCL build.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import loopy as lp
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pyopencl.tools as cltools
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, DictOfNamedArrays, IndexLambda
+from ftlazy.node import FrozenDict, topological_order
+from ftlazy.scalar_expr import index_var
+from ftlazy.target.binding import bind_inputs
+from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
+from ftlazy.target.loopy.codegen import ArgSpec, KernelBuilder
+from ftlazy.target.loopy.device import default_queue, device_kind, silence_compiler_output
+from ftlazy.target.loopy.lowering import insert_index_checks, lower_for_codegen
+
+silence_compiler_output()
+
+
+@dataclass
+class StageTimings:
+    """Seconds spent in each compilation stage (``None``: not run, e.g.
+    because the program came from the cache)."""
+
+    dag_transforms: float | None = None
+    kernel_creation: float | None = None
+    scheduling: float | None = None
+    opencl_build: float | None = None
+
+    def __str__(self) -> str:
+        def fmt(v):
+            return "cached" if v is None else f"{v * 1e3:.1f} ms"
+        return (f"DAG transforms {fmt(self.dag_transforms)}, loopy kernel "
+                f"creation {fmt(self.kernel_creation)}, scheduling "
+                f"{fmt(self.scheduling)}, OpenCL build {fmt(self.opencl_build)}")
+
+
+@dataclass
+class CompiledArtifact:
+    """What a canonical DAG compiles to, shared by structurally equal DAGs."""
+
+    t_unit: lp.TranslationUnit
+    inputs: list[ArgSpec]
+    outputs: list[ArgSpec]
+    #: canonical output name -> kernel output argument name
+    output_args: dict[Any, str]
+    #: kernel output argument name -> message for an index check that failed
+    checks: dict[str, str]
+    timings: StageTimings
+    executors: dict = field(default_factory=dict)
+
+    def executor(self, context: cl.Context) -> Any:
+        ex = self.executors.get(context)
+        if ex is None:
+            ex = self.t_unit.executor(context)
+            start = time.perf_counter()
+            ex.get_typed_and_scheduled_translation_unit(ex.arg_to_dtype({}))
+            self.timings.scheduling = time.perf_counter() - start
+            start = time.perf_counter()
+            ex.translation_unit_info(ex.arg_to_dtype({}))
+            self.timings.opencl_build = time.perf_counter() - start
+            self.executors[context] = ex
+        return ex
+
+
+_CACHE: dict[tuple, CompiledArtifact] = {}
+_CACHE_LIMIT = 256
+
+
+def _artifact(canon: CanonicalDAG, kind: str) -> tuple[CompiledArtifact, bool]:
+    key = (canon.outputs, kind)
+    art = _CACHE.get(key)
+    if art is not None:
+        return art, True
+    timings = StageTimings()
+    start = time.perf_counter()
+    outputs, output_args, checks = _kernel_outputs(canon)
+    timings.dag_transforms = time.perf_counter() - start
+    start = time.perf_counter()
+    t_unit, inputs, outs = KernelBuilder(outputs, kind).build()
+    timings.kernel_creation = time.perf_counter() - start
+    art = CompiledArtifact(t_unit, inputs, outs, output_args, checks, timings)
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = art
+    return art, False
+
+
+def _identity_copy(a: Array) -> IndexLambda:
+    idx = tuple(index_var(i) for i in range(a.ndim))
+    import pymbolic.primitives as prim
+    expr = prim.Subscript(prim.Variable("_in0"), idx) if idx else prim.Variable("_in0")
+    return IndexLambda(expr, a.shape, a.dtype, {"_in0": a})
+
+
+def _kernel_outputs(canon: CanonicalDAG) -> tuple[dict[str, Array], dict, dict]:
+    """Lowered outputs by kernel argument name, plus index checks."""
+    roots, checks = insert_index_checks(dict(canon.outputs))
+    for i, (check, _) in enumerate(checks):
+        roots[("_ft_check", i)] = check
+    lowered = lower_for_codegen(roots)
+    kernel_outputs: dict[str, Array] = {}
+    output_args: dict[Any, str] = {}
+    by_node: dict[Array, str] = {}
+    for key, a in lowered.items():
+        if a in by_node:
+            output_args[key] = by_node[a]
+            continue
+        if not isinstance(a, IndexLambda) or a in by_node:
+            a = _identity_copy(a)
+        arg = f"_ft_out{len(kernel_outputs)}"
+        kernel_outputs[arg] = a
+        by_node[lowered[key]] = arg
+        output_args[key] = arg
+    check_messages = {output_args[("_ft_check", i)]: msg
+                      for i, (_, msg) in enumerate(checks)}
+    return kernel_outputs, output_args, check_messages
+
+
+def _to_kernel_form(value: Any, queue: cl.CommandQueue) -> Any:
+    if isinstance(value, np.ndarray):
+        if value.dtype == np.bool_:
+            value = value.view(np.int8)
+        if value.ndim == 0:
+            value = value.reshape(1)
+        return np.ascontiguousarray(value)
+    if isinstance(value, cla.Array):
+        if value.dtype == np.bool_:
+            value = value.view(np.int8)
+        if value.ndim == 0:
+            value = value.reshape(1)
+        return value
+    return np.asarray(value)
+
+
+class BoundProgram:
+    """A compiled DAG, called as ``prg(queue, **inputs) -> (event, outputs)``;
+    outputs are a one-element tuple for a single array, a dict for a
+    :class:`~ftlazy.DictOfNamedArrays`. Numpy inputs give numpy outputs;
+    :class:`pyopencl.array.Array` inputs give device arrays.
+
+    .. attribute:: program
+
+        The loopy translation unit.
+
+    .. attribute:: timings
+
+        :class:`StageTimings` of the compilation that produced it.
+    """
+
+    def __init__(self, canon: CanonicalDAG, artifact: CompiledArtifact,
+                 from_cache: bool, context: cl.Context | None = None) -> None:
+        self.canon = canon
+        self.artifact = artifact
+        self.from_cache = from_cache
+        self.context = context
+        self._pools: dict = {}
+
+    @property
+    def program(self) -> lp.TranslationUnit:
+        return self.artifact.t_unit
+
+    @property
+    def timings(self) -> StageTimings:
+        return self.artifact.timings
+
+    @property
+    def source(self) -> str:
+        """The generated OpenCL C source."""
+        return lp.generate_code_v2(self.artifact.t_unit).device_code()
+
+    def bind_to_context(self, context: cl.Context) -> BoundProgram:
+        """This program with its executor prepared for *context*."""
+        self.artifact.executor(context)
+        return BoundProgram(self.canon, self.artifact, self.from_cache, context)
+
+    def _allocator(self, queue: cl.CommandQueue) -> Any:
+        pool = self._pools.get(queue.context)
+        if pool is None:
+            pool = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
+            self._pools[queue.context] = pool
+        return pool
+
+    def kernel_arguments(self, queue: cl.CommandQueue, inputs: dict[str, Any]
+                         ) -> dict[str, Any]:
+        """Validate user *inputs* and turn them into kernel arguments."""
+        canon = self.canon
+        env, arrays = bind_inputs(canon.user_inputs, inputs)
+        args: dict[str, Any] = {}
+        for user_name, value in arrays.items():
+            args[canon.input_names[user_name]] = _to_kernel_form(value, queue)
+        for name, data in canon.data.items():
+            args[name] = _to_kernel_form(data, queue)
+        kernel_args = {a.name for a in self.artifact.t_unit.default_entrypoint.args}
+        for user_name, canon_name in canon.size_names.items():
+            if canon_name in kernel_args:
+                args[canon_name] = np.int64(env[user_name])
+        self._env = env
+        return args
+
+    def __call__(self, queue: cl.CommandQueue, **inputs: Any) -> tuple[Any, Any]:
+        art = self.artifact
+        args = self.kernel_arguments(queue, inputs)
+        out_host = not any(isinstance(v, cla.Array) for v in args.values())
+        env = self._env
+        canon_env = {self.canon.size_names[k]: v for k, v in env.items()
+                     if k in self.canon.size_names}
+        if all(0 in sh.evaluate_shape(o.shape, canon_env) for o in art.outputs):
+            results = {o.name: self._empty(o, canon_env, queue, out_host)
+                       for o in art.outputs}
+            evt = None
+        else:
+            ex = art.executor(queue.context)
+            evt, results = ex(queue, allocator=self._allocator(queue),
+                              out_host=out_host, **args)
+        self._check(results)
+        outputs = {}
+        for key, arg in art.output_args.items():
+            if isinstance(key, tuple) and key[:1] == ("_ft_check",):
+                continue
+            outputs[key] = self._from_kernel_form(results[arg], arg)
+        if list(outputs) == [None]:
+            return evt, (outputs[None],)
+        return evt, outputs
+
+    def _empty(self, spec: ArgSpec, env: dict, queue, out_host: bool) -> Any:
+        shape = sh.evaluate_shape(spec.shape, env)
+        if out_host:
+            return np.empty(shape, spec.dtype)
+        return cla.empty(queue, shape, spec.dtype)
+
+    def _spec(self, arg: str) -> ArgSpec:
+        return next(o for o in self.artifact.outputs if o.name == arg)
+
+    def _from_kernel_form(self, value: Any, arg: str) -> Any:
+        spec = self._spec(arg)
+        if spec.dtype == np.bool_ and value.dtype != np.bool_:
+            value = value.view(np.bool_)
+        if not spec.shape and value.shape != ():
+            value = value.reshape(())
+        return value
+
+    def _check(self, results: dict) -> None:
+        for arg, message in self.artifact.checks.items():
+            value = results[arg]
+            flag = value.get() if isinstance(value, cla.Array) else value
+            if np.asarray(flag).reshape(-1)[0]:
+                raise IndexError(message)
+
+
+def generate_loopy(result: Array | DictOfNamedArrays, options: Any = None
+                   ) -> BoundProgram:
+    """Compile *result* to a loopy program bound for OpenCL execution.
+
+    :arg options: reserved for code generation options (must be ``None``).
+    :returns: a :class:`BoundProgram`; call it as ``prg(queue, **inputs)``.
+    """
+    if options is not None:
+        raise TypeError("generate_loopy: options are not supported yet; pass None")
+    queue_kind = device_kind(default_queue().device)
+    canon = canonicalize(result)
+    artifact, cached = _artifact(canon, queue_kind)
+    return BoundProgram(canon, artifact, cached)
+
+
+class CompiledFunction:
+    """``f(**inputs)`` computes the compiled DAG on a queue and returns numpy
+    arrays (a dict for a :class:`~ftlazy.DictOfNamedArrays`)."""
+
+    def __init__(self, program: BoundProgram, queue: cl.CommandQueue,
+                 single: bool) -> None:
+        self.program = program
+        self.queue = queue
+        self.single = single
+
+    @property
+    def source(self) -> str:
+        """The generated OpenCL C source."""
+        return self.program.source
+
+    @property
+    def timings(self) -> StageTimings:
+        return self.program.timings
+
+    @property
+    def from_cache(self) -> bool:
+        """Whether the compiled program came from the cache."""
+        return self.program.from_cache
+
+    def __call__(self, **inputs: Any) -> Any:
+        _, outputs = self.program(self.queue, **inputs)
+        if self.single:
+            (out,) = outputs
+            return out.get() if isinstance(out, cla.Array) else out
+        return {k: (v.get() if isinstance(v, cla.Array) else v)
+                for k, v in outputs.items()}
+
+
+def compile(result: Array | DictOfNamedArrays,
+            queue: cl.CommandQueue | None = None) -> CompiledFunction:
+    """Compile *result* for *queue* (default: :func:`default_queue`).
+
+    Structurally equal DAGs (up to input names and wrapped data) share one
+    compiled program. Size parameters are inferred from input shapes."""
+    queue = queue or default_queue()
+    canon = canonicalize(result)
+    artifact, cached = _artifact(canon, device_kind(queue.device))
+    prg = BoundProgram(canon, artifact, cached)
+    artifact.executor(queue.context)
+    return CompiledFunction(prg, queue, isinstance(result, Array))

@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: MIT
+"""Elimination of :class:`~ftlazy.fractal.Map` nodes by batching their
+bodies, as ``jax.vmap`` does.
+
+A map of length ``n`` applies its body to element ``i`` of each mapped
+input. :func:`batch_maps` instead evaluates the body once on whole arrays:
+after the body is lowered to IndexLambdas, every body node that depends on a
+mapped input gets a leading axis of length ``n`` (it is *batched*), and
+every node that does not is hoisted out of the loop unchanged. In a batched
+IndexLambda the output index ``_i`` becomes ``_{i+1}``, batched bindings are
+read at ``[_0, ...]`` and unbatched ones as before; reductions keep their
+bounds. A :class:`~ftlazy.fractal.Scan` in a map body becomes a scan whose
+carries are batched (the time axis stays first: batched sequences are read
+as ``(t, n, ...)`` and stacked results transposed back). Maps nested in a
+body are batched first, so the result has no maps at all.
+
+.. autofunction:: batch_maps
+.. autoclass:: MapBatcher
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+import pymbolic.primitives as prim
+
+from ftlazy.array import Array, Axis, IndexLambda
+from ftlazy.fractal import Body, BodyParam, LoopResult, Map, Scan
+from ftlazy.node import Node, iter_children, map_children, topological_order
+from ftlazy.scalar_expr import ExprIdentityMapper, index_var
+from ftlazy.shapes import ShapeComponent
+from ftlazy.transform.lower import lower_to_index_lambdas
+from ftlazy.transform.mappers import CopyMapper
+
+__all__ = ["batch_maps", "MapBatcher"]
+
+NodeT = TypeVar("NodeT", bound=Node)
+
+_INDEX_NAME = re.compile(r"_(\d+)\Z")
+
+#: a body node's value in the batched scope, and whether it is batched
+_Batched = tuple[Any, bool]
+
+
+# {{{ helpers
+
+def _read_all(name: str, array: Array, first_axis: int) -> Any:
+    """Binding *name* read with the index variables from *first_axis* on."""
+    if not array.ndim:
+        return prim.Variable(name)
+    return prim.Subscript(prim.Variable(name), tuple(
+        index_var(first_axis + k) for k in range(array.ndim)))
+
+
+def _broadcast_batch(array: Array, n: ShapeComponent) -> IndexLambda:
+    """*array* repeated along a new leading axis of length *n*."""
+    return IndexLambda(_read_all("_in0", array, 1), (n,) + array.shape,
+                       array.dtype, {"_in0": array})
+
+
+def _swap_leading_axes(array: Array) -> IndexLambda:
+    """*array* with its first two axes exchanged."""
+    index = (index_var(1), index_var(0)) + tuple(
+        index_var(k) for k in range(2, array.ndim))
+    shape = (array.shape[1], array.shape[0]) + array.shape[2:]
+    return IndexLambda(prim.Subscript(prim.Variable("_in0"), index), shape,
+                       array.dtype, {"_in0": array})
+
+
+def _with_tags_of(value: Array, result: Array, batched: bool) -> Array:
+    """*value* carrying the tags and axis tags of the loop result *result*
+    it replaces (with a leading batch axis if *batched*)."""
+    if not result.tags and all(not ax.tags for ax in result.axes):
+        return value
+    axes = ((Axis(),) if batched else ()) + result.axes
+    if not isinstance(value, IndexLambda):
+        value = IndexLambda(_read_all("_in0", value, 0), value.shape,
+                            value.dtype, {"_in0": value})
+    else:
+        axes = tuple(Axis(a.tags | b.tags) for a, b in zip(value.axes, axes))
+    return value.copy(tags=value.tags | result.tags, axes=axes)
+
+
+class _BatchedBodyRewriter(ExprIdentityMapper):
+    """Shifts output indices by one and reads batched bindings at ``_0``."""
+
+    def __init__(self, batched: set[str]) -> None:
+        self.batched = batched
+
+    def map_variable(self, expr: prim.Variable) -> Any:
+        if expr.name in self.batched:
+            return prim.Subscript(expr, (index_var(0),))
+        match = _INDEX_NAME.match(expr.name)
+        if match:
+            return index_var(int(match.group(1)) + 1)
+        return expr
+
+    def map_subscript(self, expr: prim.Subscript) -> Any:
+        index = tuple(self.rec(i) for i in expr.index_tuple)
+        if expr.aggregate.name in self.batched:
+            index = (index_var(0),) + index
+        return prim.Subscript(expr.aggregate, index)
+
+# }}}
+
+
+# {{{ batching a body
+
+def _batch_index_lambda(expr: IndexLambda, n: ShapeComponent,
+                        values: dict[Node, _Batched]) -> _Batched:
+    bindings = {}
+    batched = set()
+    for name, b in expr.bindings.items():
+        bindings[name], is_batched = values[b]
+        if is_batched:
+            batched.add(name)
+    if not batched:
+        return expr.copy(bindings=bindings), False
+    body = _BatchedBodyRewriter(batched)(expr.expr)
+    return IndexLambda(body, (n,) + expr.shape, expr.dtype, bindings,
+                       tags=expr.tags, axes=(Axis(),) + expr.axes), True
+
+
+def _batch_scan(scan: Scan, n: ShapeComponent,
+                values: dict[Node, _Batched]) -> _Batched:
+    inputs = [values[a] for a in scan.inputs]
+    if not any(is_batched for _, is_batched in inputs):
+        return scan.copy(inputs=tuple(v for v, _ in inputs)), False
+    nc, ns = scan.num_carries, scan.num_scanned
+    new_inputs = []
+    flags = []
+    for k, (value, is_batched) in enumerate(inputs):
+        if k < nc:
+            # a carry may come to depend on batched data in any step
+            new_inputs.append(value if is_batched else _broadcast_batch(value, n))
+            is_batched = True
+        elif k < nc + ns and is_batched:
+            new_inputs.append(_swap_leading_axes(value))
+        else:
+            new_inputs.append(value)
+        flags.append(is_batched)
+    params = [BodyParam(p.index, ((n,) + p.shape) if flags[p.index] else p.shape,
+                        p.dtype) for p in scan.body.params]
+    outputs = tuple(v if is_batched else _broadcast_batch(v, n)
+                    for v, is_batched in _batch_body(scan.body, n, params, flags))
+    new_scan = Scan(Body(tuple(params), outputs), tuple(new_inputs), nc, ns,
+                    scan.keep_all)
+    results = tuple(LoopResult(new_scan, k) for k in range(nc))
+    if scan.keep_all:
+        results = tuple(_swap_leading_axes(r) for r in results)
+    return results, True
+
+
+def _batch_body(body: Body, n: ShapeComponent, params: list[Array],
+                flags: list[bool]) -> list[_Batched]:
+    """The outputs of *body* (lowered, free of maps) evaluated on *params*:
+    ``params[k]`` stands for body parameter ``k``, with a leading axis of
+    length *n* where ``flags[k]``."""
+    values: dict[Node, _Batched] = {}
+    for node in topological_order(list(body.outputs)):
+        if isinstance(node, BodyParam):
+            values[node] = (params[node.index], flags[node.index])
+        elif isinstance(node, IndexLambda):
+            values[node] = _batch_index_lambda(node, n, values)
+        elif isinstance(node, Scan):
+            values[node] = _batch_scan(node, n, values)
+        elif isinstance(node, LoopResult) and values[node.loop][1]:
+            results = values[node.loop][0]
+            values[node] = (_with_tags_of(results[node.index], node, True),
+                            True)
+        elif not any(values[c][1] for c in iter_children(node)):
+            values[node] = (map_children(node, lambda c: values[c][0]), False)
+        else:
+            raise TypeError(f"batch_maps: cannot batch a {type(node).__name__} "
+                            f"node in a map body: {node!r}")
+    return [values[o] for o in body.outputs]
+
+# }}}
+
+
+class MapBatcher(CopyMapper):
+    """Copies a DAG, replacing the results of every :class:`~ftlazy.fractal.Map`
+    by batched computations (see the module docs). A map maps to the tuple
+    of its results; everything else maps to a node."""
+
+    def map_map(self, expr: Map) -> tuple[Array, ...]:  # type: ignore[override]
+        inputs = [self.rec(a) for a in expr.inputs]
+        body = lower_to_index_lambdas(self.map_body(expr.body))
+        flags = [k < expr.num_mapped for k in range(len(inputs))]
+        n = expr.length
+        return tuple(v if is_batched else _broadcast_batch(v, n)
+                     for v, is_batched in _batch_body(body, n, inputs, flags))
+
+    def map_loop_result(self, expr: LoopResult) -> Node:
+        if isinstance(expr.loop, Map):
+            return _with_tags_of(self.rec(expr.loop)[expr.index], expr, False)
+        return self.map_node(expr)
+
+
+def batch_maps(expr: NodeT) -> NodeT:
+    """An equivalent DAG without :class:`~ftlazy.fractal.Map` nodes: each map
+    is replaced by its body batched over the map's length (nested maps
+    first; scans in map bodies get batched carries). Map bodies are lowered
+    to IndexLambdas; the rest of the DAG is left as it is (apply
+    :func:`~ftlazy.transform.lower.lower_to_index_lambdas` to lower it too).
+    Tags of the map results are kept on the nodes that replace them."""
+    if not isinstance(expr, Node):
+        raise TypeError(f"batch_maps expects a DAG node, got "
+                        f"{type(expr).__name__}")
+    return MapBatcher()(expr)

@@ -1,0 +1,497 @@
+# SPDX-License-Identifier: MIT
+"""Lowering of high-level array nodes to :class:`~ftlazy.array.IndexLambda`.
+
+:func:`to_index_lambda` rewrites one node (an einsum, a reshape, an index
+remapping, a gather) as the uniform node whose body reads the original
+node's children; :func:`lower_to_index_lambdas` does so for every such node
+of a DAG, bodies of loops included.
+
+Lowered bodies follow the conventions of :mod:`ftlazy.scalar_expr` and are
+well typed: index arithmetic is int64 (index variables, size parameters and
+Python integer offsets and strides, as in shapes; values read from index
+arrays are cast to int64 and combined with int64 constants), array reads keep
+their dtype, and einsum factors are cast to the result dtype. The lowered
+node keeps the original's ``tags`` and ``axes``.
+
+.. autofunction:: to_index_lambda
+.. autofunction:: lower_to_index_lambdas
+.. autoclass:: IndexLambdaLowerer
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import (
+    AdvancedIndex, Array, AxisPermutation, BasicIndex, Concatenate, Einsum,
+    IndexLambda, NormalizedSlice, Reshape, Roll, Stack, parse_einsum_spec)
+from ftlazy.fractal import Gather
+from ftlazy.node import Node
+from ftlazy.scalar_expr import Reduce, TypeCast, index_var, reduction_var
+from ftlazy.shapes import Shape, ShapeComponent
+from ftlazy.transform.mappers import CopyMapper
+
+__all__ = ["to_index_lambda", "lower_to_index_lambdas", "IndexLambdaLowerer"]
+
+NodeT = TypeVar("NodeT", bound=Node)
+
+_INT64 = np.dtype(np.int64)
+
+
+# {{{ expression helpers
+
+def _plus(a: Any, b: Any) -> Any:
+    """``a + b`` for index expressions, folding integers."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if isinstance(b, int) and b == 0:
+        return a
+    if isinstance(a, int) and a == 0:
+        return b
+    return prim.Sum((a, b))
+
+
+def _times(a: Any, b: Any) -> Any:
+    """``a * b`` for index expressions, folding integers."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if (isinstance(a, int) and a == 0) or (isinstance(b, int) and b == 0):
+        return 0
+    if isinstance(b, int) and b == 1:
+        return a
+    if isinstance(a, int) and a == 1:
+        return b
+    return prim.Product((a, b))
+
+
+def _minus(a: Any, b: Any) -> Any:
+    """``a - b`` for index expressions; *b* is an int or a shape component."""
+    if isinstance(b, int):
+        return _plus(a, -b)
+    return _plus(a, sh.mul(b, -1))
+
+
+def _product(components: Any) -> Any:
+    """The product of shape components as an index expression: affine where
+    it can be, else a pymbolic product of size parameters (which a body may
+    use even though a shape may not)."""
+    components = list(components)
+    try:
+        return sh.product(components)
+    except sh.NonAffineError:
+        const = math.prod(c for c in components if isinstance(c, int))
+        symbolic = tuple(c for c in components if not isinstance(c, int))
+        return prim.Product(((const,) if const != 1 else ()) + symbolic)
+
+
+def _read(name: str, array: Array, index: Any) -> Any:
+    """Binding *name* (holding *array*) read at *index*."""
+    index = tuple(index)
+    if array.ndim != len(index):
+        raise AssertionError(f"reading {array!r} with {len(index)} indices")
+    if not index:
+        return prim.Variable(name)
+    return prim.Subscript(prim.Variable(name), index)
+
+
+def _cast(expr: Any, from_dtype: np.dtype, to_dtype: np.dtype) -> Any:
+    if from_dtype == to_dtype:
+        return expr
+    if isinstance(expr, np.generic):
+        with np.errstate(all="ignore"):
+            return np.asarray(expr).astype(to_dtype)[()]
+    return TypeCast(to_dtype, expr)
+
+
+def _int64_constant(value: ShapeComponent) -> Any:
+    """A shape component as an int64 operand of data-dependent arithmetic."""
+    return np.int64(value) if isinstance(value, int) else value
+
+
+def _normalize_position(position: ShapeComponent,
+                        length: ShapeComponent) -> ShapeComponent:
+    """A negative integer position counted from the end, as numpy does."""
+    if isinstance(position, int) and position < 0:
+        return sh.add(length, position)
+    return position
+
+
+def _wrapped_index(value: Any, dtype: np.dtype, length: ShapeComponent) -> Any:
+    """An index read from data (of *dtype*) as an int64 position in an axis
+    of *length*: negative entries count from the end."""
+    value = _cast(value, dtype, _INT64)
+    if dtype.kind == "u":
+        return value
+    return prim.If(prim.Comparison(value, "<", np.int64(0)),
+                   prim.Sum((value, _int64_constant(length))), value)
+
+
+class _Bindings:
+    """Names ``_in0, _in1, ...`` for the distinct arrays a body reads."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, Array] = {}
+        self._names: dict[Array, str] = {}
+
+    def name(self, array: Array) -> str:
+        name = self._names.get(array)
+        if name is None:
+            name = self._names[array] = f"_in{len(self.arrays)}"
+            self.arrays[name] = array
+        return name
+
+    def read(self, array: Array, index: Any) -> Any:
+        return _read(self.name(array), array, index)
+
+
+def _finish(original: Array, expr: Any, bindings: _Bindings) -> IndexLambda:
+    return IndexLambda(expr, original.shape, original.dtype, bindings.arrays,
+                       tags=original.tags, axes=original.axes)
+
+# }}}
+
+
+# {{{ einsum
+
+def _lower_einsum(expr: Einsum) -> IndexLambda:
+    ins, out = parse_einsum_spec(expr.spec, len(expr.args))
+    sizes = expr.index_sizes()
+    variables: dict[str, Any] = {c: index_var(k) for k, c in enumerate(out)}
+    bounds = []
+    for c in "".join(ins):
+        if c not in variables:
+            var = reduction_var(len(bounds))
+            variables[c] = var
+            bounds.append((var.name, 0, sizes[c]))
+    bindings = _Bindings()
+    factors = tuple(
+        _cast(bindings.read(arg, [variables[c] for c in sub]), arg.dtype,
+              expr.dtype)
+        for sub, arg in zip(ins, expr.args))
+    # numpy's einsum on booleans multiplies with 'and' and adds with 'or'
+    is_bool = expr.dtype.kind == "b"
+    if len(factors) == 1:
+        body = factors[0]
+    else:
+        body = prim.LogicalAnd(factors) if is_bool else prim.Product(factors)
+    if bounds:
+        body = Reduce("any" if is_bool else "sum", body, tuple(bounds))
+    return _finish(expr, body, bindings)
+
+# }}}
+
+
+# {{{ reshape
+
+def _factor_key(components: Any) -> tuple[int, Counter]:
+    """The product of shape components as an integer times a multiset of
+    primitive symbolic factors (``2*n + 2`` is ``2 * (n + 1)``)."""
+    const, symbolic = 1, Counter()
+    for c in components:
+        form = sh.to_affine(c)
+        if form.is_constant:
+            const *= form.const
+            continue
+        g = math.gcd(form.const, *form.coeffs.values())
+        const *= g
+        primitive = sh.AffineForm({k: v // g for k, v in form.coeffs.items()},
+                                  form.const // g)
+        symbolic[str(primitive.to_expr())] += 1
+    return const, symbolic
+
+
+def _divides(a: tuple[int, Counter], b: tuple[int, Counter]) -> bool:
+    return a[0] != 0 and b[0] % a[0] == 0 and not (a[1] - b[1])
+
+
+def _reshape_groups(old: Shape, new: Shape
+                    ) -> list[tuple[list[int], list[int]]]:
+    """Split the axes of both shapes into runs of consecutive axes with
+    provably equal products, so that each run of *new* is computed from the
+    matching run of *old* alone."""
+    if any(c == 0 for c in old + new):
+        return [(list(range(len(old))), list(range(len(new))))]
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(old) and j < len(new):
+        g_old, g_new = [i], [j]
+        i, j = i + 1, j + 1
+        while True:
+            k_old = _factor_key(old[a] for a in g_old)
+            k_new = _factor_key(new[a] for a in g_new)
+            if k_old == k_new:
+                break
+            grow_old = i < len(old) and (_divides(k_old, k_new)
+                                         or not _divides(k_new, k_old))
+            grow_new = j < len(new) and (_divides(k_new, k_old)
+                                         or not _divides(k_old, k_new))
+            if not (grow_old or grow_new):
+                grow_old, grow_new = i < len(old), j < len(new)
+            if not (grow_old or grow_new):
+                break
+            if grow_old:
+                g_old.append(i)
+                i += 1
+            if grow_new:
+                g_new.append(j)
+                j += 1
+        groups.append((g_old, g_new))
+    rest_old, rest_new = list(range(i, len(old))), list(range(j, len(new)))
+    if groups:
+        groups[-1][0].extend(rest_old)
+        groups[-1][1].extend(rest_new)
+    elif rest_old or rest_new:
+        groups.append((rest_old, rest_new))
+    return groups
+
+
+def _reshape_group_indices(old: list[ShapeComponent], new: list[ShapeComponent],
+                           new_vars: list[Any], order: str) -> list[Any]:
+    """Indices into the axes *old* from the indices *new_vars* of the axes
+    *new* (of equal total size), in C or F order."""
+    if order == "F":
+        old, new, new_vars = old[::-1], new[::-1], new_vars[::-1]
+    flat: Any = 0
+    for k, (d, var) in enumerate(zip(new, new_vars)):
+        if d != 1:
+            flat = _plus(flat, _times(var, _product(new[k + 1:])))
+    result = []
+    first = True
+    for k, d in enumerate(old):
+        if d == 1:
+            result.append(0)
+            continue
+        stride = _product(old[k + 1:])
+        idx = flat if stride == 1 else prim.FloorDiv(flat, stride)
+        # the outermost non-unit axis needs no remainder: flat < prod(old)
+        result.append(idx if first else prim.Remainder(idx, d))
+        first = False
+    return result[::-1] if order == "F" else result
+
+
+def _lower_reshape(expr: Reshape) -> IndexLambda:
+    old, new = expr.array.shape, expr.shape
+    index: list[Any] = [0] * len(old)
+    for g_old, g_new in _reshape_groups(old, new):
+        sub = _reshape_group_indices([old[a] for a in g_old],
+                                     [new[a] for a in g_new],
+                                     [index_var(a) for a in g_new], expr.order)
+        for a, idx in zip(g_old, sub):
+            index[a] = idx
+    bindings = _Bindings()
+    return _finish(expr, bindings.read(expr.array, index), bindings)
+
+# }}}
+
+
+# {{{ index remappings
+
+def _lower_axis_permutation(expr: AxisPermutation) -> IndexLambda:
+    index: list[Any] = [None] * expr.ndim
+    for out_axis, in_axis in enumerate(expr.axis_permutation):
+        index[in_axis] = index_var(out_axis)
+    bindings = _Bindings()
+    return _finish(expr, bindings.read(expr.array, index), bindings)
+
+
+def _lower_roll(expr: Roll) -> IndexLambda:
+    axis, n = expr.axis, expr.shape[expr.axis]
+    shift = int(expr.shift)
+    var = index_var(axis)
+    if isinstance(n, int):
+        shift = shift % n if n else 0
+        # (i - shift) mod n with a non-negative numerator
+        rolled = prim.Remainder(_plus(var, n - shift), n) if shift else var
+    elif shift:
+        normalized = prim.Remainder(shift, n)
+        rolled = prim.Remainder(prim.Sum((var, n, prim.Product((-1, normalized)))),
+                                n)
+    else:
+        rolled = var
+    index = [rolled if a == axis else index_var(a) for a in range(expr.ndim)]
+    bindings = _Bindings()
+    return _finish(expr, bindings.read(expr.array, index), bindings)
+
+
+def _lower_stack(expr: Stack) -> IndexLambda:
+    axis = expr.axis
+    index = [index_var(a) for a in range(expr.ndim) if a != axis]
+    bindings = _Bindings()
+    reads = [bindings.read(a, index) for a in expr.arrays]
+    body = reads[-1]
+    for k in range(len(reads) - 2, -1, -1):
+        body = prim.If(prim.Comparison(index_var(axis), "==", k), reads[k], body)
+    return _finish(expr, body, bindings)
+
+
+def _lower_concatenate(expr: Concatenate) -> IndexLambda:
+    axis = expr.axis
+    var = index_var(axis)
+    pieces: list[tuple[Array, ShapeComponent]] = []
+    offset: ShapeComponent = 0
+    for a in expr.arrays:
+        if a.shape[axis] != 0:
+            pieces.append((a, offset))
+        offset = sh.add(offset, a.shape[axis])
+    if not pieces:
+        pieces = [(expr.arrays[0], 0)]
+    bindings = _Bindings()
+    # empty pieces are never read, but stay inputs of the program
+    for a in expr.arrays:
+        bindings.name(a)
+
+    def read(array: Array, start: ShapeComponent) -> Any:
+        index = [_minus(var, start) if a == axis else index_var(a)
+                 for a in range(expr.ndim)]
+        return bindings.read(array, index)
+
+    reads = [read(a, start) for a, start in pieces]
+    body = reads[-1]
+    for k in range(len(pieces) - 2, -1, -1):
+        body = prim.If(prim.Comparison(var, "<", pieces[k + 1][1]), reads[k], body)
+    return _finish(expr, body, bindings)
+
+
+def _slice_index(spec: NormalizedSlice, length: ShapeComponent, var: Any) -> Any:
+    start = _normalize_position(spec.start, length)
+    return _plus(start, _times(var, spec.step))
+
+
+def _lower_basic_index(expr: BasicIndex) -> IndexLambda:
+    index = []
+    out_axis = 0
+    for spec, length in zip(expr.indices, expr.array.shape):
+        if isinstance(spec, NormalizedSlice):
+            index.append(_slice_index(spec, length, index_var(out_axis)))
+            out_axis += 1
+        else:
+            index.append(_normalize_position(spec, length))
+    bindings = _Bindings()
+    return _finish(expr, bindings.read(expr.array, index), bindings)
+
+
+def _index_array_read(array: Array, bshape: Shape, first_axis: int,
+                      bindings: _Bindings) -> tuple[Any, np.dtype]:
+    """The expression reading index array *array*, broadcast to *bshape*,
+    whose axes are the output axes from *first_axis* on."""
+    if (isinstance(array, IndexLambda) and not array.bindings and not array.shape
+            and isinstance(array.expr, (int, np.integer))):
+        return np.int64(array.expr), _INT64
+    offset = len(bshape) - array.ndim
+    index = [0 if d == 1 and bshape[offset + k] != 1
+             else index_var(first_axis + offset + k)
+             for k, d in enumerate(array.shape)]
+    return bindings.read(array, index), array.dtype
+
+
+def _lower_advanced_index(expr: AdvancedIndex) -> IndexLambda:
+    bshape = expr.index_shape()
+    nb = len(bshape)
+    positions = expr.advanced_positions()
+    adv_start = (sum(1 for spec in expr.indices[:positions[0]]
+                     if isinstance(spec, NormalizedSlice))
+                 if expr.advanced_adjacent() else 0)
+    bindings = _Bindings()
+    bindings.name(expr.array)
+    index = []
+    n_slices = 0
+    for spec, length in zip(expr.indices, expr.array.shape):
+        if isinstance(spec, NormalizedSlice):
+            out_axis = n_slices if n_slices < adv_start else n_slices + nb
+            index.append(_slice_index(spec, length, index_var(out_axis)))
+            n_slices += 1
+            continue
+        value, dtype = _index_array_read(expr.index_arrays[spec], bshape,
+                                         adv_start, bindings)
+        if isinstance(value, np.integer):
+            index.append(_normalize_position(int(value), length))
+        else:
+            index.append(_wrapped_index(value, dtype, length))
+    return _finish(expr, bindings.read(expr.array, index), bindings)
+
+
+def _lower_gather(expr: Gather) -> IndexLambda:
+    axis, array, indices = expr.axis, expr.array, expr.indices
+    bindings = _Bindings()
+    bindings.name(array)
+    position = bindings.read(indices, [index_var(axis + k)
+                                       for k in range(indices.ndim)])
+    after = axis + indices.ndim
+    index = ([index_var(a) for a in range(axis)]
+             + [_wrapped_index(position, indices.dtype, array.shape[axis])]
+             + [index_var(after + k) for k in range(array.ndim - axis - 1)])
+    return _finish(expr, bindings.read(array, index), bindings)
+
+# }}}
+
+
+_LOWERINGS: dict[type, Callable[[Any], IndexLambda]] = {
+    Einsum: _lower_einsum,
+    Reshape: _lower_reshape,
+    AxisPermutation: _lower_axis_permutation,
+    Roll: _lower_roll,
+    Stack: _lower_stack,
+    Concatenate: _lower_concatenate,
+    BasicIndex: _lower_basic_index,
+    AdvancedIndex: _lower_advanced_index,
+    Gather: _lower_gather,
+}
+
+#: the node classes :func:`to_index_lambda` rewrites
+LOWERABLE = tuple(_LOWERINGS)
+
+
+def to_index_lambda(expr: Array) -> IndexLambda:
+    """*expr* as an :class:`~ftlazy.array.IndexLambda` reading *expr*'s
+    children, with *expr*'s tags and axes; an IndexLambda is returned as it
+    is. Supports :class:`~ftlazy.array.Einsum`, :class:`~ftlazy.array.Reshape`,
+    :class:`~ftlazy.array.AxisPermutation`, :class:`~ftlazy.array.Roll`,
+    :class:`~ftlazy.array.Stack`, :class:`~ftlazy.array.Concatenate`,
+    :class:`~ftlazy.array.BasicIndex`, :class:`~ftlazy.array.AdvancedIndex`
+    and :class:`~ftlazy.fractal.Gather`; other nodes (inputs, loop results)
+    are a :class:`TypeError`."""
+    if isinstance(expr, IndexLambda):
+        return expr
+    for cls in type(expr).__mro__:
+        lower = _LOWERINGS.get(cls)
+        if lower is not None:
+            return lower(expr)
+    raise TypeError(f"to_index_lambda: {type(expr).__name__} nodes have no "
+                    f"IndexLambda form (got {expr!r})")
+
+
+class IndexLambdaLowerer(CopyMapper):
+    """Copies a DAG, replacing every node :func:`to_index_lambda` supports by
+    its lowering; inputs, IndexLambdas and loops stay, and loop bodies are
+    lowered too."""
+
+    def _lower(self, expr: Array) -> IndexLambda:
+        return to_index_lambda(self.map_node(expr))
+
+    map_einsum = _lower
+    map_reshape = _lower
+    map_axis_permutation = _lower
+    map_roll = _lower
+    map_stack = _lower
+    map_concatenate = _lower
+    map_basic_index = _lower
+    map_advanced_index = _lower
+    map_gather = _lower
+
+
+def lower_to_index_lambdas(expr: NodeT) -> NodeT:
+    """*expr* (an array, a :class:`~ftlazy.array.DictOfNamedArrays` or a
+    loop body) with every einsum, reshape, index remapping and gather of its
+    DAG, loop bodies included, replaced by an equivalent
+    :class:`~ftlazy.array.IndexLambda`. Placeholders, size parameters, data
+    wrappers, IndexLambdas, loops and their results stay as they are."""
+    if not isinstance(expr, Node):
+        raise TypeError(f"lower_to_index_lambdas expects a DAG node, got "
+                        f"{type(expr).__name__}")
+    return IndexLambdaLowerer()(expr)
