@@ -18,7 +18,7 @@ from sphinx.util.docutils import SphinxDirective
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-import ftlazy  # noqa: E402
+import ftlazy
 
 project = "ftlazy"
 author = "the ftlazy developers"

@@ -19,7 +19,8 @@ Run: ``python examples/user_transform.py``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim

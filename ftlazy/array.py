@@ -37,7 +37,8 @@ from pytools.tag import Tag, normalize_tags
 
 from ftlazy import shapes as sh
 from ftlazy.node import FrozenDict, IdentityKey, Node, node
-from ftlazy.scalar_expr import RESERVED_PREFIX, get_variable_names, substitute
+from ftlazy.scalar_expr import (
+    RESERVED_PREFIX, constant_signature, get_variable_names, substitute)
 from ftlazy.shapes import Shape, ShapeComponent
 
 
@@ -402,6 +403,12 @@ class IndexLambda(Array):
     shape: Shape
     dtype: np.dtype
     bindings: Mapping[str, Array]
+
+    def _key_value(self, name: str) -> Any:
+        if name == "expr":
+            # x * -0.0 and x * 0.0 are different nodes
+            return (self.expr, constant_signature(self.expr))
+        return getattr(self, name)
 
     def _infer(self) -> None:
         object.__setattr__(self, "shape", sh.normalize_shape(self.shape))

@@ -65,7 +65,7 @@ class _TraceParam(Array):
         return IdentityKey(self.token) if name == "token" else getattr(self, name)
 
 
-@node(children=("outputs",))
+@node(children=("params", "outputs"))
 class Body(Node):
     """A traced function: :attr:`outputs` are arrays over :attr:`params`."""
 

@@ -179,7 +179,14 @@ def iter_children(n: Node) -> Iterator[Node]:
 def map_children(n: Node, fn: Callable[[Node], Node]) -> Node:
     """Rebuild *n* with every child replaced by ``fn(child)``; returns *n*
     itself when no child changed."""
-    changes = {}
+    changes = child_changes(n, fn)
+    return n.copy(**changes) if changes else n
+
+
+def child_changes(n: Node, fn: Callable[[Node], Node]) -> dict[str, Any]:
+    """The child fields of *n* that differ after applying *fn* to every
+    child, as keyword arguments for :meth:`Node.copy`."""
+    changes: dict[str, Any] = {}
     for name in n._child_fields:
         value = getattr(n, name)
         if isinstance(value, Node):
@@ -194,7 +201,7 @@ def map_children(n: Node, fn: Callable[[Node], Node]) -> Node:
             new_tup = tuple(fn(v) for v in value)
             if any(a is not b for a, b in zip(new_tup, value)):
                 changes[name] = new_tup
-    return n.copy(**changes) if changes else n
+    return changes
 
 
 def topological_order(roots: Iterator[Node] | list[Node],

@@ -180,6 +180,28 @@ class _Substituter(ExprIdentityMapper):
         return super().map_reduce(expr)
 
 
+class _ConstantCollector(ExprWalkMapper):
+    def __init__(self) -> None:
+        self.found: list = []
+
+    def map_constant(self, expr, *args, **kwargs) -> None:
+        if isinstance(expr, np.generic):
+            self.found.append((expr.dtype.str, expr.tobytes()))
+        elif isinstance(expr, float):
+            self.found.append(("float", expr.hex()))
+        else:
+            self.found.append((type(expr).__name__, expr))
+
+
+def constant_signature(expr) -> tuple:
+    """The type and bit pattern of every constant in *expr*, in walk order.
+    Expressions compare constants with ``==``, under which ``-0.0 == 0.0``
+    and ``np.float32(1) == np.int8(1)``; node identity must not."""
+    collector = _ConstantCollector()
+    collector(expr)
+    return tuple(collector.found)
+
+
 def substitute(expr, mapping: dict) -> object:
     """Replace variables by name (respecting reduction scopes)."""
     return _Substituter(mapping)(expr) if mapping else expr

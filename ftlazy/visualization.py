@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from ftlazy.shapes import shape_str
 
 __all__ = ["get_dot_graph", "show_dot_graph"]
 
-ArrayOrNames = Union[Array, DictOfNamedArrays]
+ArrayOrNames = Array | DictOfNamedArrays
 
 #: longest rendering of one field value in a node's label
 _MAX_VALUE_CHARS = 72

@@ -14,38 +14,16 @@ settings.register_profile("ci", deadline=None, derandomize=True, max_examples=50
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-def _default_device():
-    """The device ftlazy runs on by default: ``PYOPENCL_CTX`` if set (then
-    *None*: pyopencl chooses), else the first GPU, else the first CPU."""
-    import pyopencl as cl
+@pytest.fixture(scope="session")
+def cl_queue():
+    """A :class:`pyopencl.CommandQueue` on the device ``ft.compile`` uses by
+    default (``PYOPENCL_CTX`` if set, else a GPU, else the CPU: PoCL)."""
+    from ftlazy.target.loopy.device import default_queue
 
-    if os.environ.get("PYOPENCL_CTX"):
-        return None
-    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
-    for wanted in (cl.device_type.GPU, cl.device_type.CPU):
-        for d in devices:
-            if d.type & wanted:
-                return d
-    if not devices:
-        raise RuntimeError("no OpenCL device found: install PoCL "
-                           "(pip install pocl-binary-distribution)")
-    return devices[0]
+    return default_queue()
 
 
 @pytest.fixture(scope="session")
-def cl_context():
-    """A :class:`pyopencl.Context` on the default device."""
-    import pyopencl as cl
-
-    device = _default_device()
-    if device is None:
-        return cl.create_some_context(interactive=False)
-    return cl.Context([device])
-
-
-@pytest.fixture(scope="session")
-def cl_queue(cl_context):
-    """A :class:`pyopencl.CommandQueue` on the default device."""
-    import pyopencl as cl
-
-    return cl.CommandQueue(cl_context)
+def cl_context(cl_queue):
+    """The :class:`pyopencl.Context` of :func:`cl_queue`."""
+    return cl_queue.context

@@ -46,9 +46,9 @@ class _TypeChecker:
         """Index expressions: index variables, size params, Python ints."""
         if isinstance(expr, (int, np.integer)) and not isinstance(expr, bool):
             return
-        if isinstance(expr, prim.Variable):
-            if is_index_name(expr.name) or expr.name not in self.bindings:
-                return
+        if isinstance(expr, prim.Variable) and (
+                is_index_name(expr.name) or expr.name not in self.bindings):
+            return
         if isinstance(expr, (prim.Sum, prim.Product)):
             for c in expr.children:
                 self.index(c)
@@ -645,11 +645,11 @@ def test_dtype_errors():
         with pytest.raises(TypeError, match="float"):
             op(i, 1.5)
     with pytest.raises(TypeError, match="float64"):
-        ~f
+        _ = ~f
     with pytest.raises(TypeError, match="subtract.*bool"):
-        b - b
+        _ = b - b
     with pytest.raises(TypeError, match="negative.*bool"):
-        -b
+        _ = -b
     with pytest.raises(TypeError, match="positive.*bool"):
         ft.positive(b)
     with pytest.raises(TypeError, match="remainder.*complex"):
@@ -709,13 +709,14 @@ def _programs(draw):
         st.sampled_from(_HYP_UNARY), st.sampled_from(_HYP_BINARY),
         st.sampled_from(_HYP_REDUCE), st.integers(0, 100),
         st.integers(0, 100), st.sampled_from([2, -1.5, True, np.float32(0.5)]),
-        st.booleans()), min_size=1, max_size=6))
+        st.booleans()), min_size=1, max_size=8))
     return inputs, steps
 
 
 def _apply_step(mod, step, pool):
     kind, unary, binary, reduce, i, j, scalar, keepdims = step
-    x = pool[i % len(pool)]
+    # build on the latest result half of the time, for deeper DAGs
+    x = pool[-1] if i < 50 else pool[i % len(pool)]
     if kind == "unary":
         return getattr(mod, unary)(x)
     if kind == "reduce":
@@ -724,7 +725,7 @@ def _apply_step(mod, step, pool):
         if reduce in ("amax", "amin"):
             shape = np.shape(x) if mod is np else x.shape
             if 0 in (shape if axis is None else (shape[axis],)):
-                return getattr(mod, "sum")(x, axis=axis, keepdims=keepdims)
+                return mod.sum(x, axis=axis, keepdims=keepdims)
         return getattr(mod, reduce)(x, axis=axis, keepdims=keepdims)
     y = pool[j % len(pool)] if kind == "binary" else scalar
     if binary == "where":

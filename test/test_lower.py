@@ -73,6 +73,7 @@ def check_lowering(node, inputs, reference=None, exact=True):
     assert isinstance(lowered, IndexLambda)
     assert lowered.tags == node.tags and lowered.axes == node.axes
     assert lowered.shape == node.shape and lowered.dtype == node.dtype
+    assert get_inputs(lowered) == get_inputs(node)
     expected = ft.evaluate_numpy(node, **inputs)
     _assert_same(ft.evaluate_numpy(lowered, **inputs), expected, exact)
     if reference is not None:
@@ -159,6 +160,13 @@ def test_einsum_mixed_dtypes_are_cast():
     casts = [e for e in _expr_nodes(lowered.expr) if isinstance(e, TypeCast)]
     assert {c.dtype for c in casts} == {np.dtype(np.float64)}
     assert len(casts) == 2
+
+
+def test_einsum_on_booleans_is_any_of_and():
+    a = ft.make_placeholder("a", (2, 3), np.bool_)
+    lowered = to_index_lambda(Einsum("ij,ij->i", (a, a)))
+    assert isinstance(lowered.expr, Reduce) and lowered.expr.op == "any"
+    assert isinstance(lowered.expr.inner, prim.LogicalAnd)
 
 
 def test_einsum_symbolic():
@@ -256,6 +264,14 @@ def test_roll(shape, shift, axis):
     x = ft.make_placeholder("x", shape, np.int64)
     xv = _data(shape)
     check_lowering(Roll(x, shift, axis), {"x": xv}, np.roll(xv, shift, axis))
+
+
+def test_roll_shift_is_normalized():
+    x = ft.make_placeholder("x", (4, 3), np.int64)
+    expected = prim.Remainder(prim.Sum((index_var(0), 3)), 4)
+    for shift in (-7, 1, 5, 9):
+        assert to_index_lambda(Roll(x, shift, 0)).expr.index_tuple[0] == expected
+    assert to_index_lambda(Roll(x, 8, 0)).expr.index_tuple[0] == index_var(0)
 
 
 @pytest.mark.parametrize("shift", [-9, -1, 1, 2, 5, 13])
@@ -485,89 +501,96 @@ def test_lower_rejects_non_nodes():
 
 # {{{ random DAGs
 
-def _apply_random_op(data, pool):
-    """One random op on arrays of *pool* (int64, concrete shapes)."""
-    a = data.draw(st.sampled_from(pool))
-    kind = data.draw(st.sampled_from([
-        "add", "mul_scalar", "broadcast", "reshape", "transpose", "roll", "slice",
-        "concatenate", "stack", "einsum", "sum", "take"]))
+_KINDS = ["einsum", "roll", "reshape", "transpose", "slice", "concatenate",
+          "stack", "take", "broadcast", "sum", "add", "mul_scalar"]
+
+
+def _apply_random_op(r, pool):
+    """One random op (choices from the numpy generator *r*) on arrays of
+    *pool* (int64, concrete shapes)."""
+    a = pool[r.integers(len(pool))]
+    kind = _KINDS[r.integers(len(_KINDS))]
     shape = a.shape
     if kind == "add":
-        b = data.draw(st.sampled_from(pool))
+        b = pool[r.integers(len(pool))]
         try:
             np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
             return a + 1
         return a + b
     if kind == "mul_scalar":
-        return a * data.draw(st.integers(-3, 3))
+        return a * int(r.integers(-3, 4))
     if kind == "broadcast":
-        return ft.broadcast_to(a, (data.draw(st.integers(0, 3)),) + shape)
+        return ft.broadcast_to(a, (int(r.integers(0, 4)),) + shape)
     if kind == "reshape":
         size = int(np.prod(shape))
-        order = data.draw(st.sampled_from("CF"))
         divisors = [d for d in range(1, size + 1) if size % d == 0]
         if divisors:
-            d = data.draw(st.sampled_from(divisors))
+            d = divisors[r.integers(len(divisors))]
             new = (d, size // d)
         else:
-            new = (0, data.draw(st.integers(0, 2)))
-        if data.draw(st.booleans()):
+            new = (0, int(r.integers(0, 3)))
+        if r.random() < 0.3:
             new = (1,) + new
-        return ft.reshape(a, new, order=order)
+        return ft.reshape(a, new, order="CF"[r.integers(2)])
     if not shape:
         return a - 2
-    axis = data.draw(st.integers(0, a.ndim - 1))
+    axis = int(r.integers(a.ndim))
     if kind == "transpose":
-        return ft.transpose(a, data.draw(st.permutations(range(a.ndim))))
+        return ft.transpose(a, tuple(r.permutation(a.ndim).tolist()))
     if kind == "roll":
-        return ft.roll(a, data.draw(st.integers(-7, 7)), axis=axis)
+        return ft.roll(a, int(r.integers(-7, 8)), axis=axis)
     if kind == "slice":
-        start = data.draw(st.one_of(st.none(), st.integers(-4, 4)))
-        stop = data.draw(st.one_of(st.none(), st.integers(-4, 4)))
-        step = data.draw(st.sampled_from([None, 1, 2, -1, -2, 3]))
+        def bound():
+            return None if r.random() < 0.3 else int(r.integers(-4, 5))
+        step = [None, 1, 2, -1, -2, 3][r.integers(6)]
         index = [slice(None)] * a.ndim
-        index[axis] = slice(start, stop, step)
+        index[axis] = slice(bound(), bound(), step)
         return a[tuple(index)]
     if kind == "concatenate":
         tail = a[tuple([slice(None)] * axis + [slice(1, None)])]
         return ft.concatenate([a, tail, a], axis=axis)
     if kind == "stack":
-        return ft.stack([a, -a], axis=data.draw(st.integers(0, a.ndim)))
+        return ft.stack([a, -a], axis=int(r.integers(a.ndim + 1)))
     if kind == "einsum":
         letters = "abcdefgh"[:a.ndim]
-        out = "".join(c for c in letters if data.draw(st.booleans()))
+        out = "".join(c for c in letters if r.random() < 0.5)
+        if r.random() < 0.5:
+            out = out[::-1]
         return ft.einsum(f"{letters},{letters}->{out}", a, a)
     if kind == "sum":
         return ft.sum(a, axis=axis)
     length = shape[axis]
     if length == 0:
         return a
-    idx = np.array(data.draw(st.lists(st.integers(-length, length - 1),
-                                      max_size=3)), dtype=np.int64)
+    idx = r.integers(-length, length, int(r.integers(0, 4)))
     return a[tuple([slice(None)] * axis + [idx])]
 
 
 @settings(max_examples=50, derandomize=True, deadline=None)
-@given(st.data())
-def test_random_dag_lowering(data):
-    shapes = st.lists(st.integers(0, 3), min_size=0, max_size=3).map(tuple)
-    inputs = [ft.make_placeholder(f"x{k}", data.draw(shapes), np.int64)
-              for k in range(data.draw(st.integers(1, 2)))]
+@given(st.integers(0, 2**32 - 1), st.integers(1, 2), st.integers(2, 7))
+def test_random_dag_lowering(seed, n_inputs, n_ops):
+    r = np.random.default_rng(seed)
+    inputs = [ft.make_placeholder(f"x{k}", tuple(r.integers(0, 4, r.integers(1, 4))),
+                                  np.int64)
+              for k in range(n_inputs)]
     pool = list(inputs)
-    for _ in range(data.draw(st.integers(1, 6))):
-        result = _apply_random_op(data, pool)
+    for _ in range(n_ops):
+        result = _apply_random_op(r, pool)
         if result.size <= 200:
             pool.append(result)
-    result = pool[-1]
+    # every intermediate is a result, so each node kind built is checked
+    result = ft.make_dict_of_named_arrays(
+        {f"r{k}": a for k, a in enumerate(pool[len(inputs):] or inputs)})
     lowered = lower_to_index_lambdas(result)
     assert not _node_kinds(lowered) & set(LOWERABLE)
+    assert get_inputs(lowered) == get_inputs(result)
     used = {p.name for p in get_inputs(result) if isinstance(p, ft.Placeholder)}
-    values_rng = np.random.default_rng(7)
-    values = {p.name: values_rng.integers(-5, 6, p.shape) for p in inputs
-              if p.name in used}
-    _assert_same(ft.evaluate_numpy(lowered, **values),
-                 ft.evaluate_numpy(result, **values))
+    values = {p.name: r.integers(-5, 6, p.shape) for p in inputs if p.name in used}
+    expected = ft.evaluate_numpy(result, **values)
+    actual = ft.evaluate_numpy(lowered, **values)
+    for name in expected:
+        _assert_same(actual[name], expected[name])
 
 # }}}
 
@@ -578,6 +601,7 @@ def _check_batched(result, values, reference=None):
     batched = batch_maps(result)
     kinds = _node_kinds(batched)
     assert Map not in kinds
+    assert get_inputs(batched) == get_inputs(result)
     expected = ft.evaluate_numpy(result, **values)
     actual = ft.evaluate_numpy(batched, **values)
     if isinstance(expected, dict):
@@ -738,3 +762,34 @@ def test_batch_zero_length_map_with_reduction():
                    np.zeros((0, 3), np.int64))
 
 # }}}
+
+
+def test_batch_keeps_inputs_that_only_give_the_length():
+    x = ft.make_placeholder("x", (3, 2), np.float64)
+    y = ft.make_placeholder("y", (3, 4), np.float64)
+    w = ft.make_placeholder("w", (2,), np.float64)
+    result = ft.map(lambda a, b: w, x, y)
+    wv = _data((2,), np.float64)
+    values = {"x": _data((3, 2), np.float64), "y": _data((3, 4), np.float64),
+              "w": wv}
+    _check_batched(result, values, np.broadcast_to(wv, (3, 2)))
+
+
+def test_batch_deeply_nested_map_scan_map():
+    x = ft.make_placeholder("x", (2, 3, 4, 2), np.float64)
+
+    def outer(block):
+        def inner(seq):
+            def step(c, v):
+                return c * 0.5 + ft.map(lambda e: e * ft.sum(c), v)
+            return ft.scan(step, seq, ft.ones(2))
+        return ft.map(inner, block)
+
+    y = ft.map(outer, x)
+    xv = _data((2, 3, 4, 2), np.float64)
+    c = np.ones((2, 3, 2))
+    hist = []
+    for t in range(4):
+        c = c * 0.5 + xv[:, :, t] * c.sum(axis=-1, keepdims=True)
+        hist.append(c)
+    _check_batched(y, {"x": xv}, np.stack(hist, axis=2))

@@ -79,7 +79,7 @@ def test_one_node_per_dag_node_with_labels_and_edges():
     ein = by_label["Einsumspec: ij,j->i"]
     dw = by_label["DataWrapperdata: <ndarray>"]
     assert nodes[dw][3] == "name: w"
-    lam = [i for i, lines in nodes.items() if lines[0] == "IndexLambda"][0]
+    lam = next(i for i, lines in nodes.items() if lines[0] == "IndexLambda")
     assert nodes[lam][2] == "expr: _in0[_0] + _in1[_0]"
     assert set(edges) >= {(px, lam, "_in0"), (ein, lam, "_in1"),
                           (dw, ein, "args[0]"), (px, ein, "args[1]")}
@@ -92,7 +92,7 @@ def test_dict_of_named_arrays_outputs_shown():
     dot = ft.get_dot_graph(d)
     assert 'out0 [label="first", style="rounded,bold"];' in dot
     assert 'out1 [label="second", style="rounded,bold"];' in dot
-    nodes, edges = _parse(dot)
+    nodes, _ = _parse(dot)
     assert len(nodes) == 2
     assert "DictOfNamedArrays" not in dot
 
@@ -160,8 +160,8 @@ def test_long_values_are_shortened():
     x = ft.make_placeholder("x", (3,), F64)
     y = _add(*([x] * 40))
     nodes, _ = _parse(ft.get_dot_graph(y))
-    expr_line = [lines for lines in nodes.values()
-                 if lines[0] == "IndexLambda"][0][2]
+    expr_line = next(lines for lines in nodes.values()
+                     if lines[0] == "IndexLambda")[2]
     assert expr_line.endswith("...") and len(expr_line) == 72
 
 

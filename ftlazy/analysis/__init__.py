@@ -21,8 +21,6 @@ once *per scope* it occurs in.
 
 from __future__ import annotations
 
-from typing import Union
-
 from ftlazy.array import (
     Array, DataWrapper, DictOfNamedArrays, Placeholder, SizeParam)
 from ftlazy.fractal import Body
@@ -36,9 +34,9 @@ __all__ = [
 ]
 
 #: what the analyses accept: one array or several named results
-ArrayOrNames = Union[Array, DictOfNamedArrays]
+ArrayOrNames = Array | DictOfNamedArrays
 #: the node kinds that are bound to data when a program runs
-InputNode = Union[Placeholder, SizeParam, DataWrapper]
+InputNode = Placeholder | SizeParam | DataWrapper
 _INPUT_TYPES = (Placeholder, SizeParam, DataWrapper)
 
 

@@ -9,13 +9,12 @@ Python or numpy scalars is computed eagerly with numpy.
 .. autofunction:: asarray
 .. autofunction:: result_type
 .. autofunction:: elementwise
-.. autofunction:: apply_ufunc
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -27,9 +26,9 @@ from ftlazy.scalar_expr import TypeCast, index_var
 __all__ = ["asarray", "result_type"]
 
 #: what the front end accepts where numpy accepts an array
-ArrayLike = Union[Array, np.ndarray, np.generic, bool, int, float, complex]
+ArrayLike = Array | np.ndarray | np.generic | bool | int | float | complex
 #: a converted operand: an array, or a weak Python scalar
-Operand = Union[Array, bool, int, float, complex]
+Operand = Array | bool | int | float | complex
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -268,23 +267,5 @@ def fold_constants(fn: Callable[..., Any], operands: Sequence[Operand]
     with np.errstate(all="ignore"):
         result = fn(*values)
     return asarray(np.asarray(result)[()])
-
-
-def apply_ufunc(ufunc: np.ufunc, args: Sequence[Any],
-                make_expr: Callable[..., Any], name: str | None = None
-                ) -> Array | np.generic:
-    """Apply numpy's *ufunc* lazily: scalars alone are computed eagerly,
-    constants are folded, otherwise one :func:`elementwise` node whose body
-    ``make_expr(*operand_exprs)`` sees operands cast to numpy's loop dtypes.
-    """
-    name = name or ufunc.__name__
-    if all(is_scalar(a) for a in args):
-        return ufunc(*args)
-    operands = [prepare(a) for a in args]
-    in_dtypes, out_dtype = resolve_ufunc(ufunc, operands, name)
-    folded = fold_constants(ufunc, operands)
-    if folded is not None:
-        return folded
-    return elementwise(operands, in_dtypes, out_dtype, make_expr)
 
 # }}}

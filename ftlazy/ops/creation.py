@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, normalize_dtype
-from ftlazy.ops.convert import (
-    ArrayLike, asarray, cast, elementwise, is_scalar)
+from ftlazy.ops.convert import ArrayLike, asarray, cast, elementwise, is_scalar
 from ftlazy.scalar_expr import TypeCast, index_var
 
 __all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
            "arange", "eye", "linspace"]
 
 ShapeLike = Any
-Scalar = Union[bool, int, float, complex, np.generic]
+Scalar = bool | int | float | complex | np.generic
 
 
 def _constant(shape: ShapeLike, value: np.generic) -> IndexLambda:

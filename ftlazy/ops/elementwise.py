@@ -10,16 +10,26 @@ argument is a Python or numpy scalar the result is computed eagerly by numpy.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy.array import Array, IndexLambda, normalize_dtype
 from ftlazy.ops.convert import (
-    ArrayLike, asarray, cast, cast_constant, elementwise,
-    fold_constants, is_scalar, is_weak_scalar, prepare, resolve_ufunc,
-    result_type)
+    ArrayLike,
+    asarray,
+    cast,
+    cast_constant,
+    elementwise,
+    fold_constants,
+    is_scalar,
+    is_weak_scalar,
+    prepare,
+    resolve_ufunc,
+    result_type,
+)
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "floor_divide",
@@ -35,7 +45,7 @@ __all__ = [
 
 #: what these functions return: a lazy array, or a numpy scalar when every
 #: argument was a scalar
-Result = Union[Array, np.generic]
+Result = Array | np.generic
 
 
 # {{{ expression helpers

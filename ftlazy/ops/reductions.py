@@ -9,32 +9,37 @@ _r1, ...`` with bounds ``(name, 0, dim)`` (``dim`` possibly symbolic).
 from __future__ import annotations
 
 import builtins
-from functools import lru_cache
-from typing import Any, Union
+from functools import cache
+from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, normalize_dtype
-from ftlazy.ops.convert import (
-    ArrayLike, asarray, cast, constant_value, is_scalar)
+from ftlazy.ops.convert import ArrayLike, asarray, cast, constant_value, is_scalar
 from ftlazy.scalar_expr import Reduce, TypeCast, index_var, reduction_var
 
 __all__ = ["sum", "prod", "amax", "amin", "max", "min", "any", "all", "mean",
            "var"]
 
-Result = Union[Array, np.generic]
-AxisLike = Union[None, int, tuple[int, ...], list[int]]
+Result = Array | np.generic
+AxisLike = None | int | tuple[int, ...]
 
 
-def normalize_axes(axis: AxisLike, ndim: int) -> tuple[int, ...]:
-    """The sorted, non-negative axes that *axis* (None, an int or a
-    sequence of ints) names. Raises :class:`numpy.exceptions.AxisError` for
-    an axis out of range and :class:`ValueError` for a repeated axis."""
+def normalize_axes(axis: AxisLike, ndim: int, ufunc_quirk: bool = False
+                   ) -> tuple[int, ...]:
+    """The sorted, non-negative axes that *axis* (None, an int or a tuple
+    of ints) names. Raises :class:`numpy.exceptions.AxisError` for an axis
+    out of range and :class:`ValueError` for a repeated axis. With
+    *ufunc_quirk*, an int axis 0 or -1 of a 0-d array names no axis, as in
+    numpy's ufunc reductions (``np.sum(np.float64(1), axis=0)``)."""
     if axis is None:
         return tuple(range(ndim))
-    entries = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+    if (ufunc_quirk and ndim == 0 and isinstance(axis, (int, np.integer))
+            and not isinstance(axis, (bool, np.bool_)) and axis in (0, -1)):
+        return ()
+    entries = axis if isinstance(axis, tuple) else (axis,)
     result = []
     for ax in entries:
         if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
@@ -49,7 +54,7 @@ def normalize_axes(axis: AxisLike, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(result))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _sum_dtype(dtype: np.dtype, op: str) -> np.dtype:
     # numpy's own answer: small integers and bools accumulate in the
     # platform integer, unsigned ones in the unsigned platform integer
@@ -86,7 +91,7 @@ def _reduction(np_fn: Any, op: str, x: ArrayLike, axis: AxisLike,
     """One Reduce node: elements of *x* cast to *acc_dtype*, reduced with *op*
     over *axis*, the result cast to *out_dtype* (default *acc_dtype*)."""
     a = asarray(x)
-    axes = normalize_axes(axis, a.ndim)
+    axes = normalize_axes(axis, a.ndim, ufunc_quirk=True)
     out_dtype = acc_dtype if out_dtype is None else out_dtype
     if op in ("max", "min"):
         for ax in axes:

@@ -34,11 +34,29 @@ def collect_inputs(roots: Iterable[Node]) -> list[Array]:
     return found
 
 
+def collect_size_names(roots: Iterable[Node]) -> set[str]:
+    """Names of all size parameters in the shapes of nodes reachable from
+    *roots*, loop bodies included."""
+    from ftlazy.fractal import Loop
+    names: set[str] = set()
+    stack = [list(roots)]
+    while stack:
+        for n in topological_order(stack.pop()):
+            for c in getattr(n, "shape", ()):
+                names |= sh.size_param_names(c)
+            if isinstance(n, SizeParam):
+                names.add(n.name)
+            if isinstance(n, Loop):
+                stack.append(list(n.body.outputs))
+    return names
+
+
 def _data_shape(value: Any) -> tuple[int, ...]:
     return tuple(int(s) for s in value.shape)
 
 
-def bind_inputs(inputs: list[Array], given: Mapping[str, Any]
+def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
+                size_names: Iterable[str] = ()
                 ) -> tuple[dict[str, int], dict[str, Any]]:
     """Match *given* user inputs (by name) to the DAG's *inputs*.
 
@@ -50,6 +68,7 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any]
     """
     placeholders = {n.name: n for n in inputs if isinstance(n, Placeholder)}
     size_params = {n.name for n in inputs if isinstance(n, SizeParam)}
+    size_params |= set(size_names)
     wrappers = [n for n in inputs if isinstance(n, DataWrapper)]
     for n in placeholders.values():
         for c in n.shape:

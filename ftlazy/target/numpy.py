@@ -24,7 +24,8 @@ from ftlazy.array import (
     Roll, SizeParam, Stack)
 from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.scalar_expr import Reduce, TypeCast
-from ftlazy.target.binding import bind_inputs, check_shape_nonnegative, collect_inputs
+from ftlazy.target.binding import (
+    bind_inputs, check_shape_nonnegative, collect_inputs, collect_size_names)
 from ftlazy.transform.mappers import CachedMapper
 
 _FUNCTIONS = {
@@ -359,7 +360,8 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, **inputs: Any) -> Any:
     else:
         raise TypeError(f"evaluate_numpy expects an Array or DictOfNamedArrays, "
                         f"got {type(result).__name__}")
-    env, arrays = bind_inputs(collect_inputs(roots), inputs)
+    env, arrays = bind_inputs(collect_inputs(roots), inputs,
+                              collect_size_names(roots))
     evaluator = NumpyEvaluator(env, arrays)
     if isinstance(result, DictOfNamedArrays):
         return {name: evaluator.rec(a) for name, a in result.items()}

@@ -33,7 +33,7 @@ from ftlazy.shapes import ShapeComponent
 from ftlazy.transform.lower import lower_to_index_lambdas
 from ftlazy.transform.mappers import CopyMapper
 
-__all__ = ["batch_maps", "MapBatcher"]
+__all__ = ["MapBatcher", "batch_maps"]
 
 NodeT = TypeVar("NodeT", bound=Node)
 
@@ -80,6 +80,17 @@ def _with_tags_of(value: Array, result: Array, batched: bool) -> Array:
     else:
         axes = tuple(Axis(a.tags | b.tags) for a, b in zip(value.axes, axes))
     return value.copy(tags=value.tags | result.tags, axes=axes)
+
+
+def _with_extra_bindings(array: Array, extra: list[Array]) -> IndexLambda:
+    """*array* as an IndexLambda that also binds the (unread) *extra*."""
+    if not isinstance(array, IndexLambda):
+        array = IndexLambda(_read_all("_in0", array, 0), array.shape,
+                            array.dtype, {"_in0": array})
+    bindings = dict(array.bindings)
+    for a in extra:
+        bindings[f"_in{len(bindings)}"] = a
+    return array.copy(bindings=bindings)
 
 
 class _BatchedBodyRewriter(ExprIdentityMapper):
@@ -143,7 +154,8 @@ def _batch_scan(scan: Scan, n: ShapeComponent,
     params = [BodyParam(p.index, ((n,) + p.shape) if flags[p.index] else p.shape,
                         p.dtype) for p in scan.body.params]
     outputs = tuple(v if is_batched else _broadcast_batch(v, n)
-                    for v, is_batched in _batch_body(scan.body, n, params, flags))
+                    for v, is_batched in _batch_body(scan.body, n, params,
+                                                     flags)[0])
     new_scan = Scan(Body(tuple(params), outputs), tuple(new_inputs), nc, ns,
                     scan.keep_all)
     results = tuple(LoopResult(new_scan, k) for k in range(nc))
@@ -153,14 +165,17 @@ def _batch_scan(scan: Scan, n: ShapeComponent,
 
 
 def _batch_body(body: Body, n: ShapeComponent, params: list[Array],
-                flags: list[bool]) -> list[_Batched]:
+                flags: list[bool]) -> tuple[list[_Batched], set[int]]:
     """The outputs of *body* (lowered, free of maps) evaluated on *params*:
     ``params[k]`` stands for body parameter ``k``, with a leading axis of
-    length *n* where ``flags[k]``."""
+    length *n* where ``flags[k]``. Also returns the indices of the
+    parameters the outputs depend on."""
     values: dict[Node, _Batched] = {}
+    used = set()
     for node in topological_order(list(body.outputs)):
         if isinstance(node, BodyParam):
             values[node] = (params[node.index], flags[node.index])
+            used.add(node.index)
         elif isinstance(node, IndexLambda):
             values[node] = _batch_index_lambda(node, n, values)
         elif isinstance(node, Scan):
@@ -174,7 +189,7 @@ def _batch_body(body: Body, n: ShapeComponent, params: list[Array],
         else:
             raise TypeError(f"batch_maps: cannot batch a {type(node).__name__} "
                             f"node in a map body: {node!r}")
-    return [values[o] for o in body.outputs]
+    return [values[o] for o in body.outputs], used
 
 # }}}
 
@@ -189,8 +204,15 @@ class MapBatcher(CopyMapper):
         body = lower_to_index_lambdas(self.map_body(expr.body))
         flags = [k < expr.num_mapped for k in range(len(inputs))]
         n = expr.length
-        return tuple(v if is_batched else _broadcast_batch(v, n)
-                     for v, is_batched in _batch_body(body, n, inputs, flags))
+        outputs, used = _batch_body(body, n, inputs, flags)
+        results = [v if is_batched else _broadcast_batch(v, n)
+                   for v, is_batched in outputs]
+        unused = [a for k, a in enumerate(inputs) if k not in used]
+        if unused:
+            # inputs the results do not read (a mapped array that only gives
+            # the length) stay in the DAG, so the program's inputs are kept
+            results[0] = _with_extra_bindings(results[0], unused)
+        return tuple(results)
 
     def map_loop_result(self, expr: LoopResult) -> Node:
         if isinstance(expr.loop, Map):

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -37,7 +38,8 @@ from ftlazy.scalar_expr import Reduce, TypeCast, index_var, reduction_var
 from ftlazy.shapes import Shape, ShapeComponent
 from ftlazy.transform.mappers import CopyMapper
 
-__all__ = ["to_index_lambda", "lower_to_index_lambdas", "IndexLambdaLowerer"]
+__all__ = ["LOWERABLE", "IndexLambdaLowerer", "lower_to_index_lambdas",
+           "to_index_lambda"]
 
 NodeT = TypeVar("NodeT", bound=Node)
 
@@ -358,9 +360,8 @@ def _lower_concatenate(expr: Concatenate) -> IndexLambda:
     return _finish(expr, body, bindings)
 
 
-def _slice_index(spec: NormalizedSlice, length: ShapeComponent, var: Any) -> Any:
-    start = _normalize_position(spec.start, length)
-    return _plus(start, _times(var, spec.step))
+def _slice_index(spec: NormalizedSlice, var: Any) -> Any:
+    return _plus(spec.start, _times(var, spec.step))
 
 
 def _lower_basic_index(expr: BasicIndex) -> IndexLambda:
@@ -368,7 +369,7 @@ def _lower_basic_index(expr: BasicIndex) -> IndexLambda:
     out_axis = 0
     for spec, length in zip(expr.indices, expr.array.shape):
         if isinstance(spec, NormalizedSlice):
-            index.append(_slice_index(spec, length, index_var(out_axis)))
+            index.append(_slice_index(spec, index_var(out_axis)))
             out_axis += 1
         else:
             index.append(_normalize_position(spec, length))
@@ -404,7 +405,7 @@ def _lower_advanced_index(expr: AdvancedIndex) -> IndexLambda:
     for spec, length in zip(expr.indices, expr.array.shape):
         if isinstance(spec, NormalizedSlice):
             out_axis = n_slices if n_slices < adv_start else n_slices + nb
-            index.append(_slice_index(spec, length, index_var(out_axis)))
+            index.append(_slice_index(spec, index_var(out_axis)))
             n_slices += 1
             continue
         value, dtype = _index_array_read(expr.index_arrays[spec], bshape,

@@ -30,7 +30,8 @@ from __future__ import annotations
 import copy as _copy
 from typing import Any, Callable, Generic, TypeVar
 
-from ftlazy.node import NODE_CLASSES, Node, iter_children, map_children, topological_order
+from ftlazy.node import (
+    NODE_CLASSES, Node, child_changes, iter_children, topological_order)
 
 ResultT = TypeVar("ResultT")
 
@@ -130,17 +131,14 @@ class CopyMapper(CachedMapper[Node]):
     nodes a transform rewrites."""
 
     def map_node(self, expr: Node) -> Node:
-        new = map_children(expr, self.rec)
-        if expr._body_fields:
-            changes = {}
-            for name in expr._body_fields:
-                body = getattr(expr, name)
-                new_body = self.map_body(body)
-                if new_body is not body:
-                    changes[name] = new_body
-            if changes:
-                new = new.copy(**changes)
-        return new
+        # children and bodies change together: a loop validates them jointly
+        changes = child_changes(expr, self.rec)
+        for name in expr._body_fields:
+            body = getattr(expr, name)
+            new_body = self.map_body(body)
+            if new_body is not body:
+                changes[name] = new_body
+        return expr.copy(**changes) if changes else expr
 
     def map_body(self, body: Node) -> Node:
         """Map a body (a separate scope) with :meth:`clone_for_body`."""
@@ -235,13 +233,12 @@ def map_and_copy(expr: Node, fn: Callable[[Node], Node]) -> Node:
 
 def _install_named_fallbacks() -> None:
     """Give the bases a named method per known node class (``map_einsum``,
-    ...), so ``super().map_einsum(expr)`` works in user subclasses."""
+    ...), so ``super().map_einsum(expr)`` works in user subclasses. Each
+    alias calls ``self.map_node``, so overriding ``map_node`` still applies."""
+    def alias(self, expr):
+        return self.map_node(expr)
+    alias._ft_generic = True
     for base in (CopyMapper, CombineMapper):
-        generic = base.map_node
-
-        def alias(self, expr, _generic=generic):
-            return _generic(self, expr)
-        alias._ft_generic = True
         for cls in NODE_CLASSES:
             if not hasattr(base, cls.mapper_method):
                 setattr(base, cls.mapper_method, alias)

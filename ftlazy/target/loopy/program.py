@@ -23,11 +23,12 @@ import pyopencl.tools as cltools
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, DictOfNamedArrays, IndexLambda
+from ftlazy.fractal import LoopResult
 from ftlazy.node import FrozenDict, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import bind_inputs
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
-from ftlazy.target.loopy.codegen import ArgSpec, KernelBuilder
+from ftlazy.target.loopy.kernel import ArgSpec, KernelBuilder
 from ftlazy.target.loopy.device import default_queue, device_kind, silence_compiler_output
 from ftlazy.target.loopy.lowering import insert_index_checks, lower_for_codegen
 
@@ -123,7 +124,7 @@ def _kernel_outputs(canon: CanonicalDAG) -> tuple[dict[str, Array], dict, dict]:
         if a in by_node:
             output_args[key] = by_node[a]
             continue
-        if not isinstance(a, IndexLambda) or a in by_node:
+        if not isinstance(a, (IndexLambda, LoopResult)):
             a = _identity_copy(a)
         arg = f"_ft_out{len(kernel_outputs)}"
         kernel_outputs[arg] = a
@@ -202,7 +203,7 @@ class BoundProgram:
                          ) -> dict[str, Any]:
         """Validate user *inputs* and turn them into kernel arguments."""
         canon = self.canon
-        env, arrays = bind_inputs(canon.user_inputs, inputs)
+        env, arrays = bind_inputs(canon.user_inputs, inputs, canon.size_names)
         args: dict[str, Any] = {}
         for user_name, value in arrays.items():
             args[canon.input_names[user_name]] = _to_kernel_form(value, queue)

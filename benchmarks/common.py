@@ -1,0 +1,226 @@
+# SPDX-License-Identifier: MIT
+"""Shared helpers for the ftlazy benchmark scripts: timing, machine info,
+tables and a STREAM-like triad reference.
+
+The scripts are run by hand and only print; nothing here asserts on a time.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+
+
+# {{{ timing
+
+@dataclass
+class Timing:
+    """Best and median of the timed repetitions of one function (seconds)."""
+
+    best: float
+    median: float
+    repeats: int
+
+    def __str__(self) -> str:
+        return (f"best {fmt_seconds(self.best)}, median "
+                f"{fmt_seconds(self.median)} (n={self.repeats})")
+
+
+def best_of(fn: Callable[[], Any], repeat: int = 5, warmup: int = 1,
+            budget_s: float = 10.0, min_repeat: int = 2) -> Timing:
+    """Time *fn* with :func:`time.perf_counter`: *warmup* untimed calls, then
+    up to *repeat* timed calls. Stops early (after at least *min_repeat*
+    timed calls) once the timed calls have used *budget_s* seconds, so slow
+    workloads do not take minutes. *fn* must block until its work is done
+    (e.g. call ``queue.finish()``)."""
+    for _ in range(warmup):
+        fn()
+    times: list[float] = []
+    spent = 0.0
+    while len(times) < repeat:
+        start = time.perf_counter()
+        fn()
+        elapsed = time.perf_counter() - start
+        times.append(elapsed)
+        spent += elapsed
+        if len(times) >= min_repeat and spent > budget_s:
+            break
+    return Timing(min(times), float(np.median(times)), len(times))
+
+
+def time_once(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Seconds for one call of *fn*, and its result."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+# }}}
+
+
+# {{{ formatting
+
+def fmt_seconds(t: float | None) -> str:
+    """A time in s, ms or us with 3 significant digits; '-' for None."""
+    if t is None:
+        return "-"
+    if t >= 1.0:
+        return f"{t:.3g} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t * 1e6:.3g} us"
+
+
+def fmt_rate(x: float | None) -> str:
+    """A rate (items per second) with an SI suffix; '-' for None."""
+    if x is None:
+        return "-"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= scale:
+            return f"{x / scale:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
+                title: str | None = None) -> None:
+    """Print *rows* as a Markdown-style table with aligned columns."""
+    cells = [[str(c) for c in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    if title:
+        print(f"\n{title}")
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(cells[0], widths)) + " |"
+    print(line)
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in cells[1:]:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+    sys.stdout.flush()
+
+# }}}
+
+
+# {{{ machine information
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _git_revision() -> str:
+    try:
+        out = subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", REPO_DIR, "status", "--porcelain",
+                                "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+        rev = out.stdout.strip() or "unknown"
+        return rev + (" (+ uncommitted changes)" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _version(package: str) -> str:
+    from importlib import metadata
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def print_header(title: str, queue: Any = None) -> None:
+    """Print the command line and the machine: CPUs, OpenCL device,
+    library versions. *queue*: a pyopencl queue whose device to describe."""
+    print(f"# {title}")
+    print(f"command: {shlex.join([os.path.basename(sys.executable)] + sys.argv)}")
+    print(f"python {platform.python_version()} on {platform.platform()}")
+    affinity = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                else "?")
+    print(f"CPU: {_cpu_model()}; os.cpu_count()={os.cpu_count()}, "
+          f"usable={affinity}")
+    versions = ", ".join(f"{pkg} {_version(pkg)}"
+                         for pkg in ("numpy", "pyopencl", "loopy", "islpy"))
+    print(f"versions: {versions}; ftlazy git {_git_revision()}")
+    if queue is not None:
+        dev = queue.device
+        print(f"OpenCL device: {dev.name.strip()} [{dev.platform.name.strip()} "
+              f"{dev.platform.version.strip()}], {dev.max_compute_units} compute "
+              f"units, {dev.global_mem_size / 2**30:.1f} GiB")
+    print(f"gc enabled: {gc.isenabled()}")
+    sys.stdout.flush()
+
+# }}}
+
+
+# {{{ memory bandwidth reference (STREAM-like triad a = b + s*c)
+
+TRIAD_SOURCE = """
+__kernel void triad(__global double *restrict a,
+                    __global const double *restrict b,
+                    __global const double *restrict c, const double s)
+{
+    size_t i = get_global_id(0);
+    a[i] = b[i] + s * c[i];
+}
+"""
+
+
+def triad_bytes(n: int) -> int:
+    """Bytes a triad over *n* float64 moves (write-allocate not counted)."""
+    return 3 * 8 * n
+
+
+def numpy_triad(n: int, repeat: int = 7) -> Timing:
+    """Best time of numpy's triad, done in place in two passes (no
+    temporaries: ``np.multiply(c, s, out=a); np.add(a, b, out=a)``)."""
+    rng = np.random.default_rng(0)
+    b, c = rng.random(n), rng.random(n)
+    a = np.empty(n)
+    s = 3.0
+
+    def run() -> None:
+        np.multiply(c, s, out=a)
+        np.add(a, b, out=a)
+
+    timing = best_of(run, repeat=repeat, warmup=2)
+    np.testing.assert_allclose(a, b + s * c)
+    return timing
+
+
+def opencl_triad(queue: Any, n: int, repeat: int = 9) -> Timing:
+    """Best time of a plain one-element-per-work-item OpenCL triad on
+    *queue*'s device (default work-group size)."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    rng = np.random.default_rng(0)
+    b_host, c_host = rng.random(n), rng.random(n)
+    b, c = cla.to_device(queue, b_host), cla.to_device(queue, c_host)
+    a = cla.empty_like(b)
+    kernel = cl.Kernel(cl.Program(queue.context, TRIAD_SOURCE).build(), "triad")
+    s = np.float64(3.0)
+
+    def run() -> None:
+        kernel(queue, (n,), None, a.data, b.data, c.data, s)
+        queue.finish()
+
+    timing = best_of(run, repeat=repeat, warmup=2)
+    np.testing.assert_allclose(a.get(), b_host + s * c_host)
+    return timing
+
+# }}}

@@ -1,0 +1,520 @@
+# SPDX-License-Identifier: MIT
+"""From a lowered DAG (IndexLambdas over placeholders and size params, plus
+Scans) to one loopy translation unit.
+
+* Every stored array (see :mod:`.storage`) becomes an assignment in its own
+  loop nest, with its readers' inlined bodies substituted in.
+* Stored arrays are grouped into segments by dependency level and grid
+  shape; a global barrier between segments lets loopy split them into OpenCL
+  kernels, all launched by one executor call.
+* A :class:`~ftlazy.fractal.Scan` becomes a sequential loop over its length
+  in a kernel of its own, run by one work group: the carries live in a
+  two-slot global buffer (read slot ``t % 2``, write slot ``(t+1) % 2``), the
+  body's stored arrays are computed inside the loop with work-group barriers
+  between dependency levels and at the end of each step. Loop priorities pin
+  the time loop outermost.
+* Inames are created pre-split and tagged for the device in a single
+  ``tag_inames`` call.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import islpy as isl
+import loopy as lp
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
+from ftlazy.fractal import BodyParam, LoopResult, Scan
+from ftlazy.node import Node, topological_order
+from ftlazy.tags import Named, PrefixNamed
+from ftlazy.target.loopy.expressions import Translator, storage_dtype
+from ftlazy.target.loopy.storage import StoragePlan, decide_storage
+
+#: work-group size for the axis a scan body parallelizes over
+SCAN_LOCAL_SIZE = 256
+#: work items per work group along axis 0 outside scans
+LOCAL_SIZE = 32
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """A kernel argument as the host sees it."""
+
+    name: str
+    shape: tuple
+    dtype: np.dtype
+
+
+@dataclass
+class _Scope:
+    """Where an array is being computed: the outer DAG or a scan body."""
+
+    plan: StoragePlan
+    names: dict[Node, str]
+    #: BodyParam index -> reader of that parameter at an index tuple
+    params: dict[int, Callable[[tuple], Any]] = field(default_factory=dict)
+    #: inames every instruction of the scope lies in (the time loop)
+    outer_inames: tuple[str, ...] = ()
+    #: 'global' (work groups) or 'local' (one work group)
+    parallel: str = "global"
+
+
+@dataclass
+class _StoreContext:
+    """Per stored array: its inames, the arrays it reads, private statements."""
+
+    scope: _Scope
+    inames: list[str]
+    index: tuple
+    reads: set = field(default_factory=set)
+    deps: set = field(default_factory=set)
+    privates: dict = field(default_factory=dict)
+    pending: list = field(default_factory=list)
+
+
+class KernelBuilder:
+    """Builds the loopy kernel for a canonical, lowered DAG."""
+
+    def __init__(self, outputs: dict[str, Array], device_kind: str = "cpu") -> None:
+        self.outputs = outputs
+        self.device_kind = device_kind
+        self.order = topological_order(list(outputs.values()))
+        self.domains: list[str] = []
+        self.instructions: list[tuple[float, Any]] = []
+        self.temporaries: dict[str, Any] = {}
+        self.iname_tags: dict[str, str] = {}
+        self.priorities: list[tuple[str, str]] = []
+        self.scan_prefixes: list[str] = []
+        self.level: dict[Node, float] = {}
+        self.params: set[str] = set()
+        self._counter = 0
+
+    # {{{ names and domains
+
+    def _fresh(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    def _add_domain(self, inames: list[str], bounds: list[Any]) -> None:
+        if not inames:
+            return
+        params: set[str] = set()
+        for b in bounds:
+            params |= sh.size_param_names(b)
+        self.params |= params
+        conds = " and ".join(
+            f"0 <= {i} < {sh.to_affine(b).to_isl()}" for i, b in zip(inames, bounds))
+        self.domains.append(
+            f"[{', '.join(sorted(params))}] -> {{ [{', '.join(inames)}]: {conds} }}")
+
+    def _add_split_domain(self, outer: str, inner: str, size: int, bound: Any) -> None:
+        params = sorted(sh.size_param_names(bound))
+        self.params |= set(params)
+        self.domains.append(
+            f"[{', '.join(params)}] -> {{ [{outer}, {inner}]: 0 <= {inner} < {size}"
+            f" and 0 <= {size}*{outer} + {inner} < {sh.to_affine(bound).to_isl()} }}")
+
+    def _fresh_reduction_iname(self, upper: Any) -> str:
+        name = self._fresh("_ft_r")
+        self._add_domain([name], [upper])
+        return name
+
+    def _storage_name(self, n: Array) -> str:
+        for t in n.tags:
+            if isinstance(t, Named):
+                if t.name in self.temporaries:
+                    raise ValueError(f"two arrays are tagged Named({t.name!r})")
+                return t.name
+            if isinstance(t, PrefixNamed):
+                return self._fresh(t.prefix + "_")
+        return self._fresh("_ft_t")
+
+    def _global_temporary(self, name: str, shape: tuple, dtype: np.dtype) -> None:
+        self.temporaries[name] = lp.TemporaryVariable(
+            name, storage_dtype(dtype), shape=tuple(shape) or (1,),
+            address_space=lp.AddressSpace.GLOBAL)
+
+    # }}}
+
+    # {{{ expressions
+
+    def _read(self, node: Array, index: tuple, ctx: _StoreContext) -> Any:
+        scope = ctx.scope
+        if isinstance(node, SizeParam):
+            return prim.Variable(node.name)
+        if isinstance(node, BodyParam):
+            return scope.params[node.index](index)
+        if node in scope.names:
+            ctx.reads.add(node)
+            return prim.Subscript(prim.Variable(scope.names[node]), index or (0,))
+        if node in scope.plan.private:
+            return self._private(node, ctx)
+        if isinstance(node, IndexLambda):
+            return self._translate(node, index, ctx)
+        raise AssertionError(f"unexpected node in code generation: {node!r}")
+
+    def _translate(self, node: IndexLambda, index: tuple, ctx: _StoreContext) -> Any:
+        index_map = {f"_{i}": idx for i, idx in enumerate(index)}
+        translator = Translator(index_map, node.bindings,
+                                lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        return translator(node.expr)
+
+    def _private(self, node: IndexLambda, ctx: _StoreContext) -> Any:
+        if node in ctx.privates:
+            name, insn_id = ctx.privates[node]
+            ctx.deps.add(insn_id)
+            return prim.Variable(name)
+        outer_deps, ctx.deps = ctx.deps, set()
+        expr = self._translate(node, ctx.index, ctx)
+        name = self._fresh("_ft_p")
+        insn_id = name + "_insn"
+        self.temporaries[name] = lp.TemporaryVariable(
+            name, storage_dtype(node.dtype), shape=(),
+            address_space=lp.AddressSpace.PRIVATE)
+        ctx.pending.append(lp.Assignment(
+            prim.Variable(name), expr, id=insn_id,
+            within_inames=frozenset(ctx.scope.outer_inames) | frozenset(ctx.inames),
+            within_inames_is_final=True,
+            depends_on=frozenset(ctx.deps)))
+        ctx.deps = outer_deps | {insn_id}
+        ctx.privates[node] = (name, insn_id)
+        return prim.Variable(name)
+
+    # }}}
+
+    # {{{ loop nests
+
+    def _loop_nest(self, shape: tuple, scope: _Scope) -> tuple[list[str], tuple]:
+        """Inames over *shape* and the index expressions of its axes.
+
+        Every loop nest of a kernel must use the same hardware axes, so axis 0
+        is always split into a work-group part and a work-item part: for the
+        outer DAG, ``(g.0, l.0)`` with :data:`LOCAL_SIZE` items (the
+        contiguous last axis stays a sequential loop the compiler vectorizes
+        on CPUs); in a scan (one work group) ``(sequential, l.0)``. A 0-d
+        array gets extent-1 hardware inames, so one work item computes it.
+        """
+        local = scope.parallel == "local"
+        size = SCAN_LOCAL_SIZE if local else LOCAL_SIZE
+        inames: list[str] = []
+        index: list[Any] = []
+        if not shape:
+            group, item = self._fresh("_ft_z"), self._fresh("_ft_z")
+            self._add_domain([group, item], [1, 1])
+            self.iname_tags[item] = "l.0"
+            if local:
+                self.priorities.extend((t, group) for t in scope.outer_inames)
+            else:
+                self.iname_tags[group] = "g.0"
+            return [group, item], ()
+        for d, extent in enumerate(shape):
+            if d == 0:
+                chunk = max(1, min(size, extent)) if isinstance(extent, int) else size
+                outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
+                self._add_split_domain(outer, inner, chunk, extent)
+                inames += [outer, inner]
+                index.append(prim.Variable(outer) * chunk + prim.Variable(inner))
+                self.iname_tags[inner] = "l.0"
+                if local:
+                    self.priorities.extend((t, outer) for t in scope.outer_inames)
+                else:
+                    self.iname_tags[outer] = "g.0"
+            else:
+                name = self._fresh(f"_ft_i{d}_")
+                self._add_domain([name], [extent])
+                inames.append(name)
+                index.append(prim.Variable(name))
+                self.priorities.extend((t, name) for t in scope.outer_inames)
+        return inames, tuple(index)
+
+    def _emit_store(self, node: IndexLambda, name: str, scope: _Scope,
+                    extra_deps: frozenset = frozenset(), index_prefix: tuple = ()
+                    ) -> tuple[list[Any], set[Node]]:
+        """Assignments computing *node* into array *name* (whose leading
+        indices are *index_prefix*); returns them and the stored arrays read."""
+        inames, index = self._loop_nest(node.shape, scope)
+        ctx = _StoreContext(scope, inames, index)
+        expr = self._translate(node, index, ctx)
+        lhs_index = index_prefix + index
+        lhs = prim.Subscript(prim.Variable(name), lhs_index or (0,))
+        ctx.pending.append(lp.Assignment(
+            lhs, expr, id=self._fresh(name + "_store"),
+            within_inames=frozenset(scope.outer_inames) | frozenset(inames),
+            within_inames_is_final=True,
+            depends_on=frozenset(ctx.deps) | extra_deps))
+        return ctx.pending, ctx.reads
+
+    def _emit_copy(self, src: Callable[[tuple], Any], dst: str, shape: tuple,
+                   scope: _Scope, deps: frozenset, dst_prefix: tuple = ()
+                   ) -> list[Any]:
+        inames, index = self._loop_nest(shape, scope)
+        return [lp.Assignment(
+            prim.Subscript(prim.Variable(dst), (dst_prefix + index) or (0,)),
+            src(index), id=self._fresh(dst + "_copy"),
+            within_inames=frozenset(scope.outer_inames) | frozenset(inames),
+            within_inames_is_final=True,
+            depends_on=deps)]
+
+    # }}}
+
+    def build(self) -> tuple[lp.TranslationUnit, list[ArgSpec], list[ArgSpec]]:
+        """The translation unit, its input and its output arguments."""
+        roots = list(self.outputs.values())
+        plan = decide_storage(roots, self.order)
+        scope = _Scope(plan, {})
+        inputs: list[ArgSpec] = []
+        for n in self.order:
+            if isinstance(n, Placeholder):
+                scope.names[n] = n.name
+                inputs.append(ArgSpec(n.name, n.shape, n.dtype))
+                self.level[n] = 0
+            elif isinstance(n, SizeParam):
+                self.params.add(n.name)
+        out_names = {a: name for name, a in reversed(list(self.outputs.items()))}
+        outputs = [ArgSpec(name, a.shape, a.dtype) for name, a in self.outputs.items()]
+        for n in self.order:
+            if isinstance(n, Scan):
+                self._emit_scan(n, scope, out_names)
+            elif isinstance(n, IndexLambda) and n in plan.stored:
+                name = out_names.get(n) or self._storage_name(n)
+                if n not in out_names:
+                    self._global_temporary(name, n.shape, n.dtype)
+                insns, reads = self._emit_store(n, name, scope)
+                self.level[n] = 1 + max((self.level[r] for r in reads), default=0)
+                scope.names[n] = name
+                segment = (self.level[n], _grid_key(n.shape))
+                self.instructions.extend((segment, i) for i in insns)
+            elif isinstance(n, LoopResult):
+                self.level[n] = self.level[n.loop]
+        self._add_barriers()
+        return self._make_kernel(inputs, outputs), inputs, outputs
+
+    # {{{ scans
+
+    def _emit_scan(self, scan: Scan, outer: _Scope, out_names: dict) -> None:
+        body = scan.body
+        if any(isinstance(n, (Scan, LoopResult))
+               for n in topological_order(list(body.outputs))):
+            raise NotImplementedError("code generation for a scan nested in a "
+                                      "scan body is not supported yet")
+        t = self._fresh("_ft_t")
+        length = scan.length
+        self._add_domain([t], [length])
+        tvar = prim.Variable(t)
+        # the scan runs in a kernel of its own: a level no other array shares
+        level = 1 + max((self.level[a] for a in scan.inputs
+                         if a in self.level), default=0) + 0.5
+        nc, ns = scan.num_carries, scan.num_scanned
+        carry_names = [self._fresh("_ft_carry") for _ in range(nc)]
+        for name, init in zip(carry_names, scan.inits):
+            self._global_temporary(name, (2,) + init.shape, init.dtype)
+
+        local = _Scope(decide_storage(list(body.outputs)), {}, {}, (t,), "local")
+        prologue_scope = _Scope(outer.plan, outer.names, {}, (), "local")
+
+        def outer_reader(a: Array) -> Callable[[tuple], Any]:
+            if isinstance(a, SizeParam):
+                return lambda idx: prim.Variable(a.name)
+            name = outer.names[a]
+            return lambda idx: prim.Subscript(prim.Variable(name), idx or (0,))
+
+        for k, name in enumerate(carry_names):
+            local.params[k] = (lambda idx, name=name: prim.Subscript(
+                prim.Variable(name), (prim.Remainder(tvar, 2),) + idx))
+        for j, xs in enumerate(scan.scanned):
+            read = outer_reader(xs)
+            local.params[nc + j] = (lambda idx, read=read: read((tvar,) + idx))
+        for c, captured in enumerate(scan.captured):
+            local.params[nc + ns + c] = outer_reader(captured)
+
+        insns: list[Any] = []
+        pro_ids: set[str] = set()
+        for name, init in zip(carry_names, scan.inits):
+            read = outer_reader(init)
+            new = self._emit_copy(read, name, init.shape, prologue_scope,
+                                  frozenset(), (0,))
+            insns += new
+            pro_ids |= {i.id for i in new}
+        pro_barrier = self._local_barrier(pro_ids, ())
+        insns.append(pro_barrier)
+
+        # the body, level by level, inside the time loop
+        body_level: dict[Node, int] = {}
+        level_ids: dict[int, set[str]] = defaultdict(set)
+        stored = [n for n in topological_order(list(body.outputs))
+                  if isinstance(n, IndexLambda) and n in local.plan.stored]
+        body_insns: dict[int, list[Any]] = defaultdict(list)
+        for n in stored:
+            name = self._storage_name(n)
+            self._global_temporary(name, n.shape, n.dtype)
+            new, reads = self._emit_store(n, name, local)
+            lev = 1 + max((body_level[r] for r in reads if r in body_level),
+                          default=0)
+            body_level[n] = lev
+            local.names[n] = name
+            body_insns[lev].extend(new)
+        barrier_id = pro_barrier.id
+        step_ids: set[str] = set()
+        for lev in sorted(body_insns):
+            ids = set()
+            for insn in body_insns[lev]:
+                insn = insn.copy(depends_on=insn.depends_on | {barrier_id})
+                insns.append(insn)
+                ids.add(insn.id)
+            step_ids |= ids
+            barrier = self._local_barrier(ids, (t,))
+            insns.append(barrier)
+            barrier_id = barrier.id
+        # new carries (and the history for scan results)
+        final_ids: set[str] = set()
+        results = {}
+        for k, (name, out) in enumerate(zip(carry_names, body.outputs)):
+            src_name = local.names[out]
+
+            def src(idx, src_name=src_name):
+                return prim.Subscript(prim.Variable(src_name), idx or (0,))
+            new = self._emit_copy(src, name, out.shape, local,
+                                  frozenset({barrier_id}),
+                                  (prim.Remainder(tvar + 1, 2),))
+            if scan.keep_all:
+                result_name = self._scan_result_name(scan, k, out_names)
+                new += self._emit_copy(src, result_name, out.shape, local,
+                                       frozenset({barrier_id}), (tvar,))
+                results[k] = result_name
+            insns += new
+            final_ids |= {i.id for i in new}
+        end_barrier = self._local_barrier(final_ids | step_ids, (t,))
+        insns.append(end_barrier)
+        if not scan.keep_all:
+            for k, (name, init) in enumerate(zip(carry_names, scan.inits)):
+                result_name = self._scan_result_name(scan, k, out_names)
+                parity = prim.Remainder(_length_expr(length), 2)
+
+                def src(idx, name=name, parity=parity):
+                    return prim.Subscript(prim.Variable(name), (parity,) + idx)
+                insns += self._emit_copy(src, result_name, init.shape,
+                                         prologue_scope,
+                                         frozenset({end_barrier.id, pro_barrier.id}))
+                results[k] = result_name
+        # mark the group (by id prefix) for _declare_scan_nosync
+        prefix = self._fresh("_ft_scan") + "_"
+        self.scan_prefixes.append(prefix)
+        renames = {i.id: prefix + i.id for i in insns}
+        insns = [i.copy(id=renames[i.id], depends_on=frozenset(
+            renames.get(d, d) for d in i.depends_on)) for i in insns]
+        self.instructions.extend(((level, prefix), i) for i in insns)
+        self.level[scan] = level
+        for k, name in results.items():
+            outer.names[LoopResult(scan, k)] = name
+
+    def _scan_result_name(self, scan: Scan, k: int, out_names: dict) -> str:
+        result = LoopResult(scan, k)
+        name = out_names.get(result)
+        if name is None:
+            name = self._storage_name(result)
+            self._global_temporary(name, result.shape, result.dtype)
+        return name
+
+    def _local_barrier(self, deps: set[str], inames: tuple) -> Any:
+        return lp.BarrierInstruction(
+            id=self._fresh("_ft_lbarrier"), synchronization_kind="local",
+            mem_kind="global", depends_on=frozenset(deps),
+            within_inames=frozenset(inames), within_inames_is_final=True)
+
+    # }}}
+
+    def _add_barriers(self) -> None:
+        """Order the kernel segments (dependency level, then grid shape) and
+        put a global barrier between consecutive ones: loopy makes each
+        segment an OpenCL kernel, whose grid must not depend on two
+        different symbolic extents."""
+        segments = sorted({seg for seg, _ in self.instructions})
+        barrier_before: dict[Any, str] = {}
+        previous_barrier = None
+        for prev, seg in zip(segments, segments[1:]):
+            deps = {i.id for sg, i in self.instructions if sg == prev}
+            if previous_barrier:
+                deps.add(previous_barrier)
+            bid = self._fresh("_ft_gbarrier")
+            barrier_before[seg] = previous_barrier = bid
+            self.instructions.append((seg, lp.BarrierInstruction(
+                id=bid, synchronization_kind="global",
+                depends_on=frozenset(deps), within_inames=frozenset(),
+                within_inames_is_final=True)))
+        result = []
+        for seg, insn in self.instructions:
+            if seg in barrier_before and insn.id != barrier_before[seg]:
+                insn = insn.copy(depends_on=insn.depends_on | {barrier_before[seg]})
+            result.append(insn)
+        self.final_instructions = result
+
+    def _make_kernel(self, inputs: list[ArgSpec], outputs: list[ArgSpec]
+                     ) -> lp.TranslationUnit:
+        args: list[Any] = []
+        for a in inputs:
+            args.append(lp.GlobalArg(a.name, storage_dtype(a.dtype),
+                                     shape=tuple(a.shape) or (1,), is_input=True,
+                                     is_output=False))
+        for a in outputs:
+            args.append(lp.GlobalArg(a.name, storage_dtype(a.dtype),
+                                     shape=tuple(a.shape) or (1,), is_input=False,
+                                     is_output=True))
+        for p in sorted(self.params):
+            args.append(lp.ValueArg(p, np.int64))
+        args.extend(self.temporaries.values())
+        domains = [isl.BasicSet(d) for d in self.domains] or ["{ : }"]
+        knl = lp.make_kernel(
+            domains, self.final_instructions, args, lang_version=(2018, 2),
+            name="ftlazy_kernel", seq_dependencies=False,
+            silenced_warnings=["v1_scheduler_fallback",
+                               "insn_count_subdomains_order", "write_race*"],
+            options=lp.Options(return_dict=True, no_numpy=False))
+        if self.iname_tags:
+            knl = lp.tag_inames(knl, self.iname_tags)
+        if self.scan_prefixes:
+            knl = _declare_scan_nosync(knl, self.scan_prefixes)
+        if self.priorities:
+            entry = knl.default_entrypoint
+            knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
+                                             | frozenset(self.priorities)))
+        return knl
+
+
+def _length_expr(length: Any) -> Any:
+    return length
+
+
+def _grid_key(shape: tuple) -> str:
+    """Arrays whose axis 0 has the same symbolic extent (or concrete extents:
+    loopy takes their maximum) can share one kernel's grid."""
+    if not shape or isinstance(shape[0], int):
+        return ""
+    return str(shape[0])
+
+
+def _declare_scan_nosync(knl: lp.TranslationUnit, prefixes: list[str]
+                         ) -> lp.TranslationUnit:
+    """A scan runs in one work group, whose barriers order its accesses to
+    global memory; loopy cannot know that, so declare the scan's
+    instructions (including those that realizing its reductions creates)
+    free of global synchronization among themselves."""
+    knl = lp.preprocess_program(knl)
+    entry = knl.default_entrypoint
+    groups = {p: [i.id for i in entry.instructions if i.id.startswith(p)]
+              for p in prefixes}
+    new_insns = []
+    for insn in entry.instructions:
+        group = next((ids for p, ids in groups.items() if insn.id.startswith(p)),
+                     None)
+        if group is not None and not isinstance(insn, lp.BarrierInstruction):
+            insn = insn.copy(no_sync_with=insn.no_sync_with | frozenset(
+                (other, "global") for other in group if other != insn.id))
+        new_insns.append(insn)
+    return knl.with_kernel(entry.copy(instructions=new_insns))

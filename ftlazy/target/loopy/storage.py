@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: MIT
+"""Materialization: which arrays of a lowered DAG are stored in memory and
+which are computed inside their readers.
+
+* Stored: outputs, reductions, ``ImplStored``/``Named``/``PrefixNamed``
+  arrays, loop inputs, and arrays with several users whose recomputation is
+  costly. Everything else is inlined into its readers, giving one fused loop
+  nest per stored array. ``ImplInlined`` overrides the heuristics.
+* *Private statements*: an inlined array read at exactly its reader's own
+  indices may become a private scalar statement in the same loop nest. This
+  is used for common subexpressions and to cut deep chains (a 1,000-step
+  Horner chain would otherwise nest beyond the OpenCL compiler's limit).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda
+from ftlazy.fractal import LoopResult, Scan
+from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.scalar_expr import Reduce, index_var
+from ftlazy.tags import ImplInlined, ImplStored, Named, PrefixNamed
+
+#: an inlined chain deeper than this is cut into private statements
+MAX_INLINE_DEPTH = 24
+#: arrays with several users whose body has more operations are stored
+RECOMPUTE_COST_LIMIT = 12
+
+
+# {{{ analysis of the lowered DAG
+
+def _expr_children(e: Any) -> list[Any]:
+    """The sub-expressions of a pymbolic node."""
+    result = []
+    for f in dataclasses.fields(e):
+        value = getattr(e, f.name)
+        if isinstance(value, tuple):
+            result.extend(c for c in value if isinstance(c, prim.ExpressionNode))
+        elif isinstance(value, prim.ExpressionNode):
+            result.append(value)
+    return result
+
+
+def _expr_cost(expr: Any) -> int:
+    """Operation count of a body, calls weighted as expensive."""
+    cost, stack = 0, [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, prim.Call):
+            cost += 8
+        if isinstance(e, Reduce):
+            cost += 100
+        if isinstance(e, prim.ExpressionNode):
+            cost += 1
+            stack.extend(_expr_children(e))
+    return cost
+
+
+def _has_reduce(expr: Any) -> bool:
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Reduce):
+            return True
+        if isinstance(e, prim.ExpressionNode):
+            stack.extend(_expr_children(e))
+    return False
+
+
+def identity_read_bindings(node: IndexLambda) -> set[str]:
+    """Names of bindings that *node* reads only at its own output indices
+    (``b[_0, ..., _k]`` with equal shapes), outside any reduction."""
+    ident = tuple(index_var(i) for i in range(node.ndim))
+    good: set[str] = set()
+    bad: set[str] = set()
+    stack: list[tuple[Any, bool]] = [(node.expr, False)]
+    while stack:
+        e, in_reduce = stack.pop()
+        if isinstance(e, prim.Subscript):
+            name = e.aggregate.name
+            b = node.bindings[name]
+            if (not in_reduce and e.index_tuple == ident
+                    and sh.shapes_equal(b.shape, node.shape)):
+                good.add(name)
+            else:
+                bad.add(name)
+            stack.extend((i, in_reduce) for i in e.index_tuple)
+            continue
+        if isinstance(e, prim.Variable):
+            if e.name in node.bindings:
+                (good if node.ndim == 0 and not in_reduce else bad).add(e.name)
+            continue
+        if isinstance(e, Reduce):
+            stack.append((e.inner, True))
+            continue
+        if isinstance(e, prim.ExpressionNode):
+            stack.extend((c, in_reduce) for c in _expr_children(e))
+    return good - bad
+
+
+@dataclass
+class StoragePlan:
+    """Which arrays are stored globally and which are private statements."""
+
+    stored: set[Node] = field(default_factory=set)
+    private: set[Node] = field(default_factory=set)
+
+
+def decide_storage(roots: list[Array], order: list[Node] | None = None
+                   ) -> StoragePlan:
+    """Materialization decisions for the DAG of *roots* (see module doc)."""
+    order = order if order is not None else topological_order(roots)
+    plan = StoragePlan()
+    users: dict[Node, int] = defaultdict(int)
+    identity_users: dict[Node, int] = defaultdict(int)
+    for n in order:
+        if isinstance(n, IndexLambda):
+            ident = identity_read_bindings(n)
+            for name, b in n.bindings.items():
+                users[b] += 1
+                if name in ident:
+                    identity_users[b] += 1
+        else:
+            # loops read their inputs from memory
+            for c in iter_children(n):
+                users[c] += 1
+                if isinstance(c, IndexLambda):
+                    plan.stored.add(c)
+    root_set = set(roots)
+    depth: dict[Node, int] = {}
+    has_private: dict[Node, bool] = {}
+    for n in order:
+        if not isinstance(n, IndexLambda):
+            continue
+        tags = n.tags
+        inlined_tag = any(isinstance(t, ImplInlined) for t in tags)
+        if n in root_set or (not inlined_tag and (
+                any(isinstance(t, (ImplStored, Named, PrefixNamed)) for t in tags)
+                or _has_reduce(n.expr)
+                or (users[n] > 1 and _expr_cost(n.expr) > RECOMPUTE_COST_LIMIT))):
+            plan.stored.add(n)
+        ident = identity_read_bindings(n)
+        d, priv = 0, False
+        for name, b in n.bindings.items():
+            if b in plan.stored or not isinstance(b, IndexLambda):
+                continue
+            if has_private.get(b) and name not in ident:
+                # a private statement must be read at its own indices
+                plan.stored.add(b)
+                plan.private.discard(b)
+                continue
+            d = max(d, depth[b] + 1)
+            priv = priv or has_private[b]
+        if n in plan.stored:
+            depth[n], has_private[n] = 0, False
+            continue
+        all_identity = identity_users[n] == users[n]
+        if all_identity and (d > MAX_INLINE_DEPTH or users[n] > 1):
+            plan.private.add(n)
+            depth[n], has_private[n] = 0, True
+        elif d > MAX_INLINE_DEPTH:
+            plan.stored.add(n)
+            depth[n], has_private[n] = 0, False
+        else:
+            depth[n], has_private[n] = d, priv
+    return plan
+
+# }}}
+
+
