@@ -305,14 +305,17 @@ def measure(wl: Workload, queue: Any, repeat: int, budget_s: float) -> Result:
     want = wl.numpy_fn(inputs)
     res.numpy = best_of(lambda: wl.numpy_fn(inputs), repeat=repeat,
                         budget_s=budget_s).best
+    stage = "build"
     try:
         start = time.perf_counter()
         lazy = wl.build("")
         res.build = time.perf_counter() - start
+        stage = "ft.compile"
         start = time.perf_counter()
         f = ft.compile(lazy, queue)
         res.compile = time.perf_counter() - start
         res.stage_timings = f"{f.timings} (from cache: {f.from_cache})"
+        stage = "first call"
         start = time.perf_counter()
         got = f(**inputs)
         res.first_run = time.perf_counter() - start
@@ -320,6 +323,7 @@ def measure(wl: Workload, queue: Any, repeat: int, budget_s: float) -> Result:
         res.steady_numpy_io = best_of(lambda: f(**inputs), repeat=repeat,
                                       budget_s=budget_s).best
 
+        stage = "device-array calls"
         prg = ft.generate_loopy(lazy)
         dev_inputs = {k: cla.to_device(queue, np.asarray(v))
                       for k, v in inputs.items()}
@@ -333,10 +337,13 @@ def measure(wl: Workload, queue: Any, repeat: int, budget_s: float) -> Result:
         res.max_rel_err = max(res.max_rel_err, dev_err)
         res.steady_device = best_of(run_device, repeat=repeat,
                                     budget_s=budget_s).best
+        stage = "rebuilt DAG"
         if wl.key == "W5":
             res.extra.extend(_w5_rebuild(wl, queue, inputs, want))
     except Exception as exc:  # noqa: BLE001 - reported in the table
         res.status = _failure(exc)
+        if res.status != "not supported yet":
+            res.status += f" (in {stage})"
         if not isinstance(exc, NotImplementedError):
             res.extra.append("".join(traceback.format_exception_only(exc))
                              .strip()[-2000:])
@@ -370,7 +377,7 @@ def _w5_rebuild(wl: Workload, queue: Any, inputs: dict, want: Any) -> list[str]:
 
 # {{{ first call in a fresh process
 
-def child_first_call(key: str, quick: bool) -> None:
+def child_first_call(key: str, sizes: dict) -> None:
     """In a fresh process: build, compile and run *key* once and print the
     times as one JSON line (inputs are made before the clock starts)."""
     start = time.perf_counter()
@@ -378,8 +385,7 @@ def child_first_call(key: str, quick: bool) -> None:
     from ftlazy.target.loopy.device import default_queue
     queue = default_queue()
     t_import = time.perf_counter() - start
-    (wl,) = [w for w in all_workloads(QUICK_SIZES if quick else FULL_SIZES)
-             if w.key == key]
+    (wl,) = [w for w in all_workloads(sizes) if w.key == key]
     inputs = wl.make_inputs()
     t0 = time.perf_counter()
     lazy = wl.build("")
@@ -393,13 +399,12 @@ def child_first_call(key: str, quick: bool) -> None:
         "run": t3 - t2, "total": t3 - t0, "timings": str(f.timings)}))
 
 
-def first_call_subprocess(key: str, quick: bool, cold: bool,
+def first_call_subprocess(key: str, extra_args: list[str], cold: bool,
                           timeout: float = 600) -> dict:
     """Run :func:`child_first_call` in a fresh interpreter. With *cold*,
     loopy's, pyopencl's and PoCL's disk caches point at empty directories."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", key]
-    if quick:
-        cmd.append("--quick")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", key,
+           *extra_args]
     env = dict(os.environ)
     with tempfile.TemporaryDirectory(prefix="ftlazy-bench-cache-") as tmp:
         if cold:
@@ -425,7 +430,7 @@ def _gbs(res: Result, t: float | None) -> float | None:
 
 
 def _ftlazy_cell(res: Result, value: float | None) -> str:
-    if res.status != "ok":
+    if value is None and res.status != "ok":
         return res.status if res.status == "not supported yet" else "error"
     return fmt_seconds(value)
 
@@ -472,14 +477,16 @@ def report(results: list[Result], triad_cl_gbs: float, subprocess_on: bool
 
     rows = []
     for r in results:
-        gbs = _gbs(r, r.steady_device) if r.status == "ok" else None
+        gbs = _gbs(r, r.steady_device)
         first = r.first_warm if subprocess_on else r.first_in_process
+        first_cell = _ftlazy_cell(r, first)
+        if r.first_cold is not None:
+            first_cell += f" (empty caches {fmt_seconds(r.first_cold)})"
         ratio = (f"{r.numpy / r.steady_device:.2f}x"
-                 if r.status == "ok" and r.steady_device else "-")
+                 if r.steady_device else "-")
         rows.append((
             r.key, _ftlazy_cell(r, r.steady_device),
-            _ftlazy_cell(r, first) if first is not None or r.status != "ok"
-            else "-",
+            first_cell,
             fmt_seconds(r.numpy), ratio,
             "-" if gbs is None else f"{gbs:.1f}",
             "-" if gbs is None else f"{100 * gbs / triad_cl_gbs:.0f} %"))
@@ -510,17 +517,21 @@ def main() -> None:
     parser.add_argument("--cold", action=argparse.BooleanOptionalAction,
                         default=None, help="also measure a fresh process with "
                         "empty disk caches (default: on, off with --quick)")
+    parser.add_argument("--w5-degree", type=int, default=None,
+                        help="override W5's polynomial degree")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sizes = dict(QUICK_SIZES if args.quick else FULL_SIZES)
+    if args.w5_degree is not None:
+        sizes["W5"] = (args.w5_degree, sizes["W5"][1])
     if args.child:
-        child_first_call(args.child, args.quick)
+        child_first_call(args.child, sizes)
         return
     cold = (not args.quick) if args.cold is None else args.cold
 
     from ftlazy.target.loopy.device import default_queue
     queue = default_queue()
     print_header("ftlazy code generation vs numpy", queue)
-    sizes = QUICK_SIZES if args.quick else FULL_SIZES
     print(f"sizes: {sizes}; repeat {args.repeat}; load average before: "
           f"{os.getloadavg()}")
 
@@ -538,6 +549,9 @@ def main() -> None:
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     workloads = [w for w in all_workloads(sizes)
                  if not only or w.key in only or w.group in only]
+    child_args = ["--quick"] if args.quick else []
+    if args.w5_degree is not None:
+        child_args += ["--w5-degree", str(args.w5_degree)]
     results = []
     for wl in workloads:
         start = time.perf_counter()
@@ -548,7 +562,7 @@ def main() -> None:
                 if is_cold and not cold:
                     continue
                 try:
-                    d = first_call_subprocess(wl.key, args.quick, is_cold)
+                    d = first_call_subprocess(wl.key, child_args, is_cold)
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     res.first_proc_detail[what] = f"failed: {exc}"
                     continue

@@ -124,6 +124,22 @@ def _normalize_position(position: ShapeComponent,
     return position
 
 
+def _guarded_read(bindings: _Bindings, array: Array, index: list[Any],
+                  data_positions: list[tuple[Any, ShapeComponent]]) -> Any:
+    """Read *array* at *index*, where the positions in *data_positions* come
+    from data: an out-of-range position reads 0 instead of memory outside
+    the array (code generation reports such indices as an IndexError)."""
+    read = bindings.read(array, index)
+    if not data_positions:
+        return read
+    conds = []
+    for position, length in data_positions:
+        conds.append(prim.Comparison(position, ">=", np.int64(0)))
+        conds.append(prim.Comparison(position, "<", _int64_constant(length)))
+    zero = array.dtype.type(0)
+    return prim.If(prim.LogicalAnd(tuple(conds)), read, zero)
+
+
 def _wrapped_index(value: Any, dtype: np.dtype, length: ShapeComponent) -> Any:
     """An index read from data (of *dtype*) as an int64 position in an axis
     of *length*: negative entries count from the end."""
@@ -401,6 +417,7 @@ def _lower_advanced_index(expr: AdvancedIndex) -> IndexLambda:
     bindings = _Bindings()
     bindings.name(expr.array)
     index = []
+    data_positions: list[tuple[Any, ShapeComponent]] = []
     n_slices = 0
     for spec, length in zip(expr.indices, expr.array.shape):
         if isinstance(spec, NormalizedSlice):
@@ -414,7 +431,9 @@ def _lower_advanced_index(expr: AdvancedIndex) -> IndexLambda:
             index.append(_normalize_position(int(value), length))
         else:
             index.append(_wrapped_index(value, dtype, length))
-    return _finish(expr, bindings.read(expr.array, index), bindings)
+            data_positions.append((index[-1], length))
+    return _finish(expr, _guarded_read(bindings, expr.array, index, data_positions),
+                   bindings)
 
 
 def _lower_gather(expr: Gather) -> IndexLambda:
@@ -424,10 +443,11 @@ def _lower_gather(expr: Gather) -> IndexLambda:
     position = bindings.read(indices, [index_var(axis + k)
                                        for k in range(indices.ndim)])
     after = axis + indices.ndim
-    index = ([index_var(a) for a in range(axis)]
-             + [_wrapped_index(position, indices.dtype, array.shape[axis])]
+    wrapped = _wrapped_index(position, indices.dtype, array.shape[axis])
+    index = ([index_var(a) for a in range(axis)] + [wrapped]
              + [index_var(after + k) for k in range(array.ndim - axis - 1)])
-    return _finish(expr, bindings.read(array, index), bindings)
+    return _finish(expr, _guarded_read(bindings, array, index,
+                                       [(wrapped, array.shape[axis])]), bindings)
 
 # }}}
 

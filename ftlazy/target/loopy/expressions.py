@@ -26,6 +26,7 @@ C_FUNCTIONS = {
     "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
     "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "isnan": "isnan",
     "isinf": "isinf", "floor": "floor", "ceil": "ceil", "fmod": "fmod",
+    "real": "real", "imag": "imag", "conj": "conj",
 }
 
 
@@ -53,6 +54,7 @@ class Translator(ExprIdentityMapper):
         self.bindings = bindings
         self.read = read
         self.fresh_iname = fresh_iname
+        self.in_index = False
 
     def map_constant(self, expr: Any) -> Any:
         if isinstance(expr, (bool, np.bool_)):
@@ -68,7 +70,11 @@ class Translator(ExprIdentityMapper):
         return expr  # a size parameter (a kernel value argument)
 
     def map_subscript(self, expr: prim.Subscript) -> Any:
-        index = tuple(self.rec(i) for i in expr.index_tuple)
+        outer, self.in_index = self.in_index, True
+        try:
+            index = tuple(self.rec(i) for i in expr.index_tuple)
+        finally:
+            self.in_index = outer
         return self.read(self.bindings[expr.aggregate.name], index)
 
     def map_reduce(self, expr: Reduce) -> Any:
@@ -92,6 +98,10 @@ class Translator(ExprIdentityMapper):
 
     def map_type_cast(self, expr: TypeCast) -> Any:
         child = self.rec(expr.child)
+        if self.in_index and expr.dtype == np.int64:
+            # widening an index read from data: C converts implicitly, and
+            # loopy's affine analysis of indices cannot see through casts
+            return child
         if expr.dtype == np.bool_:
             return prim.Comparison(child, "!=", 0)
         return LoopyTypeCast(expr.dtype, child)
