@@ -35,14 +35,15 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (  # noqa: E402
+from common import (
     best_of, fmt_seconds, numpy_triad, opencl_triad, print_header, print_table,
     triad_bytes)
 
@@ -296,8 +297,9 @@ def _to_host(outputs: Any) -> Any:
 def measure(wl: Workload, queue: Any, repeat: int, budget_s: float) -> Result:
     """Run every in-process measurement for *wl*; failures end up in
     :attr:`Result.status` rather than propagating."""
-    import ftlazy as ft
     import pyopencl.array as cla
+
+    import ftlazy as ft
 
     res = Result(wl.key, wl.description, bytes_moved=wl.bytes_moved,
                  flops=wl.flops)
@@ -329,7 +331,7 @@ def measure(wl: Workload, queue: Any, repeat: int, budget_s: float) -> Result:
                       for k, v in inputs.items()}
 
         def run_device() -> Any:
-            evt, outputs = prg(queue, **dev_inputs)
+            _, outputs = prg(queue, **dev_inputs)
             queue.finish()
             return outputs
 
@@ -366,11 +368,12 @@ def _w5_rebuild(wl: Workload, queue: Any, inputs: dict, want: Any) -> list[str]:
     got = f(**renamed)
     t_run = time.perf_counter() - start
     err = _max_rel_err(got, want)
-    return [f"rebuilt equal DAG (placeholders renamed r_*): build "
+    line = (f"rebuilt equal DAG (placeholders renamed r_*): build "
             f"{fmt_seconds(t_build)}, ft.compile {fmt_seconds(t_compile)} "
             f"(from cache: {f.from_cache}), first call {fmt_seconds(t_run)}, "
             f"compile+run {fmt_seconds(t_compile + t_run)}, max rel err "
-            f"{err:.1e}"]
+            f"{err:.1e}")
+    return [line]
 
 # }}}
 
@@ -411,7 +414,7 @@ def first_call_subprocess(key: str, extra_args: list[str], cold: bool,
             env["XDG_CACHE_HOME"] = tmp
             env["POCL_CACHE_DIR"] = os.path.join(tmp, "pocl")
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=timeout)
+                              timeout=timeout, check=False)
     for line in proc.stdout.splitlines():
         if line.startswith(CHILD_MARKER):
             return json.loads(line[len(CHILD_MARKER):])
@@ -532,8 +535,7 @@ def main() -> None:
     from ftlazy.target.loopy.device import default_queue
     queue = default_queue()
     print_header("ftlazy code generation vs numpy", queue)
-    print(f"sizes: {sizes}; repeat {args.repeat}; load average before: "
-          f"{os.getloadavg()}")
+    print(f"sizes: {sizes}; repeat {args.repeat}")
 
     n_triad = sizes["triad"]
     t_np = numpy_triad(n_triad).best

@@ -24,17 +24,19 @@ import gc
 import itertools
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import best_of, fmt_rate, fmt_seconds, print_header, print_table, time_once  # noqa: E402,I001
+from common import (
+    best_of, fmt_rate, fmt_seconds, print_header, print_table, time_once)
 
-import ftlazy as ft  # noqa: E402
-from ftlazy.analysis import get_num_nodes  # noqa: E402
-from ftlazy.transform import CopyMapper  # noqa: E402
+import ftlazy as ft
+from ftlazy.analysis import get_num_nodes
+from ftlazy.transform import CopyMapper
 
 ELEM_SHAPE = (4,)
 NUM_COEFFS = 100
@@ -97,7 +99,7 @@ def run_stages(workload: str, n: int, repeat: int, budget_s: float
         root = inputs = None
         gc.collect()
         tag = f"{n}_{next(_fresh)}"
-        t, (root, inputs) = time_once(lambda: build(n, tag))
+        t, (root, inputs) = time_once(lambda tag=tag: build(n, tag))
         build_times.append(t)
         if sum(build_times) > budget_s:
             break
@@ -109,16 +111,16 @@ def run_stages(workload: str, n: int, repeat: int, budget_s: float
 
     row(f"build (best of {len(build_times)})", min(build_times))
     # the same names again: interning returns the existing nodes
-    t_rebuild, (root2, _) = time_once(lambda: build(n, tag))
+    t_rebuild, (rebuilt, _) = time_once(lambda: build(n, tag))
     row("rebuild same DAG (interned lookups)", t_rebuild)
 
     t_hash = best_of(lambda: hash(root), repeat=repeat, warmup=1).best
     row("hash(root)", t_hash, per_node=False)
-    t_eq = best_of(lambda: root == root2, repeat=repeat, warmup=1).best
-    assert root == root2
-    row(f"root == rebuilt root (same object: {root is root2})", t_eq,
+    t_eq = best_of(lambda: root == rebuilt, repeat=repeat, warmup=1).best
+    assert root == rebuilt
+    row(f"root == rebuilt root (same object: {root is rebuilt})", t_eq,
         per_node=False)
-    del root2
+    rebuilt = None
 
     copied = CopyMapper()(root)
     t_copy = best_of(lambda: CopyMapper()(root), repeat=repeat, warmup=0,
@@ -202,6 +204,8 @@ def main() -> None:
                      f"per node N={large}", "per-node ratio",
                      f"total time ratio (ideal {large / small:.0f}x)"],
                     lin_rows, title="Linearity (per-node ratio 1.0 = linear)")
+    print(f"\nload average after: {os.getloadavg()} (wall-clock times; other "
+          "processes on this machine add noise)")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -125,10 +126,12 @@ def _cpu_model() -> str:
 def _git_revision() -> str:
     try:
         out = subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
+                             capture_output=True, text=True, timeout=10,
+                             check=False)
         dirty = subprocess.run(["git", "-C", REPO_DIR, "status", "--porcelain",
                                 "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+                               capture_output=True, text=True, timeout=10,
+                               check=False)
         rev = out.stdout.strip() or "unknown"
         return rev + (" (+ uncommitted changes)" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -161,7 +164,8 @@ def print_header(title: str, queue: Any = None) -> None:
         print(f"OpenCL device: {dev.name.strip()} [{dev.platform.name.strip()} "
               f"{dev.platform.version.strip()}], {dev.max_compute_units} compute "
               f"units, {dev.global_mem_size / 2**30:.1f} GiB")
-    print(f"gc enabled: {gc.isenabled()}")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else "?"
+    print(f"gc enabled: {gc.isenabled()}; load average (1, 5, 15 min): {load}")
     sys.stdout.flush()
 
 # }}}

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
+from constantdict import constantdict
+from loopy.kernel.function_interface import ScalarCallable
 from loopy.symbolic import Reduction
 from loopy.symbolic import TypeCast as LoopyTypeCast
+from loopy.types import NumpyType
 
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, TypeCast
 
@@ -34,6 +38,50 @@ def storage_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype an array is stored with in device memory (OpenCL has no
     ``bool`` buffers)."""
     return np.dtype(np.int8) if dtype == np.bool_ else dtype
+
+
+class OpenCLBuiltin(ScalarCallable):
+    """An OpenCL C math builtin that loopy does not know: its arguments and
+    result have the dtype of its first argument (``int32`` for predicates)."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        nargs = _BUILTIN_ARITY[self.name]
+        if any(i not in arg_id_to_dtype for i in range(nargs)):
+            return self.copy(arg_id_to_dtype=arg_id_to_dtype), clbl_inf_ctx
+        dtype = arg_id_to_dtype[0]
+        if dtype.numpy_dtype.kind != "f":
+            raise TypeError(f"OpenCL builtin {self.name} needs floating point "
+                            f"arguments, got {dtype.numpy_dtype}")
+        result = NumpyType(np.dtype(np.int32)) if self.name == "isinf" else dtype
+        types = {i: dtype for i in range(nargs)}
+        types[-1] = result
+        return (self.copy(name_in_target=self.name,
+                          arg_id_to_dtype=constantdict(types)), clbl_inf_ctx)
+
+
+#: OpenCL builtins that :func:`register_builtins` adds, with their arity
+_BUILTIN_ARITY = {"exp2": 1, "log2": 1, "isinf": 1, "fmod": 2, "copysign": 2}
+
+
+def register_builtins(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*t_unit* with the OpenCL builtins that translated bodies may call but
+    loopy does not know (``exp2``, ``log2``, ``isinf``, ``fmod``,
+    ``copysign``)."""
+    for name in _BUILTIN_ARITY:
+        t_unit = lp.register_callable(t_unit, name, OpenCLBuiltin(name=name),
+                                      redefining_not_ok=False)
+    return t_unit
+
+
+def _compare(left: Any, op: str, right: Any) -> prim.Comparison:
+    """``left op right``; an operand that is itself a comparison is cast to
+    ``char``, because loopy prints nested comparisons without parentheses
+    (``a != 0 != b != 0``) and C then parses them left to right."""
+    def wrap(e: Any) -> Any:
+        if isinstance(e, prim.Comparison):
+            return LoopyTypeCast(np.dtype(np.int8), e)
+        return e
+    return prim.Comparison(wrap(left), op, wrap(right))
 
 
 class Translator(ExprIdentityMapper):
@@ -59,6 +107,10 @@ class Translator(ExprIdentityMapper):
     def map_constant(self, expr: Any) -> Any:
         if isinstance(expr, (bool, np.bool_)):
             return np.int8(1 if expr else 0)
+        if (isinstance(expr, np.signedinteger)
+                and expr == np.iinfo(expr.dtype).min):
+            # C reads the literal -2147483648 as a wider type
+            return LoopyTypeCast(expr.dtype, expr.dtype.type(expr + 1)) - 1
         return expr
 
     def map_variable(self, expr: prim.Variable) -> Any:
@@ -91,7 +143,7 @@ class Translator(ExprIdentityMapper):
         finally:
             self.index_map = saved
         if expr.op in ("any", "all"):
-            inner = prim.Comparison(inner, "!=", 0)
+            inner = _compare(inner, "!=", 0)
         op = {"sum": "sum", "product": "product", "max": "max", "min": "min",
               "any": "any", "all": "all"}[expr.op]
         return Reduction(op, tuple(inames), inner)
@@ -103,28 +155,34 @@ class Translator(ExprIdentityMapper):
             # loopy's affine analysis of indices cannot see through casts
             return child
         if expr.dtype == np.bool_:
-            return prim.Comparison(child, "!=", 0)
+            return _compare(child, "!=", 0)
         return LoopyTypeCast(expr.dtype, child)
+
+    def map_comparison(self, expr: prim.Comparison) -> Any:
+        return _compare(self.rec(expr.left), expr.operator, self.rec(expr.right))
 
     def map_call(self, expr: prim.Call) -> Any:
         name = C_FUNCTIONS[expr.function.name]
         return prim.Variable(name)(*[self.rec(p) for p in expr.parameters])
 
-    def _operands_are_float(self, expr: Any) -> bool:
-        return expr_kind(expr, self.bindings) in "fc"
+    def _float_dtype(self, expr: Any) -> np.dtype | None:
+        dtype = expr_dtype(expr, self.bindings)
+        return dtype if dtype is not None and dtype.kind in "fc" else None
 
     def map_floor_div(self, expr: prim.FloorDiv) -> Any:
         num, den = self.rec(expr.numerator), self.rec(expr.denominator)
-        if self._operands_are_float(expr):
-            return _float_floor_div(num, den)
+        dtype = self._float_dtype(expr)
+        if dtype is not None:
+            return _float_divmod(num, den, dtype)[0]
         if expr_kind(expr, self.bindings) == "?":
             return prim.FloorDiv(num, den)  # index arithmetic, divisor > 0
         return prim.If(prim.Comparison(den, "==", 0), 0, prim.FloorDiv(num, den))
 
     def map_remainder(self, expr: prim.Remainder) -> Any:
         num, den = self.rec(expr.numerator), self.rec(expr.denominator)
-        if self._operands_are_float(expr):
-            return _float_remainder(num, den)
+        dtype = self._float_dtype(expr)
+        if dtype is not None:
+            return _float_divmod(num, den, dtype)[1]
         if expr_kind(expr, self.bindings) == "?":
             return prim.Remainder(num, den)  # index arithmetic, divisor > 0
         return prim.If(prim.Comparison(den, "==", 0), 0, prim.Remainder(num, den))
@@ -132,21 +190,28 @@ class Translator(ExprIdentityMapper):
 
 def expr_kind(expr: Any, bindings: Any) -> str:
     """The dtype kind of a well-typed ftlazy expression ('?' for untyped
-    index arithmetic): operands of an operator share its dtype, so the first
-    typed leaf decides."""
+    index arithmetic)."""
+    dtype = expr_dtype(expr, bindings)
+    return "?" if dtype is None else dtype.kind
+
+
+def expr_dtype(expr: Any, bindings: Any) -> np.dtype | None:
+    """The dtype of a well-typed ftlazy arithmetic expression (*None* for
+    untyped index arithmetic): operands of an operator share its dtype, so
+    the first typed leaf decides."""
     stack = [expr]
     while stack:
         e = stack.pop()
         if isinstance(e, TypeCast):
-            return e.dtype.kind
+            return e.dtype
         if isinstance(e, np.generic):
-            return e.dtype.kind
+            return e.dtype
         if isinstance(e, float):
-            return "f"
+            return np.dtype(np.float64)
         if isinstance(e, prim.Subscript):
-            return bindings[e.aggregate.name].dtype.kind
+            return bindings[e.aggregate.name].dtype
         if isinstance(e, prim.Variable) and e.name in bindings:
-            return bindings[e.name].dtype.kind
+            return bindings[e.name].dtype
         if isinstance(e, (prim.FloorDiv, prim.Remainder, prim.Quotient)):
             stack.extend([e.denominator, e.numerator])
         elif isinstance(e, prim.Power):
@@ -159,25 +224,26 @@ def expr_kind(expr: Any, bindings: Any) -> str:
             stack.extend(reversed(e.parameters))
         elif isinstance(e, Reduce):
             stack.append(e.inner)
-    return "?"
+    return None
 
 
-def _float_remainder(a: Any, b: Any) -> Any:
+def _float_divmod(a: Any, b: Any, dtype: np.dtype) -> tuple[Any, Any]:
+    """numpy's ``npy_divmod``: the floor quotient and the remainder (with
+    the divisor's sign) of floats *a* and *b*, signed zeros included."""
+    zero, one, half = dtype.type(0), dtype.type(1), dtype.type(0.5)
+    copysign = prim.Variable("copysign")
     fm = prim.Variable("fmod")(a, b)
-    mismatch = prim.LogicalAnd((prim.Comparison(fm, "!=", 0),
-                                prim.Comparison(prim.Comparison(fm, "<", 0), "!=",
-                                                prim.Comparison(b, "<", 0))))
-    return prim.If(mismatch, fm + b, fm)
-
-
-def _float_floor_div(a: Any, b: Any) -> Any:
-    """numpy's npy_divmod floor quotient."""
-    fm = prim.Variable("fmod")(a, b)
-    div = (a - fm) / b
-    mismatch = prim.LogicalAnd((prim.Comparison(fm, "!=", 0),
-                                prim.Comparison(prim.Comparison(fm, "<", 0), "!=",
-                                                prim.Comparison(b, "<", 0))))
-    div = prim.If(mismatch, div - 1, div)
+    div = prim.Quotient(a - fm, b)
+    mismatch = prim.LogicalAnd((_compare(fm, "!=", zero), _compare(
+        _compare(b, "<", zero), "!=", _compare(fm, "<", zero))))
+    mod = prim.If(mismatch, fm + b,
+                  prim.If(_compare(fm, "!=", zero), fm, copysign(zero, b)))
+    div = prim.If(mismatch, div - one, div)
     fl = prim.Variable("floor")(div)
-    rounded = prim.If(prim.Comparison(div - fl, ">", 0.5), fl + 1, fl)
-    return prim.If(prim.Comparison(b, "==", 0), a / b, rounded)
+    floordiv = prim.If(
+        _compare(div, "!=", zero),
+        prim.If(_compare(div - fl, ">", half), fl + one, fl),
+        copysign(zero, prim.Quotient(a, b)))
+    # a zero divisor gives a / b (inf or NaN) and fmod's NaN
+    return (prim.If(_compare(b, "==", zero), prim.Quotient(a, b), floordiv),
+            prim.If(_compare(b, "==", zero), fm, mod))

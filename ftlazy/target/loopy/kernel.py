@@ -34,12 +34,15 @@ from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.expressions import Translator, storage_dtype
-from ftlazy.target.loopy.storage import StoragePlan, decide_storage
+from ftlazy.target.loopy.storage import StoragePlan, decide_storage, has_reduce
 
 #: work-group size for the axis a scan body parallelizes over
 SCAN_LOCAL_SIZE = 256
-#: work items per work group along axis 0 outside scans
-LOCAL_SIZE = 32
+#: work items per work group along axis 0 outside scans, on CPUs and GPUs
+CPU_LOCAL_SIZE = 2
+GPU_LOCAL_SIZE = 64
+#: consecutive elements one CPU work item computes of a one-dimensional array
+CPU_CHUNK = 512
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,16 @@ class KernelBuilder:
             f"[{', '.join(params)}] -> {{ [{outer}, {inner}]: 0 <= {inner} < {size}"
             f" and 0 <= {size}*{outer} + {inner} < {sh.to_affine(bound).to_isl()} }}")
 
+    def _add_chunked_domain(self, group: str, item: str, seq: str, size: int,
+                            chunk: int, bound: Any) -> None:
+        params = sorted(sh.size_param_names(bound))
+        self.params |= set(params)
+        self.domains.append(
+            f"[{', '.join(params)}] -> {{ [{group}, {item}, {seq}]: "
+            f"0 <= {item} < {size} and 0 <= {seq} < {chunk} and "
+            f"0 <= {chunk}*({size}*{group} + {item}) + {seq} < "
+            f"{sh.to_affine(bound).to_isl()} }}")
+
     def _fresh_reduction_iname(self, upper: Any) -> str:
         name = self._fresh("_ft_r")
         self._add_domain([name], [upper])
@@ -191,18 +204,24 @@ class KernelBuilder:
 
     # {{{ loop nests
 
-    def _loop_nest(self, shape: tuple, scope: _Scope) -> tuple[list[str], tuple]:
+    def _loop_nest(self, shape: tuple, scope: _Scope, cheap: bool = True
+                   ) -> tuple[list[str], tuple]:
         """Inames over *shape* and the index expressions of its axes.
 
         Every loop nest of a kernel must use the same hardware axes, so axis 0
         is always split into a work-group part and a work-item part: for the
-        outer DAG, ``(g.0, l.0)`` with :data:`LOCAL_SIZE` items (the
-        contiguous last axis stays a sequential loop the compiler vectorizes
-        on CPUs); in a scan (one work group) ``(sequential, l.0)``. A 0-d
+        outer DAG ``(g.0, l.0)``, in a scan (one work group)
+        ``(sequential, l.0)``. On CPUs work groups are small and each work
+        item runs the contiguous last axis as a sequential loop that the
+        compiler vectorizes; a one-dimensional array is additionally cut into
+        chunks of :data:`CPU_CHUNK` consecutive elements per work item
+        (unless its elements are costly: *cheap* is false). A 0-d
         array gets extent-1 hardware inames, so one work item computes it.
         """
         local = scope.parallel == "local"
-        size = SCAN_LOCAL_SIZE if local else LOCAL_SIZE
+        cpu = self.device_kind == "cpu"
+        size = (SCAN_LOCAL_SIZE if local
+                else CPU_LOCAL_SIZE if cpu else GPU_LOCAL_SIZE)
         inames: list[str] = []
         index: list[Any] = []
         if not shape:
@@ -216,11 +235,23 @@ class KernelBuilder:
             return [group, item], ()
         for d, extent in enumerate(shape):
             if d == 0:
-                chunk = max(1, min(size, extent)) if isinstance(extent, int) else size
+                chunk = (CPU_CHUNK if cpu and cheap and not local and len(shape) == 1
+                         else 1)
+                per_group = size * chunk
+                if isinstance(extent, int) and extent < per_group:
+                    chunk = max(1, min(chunk, extent))
+                    size = max(1, min(size, -(-extent // chunk)))
                 outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
-                self._add_split_domain(outer, inner, chunk, extent)
-                inames += [outer, inner]
-                index.append(prim.Variable(outer) * chunk + prim.Variable(inner))
+                if chunk == 1:
+                    self._add_split_domain(outer, inner, size, extent)
+                    inames += [outer, inner]
+                    index.append(prim.Variable(outer) * size + prim.Variable(inner))
+                else:
+                    seq = self._fresh("_ft_c")
+                    self._add_chunked_domain(outer, inner, seq, size, chunk, extent)
+                    inames += [outer, inner, seq]
+                    index.append((prim.Variable(outer) * size + prim.Variable(inner))
+                                 * chunk + prim.Variable(seq))
                 self.iname_tags[inner] = "l.0"
                 if local:
                     self.priorities.extend((t, outer) for t in scope.outer_inames)
@@ -239,7 +270,8 @@ class KernelBuilder:
                     ) -> tuple[list[Any], set[Node]]:
         """Assignments computing *node* into array *name* (whose leading
         indices are *index_prefix*); returns them and the stored arrays read."""
-        inames, index = self._loop_nest(node.shape, scope)
+        inames, index = self._loop_nest(node.shape, scope,
+                                        cheap=not has_reduce(node.expr))
         ctx = _StoreContext(scope, inames, index)
         expr = self._translate(node, index, ctx)
         lhs_index = index_prefix + index

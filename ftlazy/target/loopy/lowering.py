@@ -5,6 +5,7 @@ batching of maps."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,8 @@ import pymbolic.primitives as prim
 from ftlazy.array import AdvancedIndex, Array, IndexLambda
 from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.node import Node
-from ftlazy.scalar_expr import Reduce, TypeCast, reduction_var
+from ftlazy.scalar_expr import (
+    ExprIdentityMapper, Reduce, TypeCast, index_var, reduction_var, substitute)
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper, map_and_copy
@@ -139,11 +141,90 @@ def insert_index_checks(roots: dict[Any, Array]
 
 
 def lower_for_codegen(roots: dict[Any, Array]) -> dict[Any, Array]:
-    """Every root with maps batched away and high-level nodes lowered to
-    IndexLambdas (scans and their bodies included)."""
+    """Every root with maps batched away, high-level nodes lowered to
+    IndexLambdas (scans and their bodies included) and scalar reductions
+    split for parallelism."""
     batcher = MapBatcher()
     lowerer = IndexLambdaLowerer()
-    return {k: lowerer(batcher(lowerer(v))) for k, v in roots.items()}
+    splitter = _ReductionSplitter()
+    return {k: splitter(lowerer(batcher(lowerer(v)))) for k, v in roots.items()}
+
+
+#: a reduction to a scalar over more elements than this is split in chunks
+REDUCTION_CHUNK = 8192
+
+
+def _neutral(op: str, dtype: np.dtype) -> Any:
+    if op == "sum" or op == "any":
+        return dtype.type(0)
+    if op == "product" or op == "all":
+        return dtype.type(1)
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if op == "max" else np.inf)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if op == "max" else info.max)
+
+
+class _SplitScalarReductions(ExprIdentityMapper):
+    """Rewrites each outermost reduction of a 0-d body into a reduction of a
+    stored partial result computed in parallel: over the first of several
+    axes, or over chunks of one long axis."""
+
+    def __init__(self, node: IndexLambda) -> None:
+        self.node = node
+        self.bindings = dict(node.bindings)
+
+    def map_reduce(self, expr: Reduce) -> Any:
+        (name, lo, hi), rest = expr.bounds[0], expr.bounds[1:]
+        dtype = self.node.dtype if expr.op not in ("any", "all") else _BOOL
+        if rest:
+            inner = substitute(expr.inner, {name: index_var(0)})
+            partial = IndexLambda(Reduce(expr.op, inner, rest), (hi,), dtype,
+                                  self.node.bindings)
+        elif isinstance(hi, int) and hi > 2 * REDUCTION_CHUNK:
+            k = REDUCTION_CHUNK
+            chunks = -(-hi // k)
+            position = prim.Sum((prim.Product((index_var(0), k)), prim.Variable(name)))
+            inner = prim.If(prim.Comparison(position, "<", hi),
+                            substitute(expr.inner, {name: position}),
+                            _neutral(expr.op, dtype))
+            partial = IndexLambda(Reduce(expr.op, inner, ((name, 0, k),)),
+                                  (chunks,), dtype, self.node.bindings)
+            hi = chunks
+        else:
+            return expr
+        part = f"_ft_part{len(self.bindings)}"
+        self.bindings[part] = partial
+        return Reduce(expr.op, prim.Subscript(prim.Variable(part),
+                                              (prim.Variable(name),)),
+                      ((name, lo, hi),))
+
+
+class _ReductionSplitter(CopyMapper):
+    def map_index_lambda(self, expr: IndexLambda) -> Node:
+        new = self.map_node(expr)
+        if new.shape != () or not _top_level_reduce(new.expr):
+            return new
+        splitter = _SplitScalarReductions(new)
+        body = splitter(new.expr)
+        if body is new.expr:
+            return new
+        return IndexLambda(body, (), new.dtype, splitter.bindings, tags=new.tags,
+                           axes=new.axes)
+
+
+def _top_level_reduce(expr: Any) -> bool:
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Reduce):
+            return True
+        if isinstance(e, prim.ExpressionNode):
+            stack.extend(v for f in dataclasses.fields(e)
+                         for v in (getattr(e, f.name) if isinstance(
+                             getattr(e, f.name), tuple) else (getattr(e, f.name),))
+                         if isinstance(v, prim.ExpressionNode))
+    return False
 
 
 __all__ = ["insert_index_checks", "lower_for_codegen"]

@@ -63,7 +63,7 @@ def _expr_cost(expr: Any) -> int:
     return cost
 
 
-def _has_reduce(expr: Any) -> bool:
+def has_reduce(expr: Any) -> bool:
     stack = [expr]
     while stack:
         e = stack.pop()
@@ -143,7 +143,7 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
         inlined_tag = any(isinstance(t, ImplInlined) for t in tags)
         if n in root_set or (not inlined_tag and (
                 any(isinstance(t, (ImplStored, Named, PrefixNamed)) for t in tags)
-                or _has_reduce(n.expr)
+                or has_reduce(n.expr)
                 or (users[n] > 1 and _expr_cost(n.expr) > RECOMPUTE_COST_LIMIT))):
             plan.stored.add(n)
         ident = identity_read_bindings(n)
