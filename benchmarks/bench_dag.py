@@ -85,65 +85,67 @@ class RenamingCopyMapper(CopyMapper):
                                    tags=expr.tags)
 
 
+Row = tuple[str, int, str, float, float, bool]
+
+
 def run_stages(workload: str, n: int, repeat: int, budget_s: float
-               ) -> list[tuple[str, int, str, float, float | None]]:
+               ) -> list[Row]:
     """All stages for one workload and size: rows of (workload, nodes,
-    stage, seconds, nodes/s)."""
+    stage, wall seconds, CPU seconds, whether the stage is per node)."""
     build = WORKLOADS[workload]
-    rows: list[tuple[str, int, str, float, float | None]] = []
+    rows: list[Row] = []
 
     # build: every repetition uses fresh names so nothing is interned yet
-    build_times = []
+    walls, cpus = [], []
     root = inputs = None
     for _ in range(repeat):
         root = inputs = None
         gc.collect()
         tag = f"{n}_{next(_fresh)}"
-        t, (root, inputs) = time_once(lambda tag=tag: build(n, tag))
-        build_times.append(t)
-        if sum(build_times) > budget_s:
+        wall, cpu, (root, inputs) = time_once(lambda tag=tag: build(n, tag))
+        walls.append(wall)
+        cpus.append(cpu)
+        if sum(walls) > budget_s:
             break
     nodes = get_num_nodes(root)
 
-    def row(stage: str, seconds: float, per_node: bool = True) -> None:
-        rows.append((workload, nodes, stage, seconds,
-                     nodes / seconds if per_node and seconds > 0 else None))
+    def row(stage: str, wall: float, cpu: float, per_node: bool = True) -> None:
+        rows.append((workload, nodes, stage, wall, cpu, per_node))
 
-    row(f"build (best of {len(build_times)})", min(build_times))
+    def timed(stage: str, fn: Callable[[], Any], per_node: bool = True,
+              warmup: int = 0) -> None:
+        t = best_of(fn, repeat=repeat, warmup=warmup, budget_s=budget_s,
+                    min_repeat=1)
+        row(stage, t.best, t.cpu_best, per_node)
+
+    row(f"build (best of {len(walls)})", min(walls), min(cpus))
     # the same names again: interning returns the existing nodes
-    t_rebuild, (rebuilt, _) = time_once(lambda: build(n, tag))
-    row("rebuild same DAG (interned lookups)", t_rebuild)
+    wall, cpu, (rebuilt, _) = time_once(lambda: build(n, tag))
+    row("rebuild same DAG (interned lookups)", wall, cpu)
 
-    t_hash = best_of(lambda: hash(root), repeat=repeat, warmup=1).best
-    row("hash(root)", t_hash, per_node=False)
-    t_eq = best_of(lambda: root == rebuilt, repeat=repeat, warmup=1).best
+    timed("hash(root)", lambda: hash(root), per_node=False, warmup=1)
     assert root == rebuilt
-    row(f"root == rebuilt root (same object: {root is rebuilt})", t_eq,
-        per_node=False)
+    timed(f"root == rebuilt root (same object: {root is rebuilt})",
+          lambda: root == rebuilt, per_node=False, warmup=1)
     rebuilt = None
 
     copied = CopyMapper()(root)
-    t_copy = best_of(lambda: CopyMapper()(root), repeat=repeat, warmup=0,
-                     budget_s=budget_s, min_repeat=1).best
-    row(f"CopyMapper (identity; result is root: {copied is root})", t_copy)
-    del copied
+    timed(f"CopyMapper (identity; result is root: {copied is root})",
+          lambda: CopyMapper()(root))
+    copied = None
 
     renamed = RenamingCopyMapper()(root)
     assert get_num_nodes(renamed) == nodes
-    t_rename = best_of(lambda: RenamingCopyMapper()(root), repeat=repeat,
-                       warmup=0, budget_s=budget_s, min_repeat=1).best
-    row("renaming CopyMapper (map_placeholder)", t_rename)
-    del renamed
+    renamed = None
+    timed("renaming CopyMapper (map_placeholder)",
+          lambda: RenamingCopyMapper()(root))
 
-    t_count = best_of(lambda: get_num_nodes(root), repeat=repeat, warmup=0,
-                      budget_s=budget_s, min_repeat=1).best
-    row("get_num_nodes", t_count)
+    timed("get_num_nodes", lambda: get_num_nodes(root))
 
     value = ft.evaluate_numpy(root, **inputs)
     assert value.shape == ELEM_SHAPE and np.all(np.isfinite(value))
-    t_eval = best_of(lambda: ft.evaluate_numpy(root, **inputs), repeat=repeat,
-                     warmup=0, budget_s=budget_s, min_repeat=1).best
-    row("evaluate_numpy (length-4 arrays)", t_eval)
+    timed("evaluate_numpy (length-4 arrays)",
+          lambda: ft.evaluate_numpy(root, **inputs))
     return rows
 
 
@@ -170,22 +172,25 @@ def main() -> None:
     for workload in WORKLOADS:
         run_stages(workload, 1000, 1, args.budget)
 
-    all_rows = []
-    per_node: dict[tuple[str, str], dict[int, float]] = {}
+    all_rows: list[Row] = []
+    per_node: dict[tuple[str, str], dict[int, tuple[float, float]]] = {}
     for workload in WORKLOADS:
         for n in sizes:
             rows = run_stages(workload, n, args.repeat, args.budget)
             all_rows.extend(rows)
-            for _, nodes, stage, seconds, _ in rows:
-                per_node.setdefault((workload, stage.split(" (")[0]), {})[n] = (
-                    seconds / nodes)
+            for _, nodes, stage, wall, cpu, is_per_node in rows:
+                if is_per_node:
+                    per_node.setdefault((workload, stage.split(" (")[0]), {})[
+                        n] = (wall / nodes, cpu / nodes)
             print(f"  done: {workload} N={n}", file=sys.stderr, flush=True)
             gc.collect()
 
-    print_table(["workload", "nodes", "stage", "seconds", "nodes/s"],
-                [(w, nd, st, fmt_seconds(s), fmt_rate(r))
-                 for w, nd, st, s, r in all_rows],
-                title="DAG stages")
+    print_table(
+        ["workload", "nodes", "stage", "seconds", "nodes/s", "CPU seconds"],
+        [(w, nd, st, fmt_seconds(wall), fmt_rate(nd / wall) if pn else "-",
+          fmt_seconds(cpu)) for w, nd, st, wall, cpu, pn in all_rows],
+        title="DAG stages (seconds: wall clock, best of N; CPU seconds: "
+              "process time, best of N)")
 
     if len(sizes) >= 2:
         small, large = min(sizes), max(sizes)
@@ -193,17 +198,18 @@ def main() -> None:
         for (workload, stage), by_size in per_node.items():
             if small not in by_size or large not in by_size:
                 continue
-            if stage.startswith(("hash", "root ==")):
-                continue  # O(1): cached hash, interned identity
+            (wall_s, cpu_s), (wall_l, cpu_l) = by_size[small], by_size[large]
             lin_rows.append((
-                workload, stage, f"{by_size[small] * 1e6:.2f} us",
-                f"{by_size[large] * 1e6:.2f} us",
-                f"{by_size[large] / by_size[small]:.2f}",
-                f"{by_size[large] * large / (by_size[small] * small):.1f}x"))
-        print_table(["workload", "stage", f"per node N={small}",
-                     f"per node N={large}", "per-node ratio",
-                     f"total time ratio (ideal {large / small:.0f}x)"],
-                    lin_rows, title="Linearity (per-node ratio 1.0 = linear)")
+                workload, stage, f"{wall_s * 1e6:.2f} us", f"{wall_l * 1e6:.2f} us",
+                f"{wall_l / wall_s:.2f}", f"{cpu_s * 1e6:.2f} us",
+                f"{cpu_l * 1e6:.2f} us", f"{cpu_l / cpu_s:.2f}"))
+        print_table(["workload", "stage", f"wall/node N={small}",
+                     f"wall/node N={large}", "wall ratio",
+                     f"CPU/node N={small}", f"CPU/node N={large}", "CPU ratio"],
+                    lin_rows,
+                    title=f"Linearity: time per node at N={large} over N={small} "
+                          f"(1.00 = linear; total time ratio = {large // small} "
+                          "x this)")
     print(f"\nload average after: {os.getloadavg()} (wall-clock times; other "
           "processes on this machine add noise)")
 

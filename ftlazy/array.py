@@ -64,6 +64,8 @@ def check_identifier(name: Any, what: str) -> str:
 
 def normalize_dtype(dtype: Any) -> np.dtype:
     """numpy dtype for *dtype*, restricted to the types ftlazy computes with."""
+    if isinstance(dtype, np.dtype) and dtype.kind in "biufc":
+        return dtype
     try:
         dt = np.dtype(dtype)
     except TypeError:

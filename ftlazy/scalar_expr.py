@@ -20,6 +20,8 @@ need not re-derive numpy's promotion rules.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pymbolic.primitives as prim
 from pymbolic.mapper import CombineMapper, IdentityMapper, WalkMapper
@@ -180,26 +182,38 @@ class _Substituter(ExprIdentityMapper):
         return super().map_reduce(expr)
 
 
-class _ConstantCollector(ExprWalkMapper):
-    def __init__(self) -> None:
-        self.found: list = []
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
-    def map_constant(self, expr, *args, **kwargs) -> None:
-        if isinstance(expr, np.generic):
-            self.found.append((expr.dtype.str, expr.tobytes()))
-        elif isinstance(expr, float):
-            self.found.append(("float", expr.hex()))
-        else:
-            self.found.append((type(expr).__name__, expr))
+
+def _field_values(e: prim.ExpressionNode) -> list:
+    names = _FIELDS.get(type(e))
+    if names is None:
+        names = _FIELDS[type(e)] = tuple(f.name for f in dataclasses.fields(e))
+    return [getattr(e, n) for n in names]
 
 
 def constant_signature(expr) -> tuple:
     """The type and bit pattern of every constant in *expr*, in walk order.
     Expressions compare constants with ``==``, under which ``-0.0 == 0.0``
-    and ``np.float32(1) == np.int8(1)``; node identity must not."""
-    collector = _ConstantCollector()
-    collector(expr)
-    return tuple(collector.found)
+    and ``np.float32(1) == np.int8(1)``; node identity must not. (An
+    iterative walk: this runs for every node built.)"""
+    found: list = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, prim.ExpressionNode):
+            if isinstance(e, prim.Variable):
+                continue
+            stack.extend(reversed(_field_values(e)))
+        elif isinstance(e, tuple):
+            stack.extend(reversed(e))
+        elif isinstance(e, np.generic):
+            found.append((e.dtype.str, e.tobytes()))
+        elif isinstance(e, float):
+            found.append(("float", e.hex()))
+        elif isinstance(e, (int, complex, bool)):
+            found.append((type(e).__name__, e))
+    return tuple(found)
 
 
 def substitute(expr, mapping: dict) -> object:

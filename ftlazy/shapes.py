@@ -146,6 +146,8 @@ def normalize_component(value: Any) -> ShapeComponent:
 
 def normalize_shape(shape: Any) -> Shape:
     """Canonical tuple form of a user-given shape (an int or a sequence)."""
+    if type(shape) is tuple and all(type(c) is int and c >= 0 for c in shape):
+        return shape  # the common case, already canonical
     from ftlazy.array import Array
     if _int_const(shape) is not None or isinstance(shape, (Array, prim.ExpressionNode)):
         shape = (shape,)

@@ -17,6 +17,8 @@ import numpy as np
 import pymbolic.primitives as prim
 from constantdict import constantdict
 from loopy.kernel.function_interface import ScalarCallable
+from loopy.library.reduction import (
+    ScalarReductionOperation, get_ge_neutral, get_le_neutral)
 from loopy.symbolic import Reduction
 from loopy.symbolic import TypeCast as LoopyTypeCast
 from loopy.types import NumpyType
@@ -84,6 +86,40 @@ def _compare(left: Any, op: str, right: Any) -> prim.Comparison:
     return prim.Comparison(wrap(left), op, wrap(right))
 
 
+class _Extremum(ScalarReductionOperation):
+    """numpy's ``amax``/``amin`` as a loopy reduction: the first NaN wins
+    (loopy's max and min use ``fmax``/``fmin``, which drop NaNs), and every
+    integer width has a neutral element."""
+
+    largest = True
+
+    def neutral_element(self, *dtypes: Any, callables_table: Any, target: Any
+                        ) -> tuple[Any, Any]:
+        dtype, = dtypes
+        if dtype.numpy_dtype.kind == "f":
+            neutral = (get_ge_neutral if self.largest else get_le_neutral)(dtype)
+            return neutral, callables_table
+        info = np.iinfo(dtype.numpy_dtype)
+        return (info.min if self.largest else info.max), callables_table
+
+    def __call__(self, dtypes: Any, operand1: Any, operand2: Any,
+                 callables_table: Any, target: Any) -> tuple[Any, Any]:
+        dtype, = dtypes
+        keep: Any = prim.Comparison(operand1, ">=" if self.largest else "<=",
+                                    operand2)
+        if dtype.numpy_dtype.kind == "f":
+            keep = prim.LogicalOr((keep, prim.Comparison(operand1, "!=", operand1)))
+        return prim.If(keep, operand1, operand2), callables_table
+
+
+class _Maximum(_Extremum):
+    largest = True
+
+
+class _Minimum(_Extremum):
+    largest = False
+
+
 class Translator(ExprIdentityMapper):
     """Translates one IndexLambda body in the context of a stored array.
 
@@ -142,10 +178,13 @@ class Translator(ExprIdentityMapper):
             inner = self.rec(expr.inner)
         finally:
             self.index_map = saved
-        if expr.op in ("any", "all"):
+        op: Any = expr.op
+        if op in ("max", "min") and expr_kind(expr.inner, self.bindings) == "b":
+            op = "any" if op == "max" else "all"
+        if op in ("any", "all"):
             inner = _compare(inner, "!=", 0)
-        op = {"sum": "sum", "product": "product", "max": "max", "min": "min",
-              "any": "any", "all": "all"}[expr.op]
+        elif op in ("max", "min"):
+            op = _Maximum() if op == "max" else _Minimum()
         return Reduction(op, tuple(inames), inner)
 
     def map_type_cast(self, expr: TypeCast) -> Any:

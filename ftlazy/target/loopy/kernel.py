@@ -32,6 +32,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import Reduce
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.expressions import Translator, storage_dtype
 from ftlazy.target.loopy.storage import StoragePlan, decide_storage, has_reduce
@@ -41,8 +42,9 @@ SCAN_LOCAL_SIZE = 256
 #: work items per work group along axis 0 outside scans, on CPUs and GPUs
 CPU_LOCAL_SIZE = 2
 GPU_LOCAL_SIZE = 64
-#: consecutive elements one CPU work item computes of a one-dimensional array
-CPU_CHUNK = 512
+#: work items per work group for one-dimensional arrays on CPUs (PoCL
+#: vectorizes across the work items of a group)
+CPU_FLAT_LOCAL_SIZE = 64
 
 
 @dataclass(frozen=True)
@@ -235,8 +237,9 @@ class KernelBuilder:
             return [group, item], ()
         for d, extent in enumerate(shape):
             if d == 0:
-                chunk = (CPU_CHUNK if cpu and cheap and not local and len(shape) == 1
-                         else 1)
+                if cpu and not local and len(shape) == 1:
+                    size = CPU_FLAT_LOCAL_SIZE
+                chunk = 1
                 per_group = size * chunk
                 if isinstance(extent, int) and extent < per_group:
                     chunk = max(1, min(chunk, extent))
@@ -283,6 +286,65 @@ class KernelBuilder:
             depends_on=frozenset(ctx.deps) | extra_deps))
         return ctx.pending, ctx.reads
 
+    def _emit_blocked_contraction(self, node: IndexLambda, name: str,
+                                  scope: _Scope, reduction: Any, ti: int, tj: int
+                                  ) -> tuple[list[Any], set[Node]]:
+        """``out[i, j] = sum_k f(i, j, k)`` (a matrix product) with register
+        blocking: each work item accumulates a ``ti x tj`` block of outputs in
+        private memory over a sequential ``k`` loop, so each loaded operand
+        element is reused ``ti`` or ``tj`` times."""
+        (rname, _, kext), = reduction.bounds
+        ni, nj = node.shape
+        io, jo, k = (self._fresh(p) for p in ("_ft_bi", "_ft_bj", "_ft_bk"))
+        self._add_domain([io, jo], [ni // ti, nj // tj])
+        self._add_domain([k], [kext])
+        blocks = {}
+        for role in ("init", "update", "store"):
+            ii, jj = self._fresh("_ft_ii"), self._fresh("_ft_jj")
+            self._add_domain([ii, jj], [ti, tj])
+            self.iname_tags[ii] = "ilp"
+            self.iname_tags[jj] = "ilp"
+            blocks[role] = (ii, jj)
+        self.iname_tags[io] = "g.1"
+        self.iname_tags[jo] = "g.0"
+        ii, jj = blocks["update"]
+        self.priorities.extend([(k, ii), (k, jj), (ii, jj)])
+
+        def rows_cols(role):
+            bi, bj = blocks[role]
+            return (prim.Variable(io) * ti + prim.Variable(bi),
+                    prim.Variable(jo) * tj + prim.Variable(bj))
+
+        ctx = _StoreContext(scope, [io, jo], rows_cols("update"))
+        row, col = rows_cols("update")
+        translator = Translator({"_0": row, "_1": col, rname: prim.Variable(k)},
+                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        term = translator(reduction.inner)
+        acc = self._fresh("_ft_acc")
+        self.temporaries[acc] = lp.TemporaryVariable(
+            acc, storage_dtype(node.dtype), shape=(ti, tj),
+            address_space=lp.AddressSpace.PRIVATE)
+
+        def acc_at(role):
+            return prim.Subscript(prim.Variable(acc), tuple(
+                prim.Variable(v) for v in blocks[role]))
+        init_id, update_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
+        insns = [
+            lp.Assignment(acc_at("init"), node.dtype.type(0), id=init_id,
+                          within_inames=frozenset([io, jo, *blocks["init"]]),
+                          within_inames_is_final=True),
+            lp.Assignment(acc_at("update"), acc_at("update") + term, id=update_id,
+                          within_inames=frozenset([io, jo, k, *blocks["update"]]),
+                          within_inames_is_final=True,
+                          depends_on=frozenset(ctx.deps) | {init_id}),
+            lp.Assignment(prim.Subscript(prim.Variable(name), rows_cols("store")),
+                          acc_at("store"), id=self._fresh(name + "_store"),
+                          within_inames=frozenset([io, jo, *blocks["store"]]),
+                          within_inames_is_final=True,
+                          depends_on=frozenset({update_id}))]
+        return ctx.pending + insns, ctx.reads
+
     def _emit_copy(self, src: Callable[[tuple], Any], dst: str, shape: tuple,
                    scope: _Scope, deps: frozenset, dst_prefix: tuple = ()
                    ) -> list[Any]:
@@ -318,10 +380,17 @@ class KernelBuilder:
                 name = out_names.get(n) or self._storage_name(n)
                 if n not in out_names:
                     self._global_temporary(name, n.shape, n.dtype)
-                insns, reads = self._emit_store(n, name, scope)
+                blocked = _blockable_contraction(n)
+                if blocked is not None:
+                    insns, reads = self._emit_blocked_contraction(
+                        n, name, scope, *blocked)
+                    grid_key = f"~{name}"  # a kernel of its own
+                else:
+                    insns, reads = self._emit_store(n, name, scope)
+                    grid_key = _grid_key(n.shape)
                 self.level[n] = 1 + max((self.level[r] for r in reads), default=0)
                 scope.names[n] = name
-                segment = (self.level[n], _grid_key(n.shape))
+                segment = (self.level[n], grid_key)
                 self.instructions.extend((segment, i) for i in insns)
             elif isinstance(n, LoopResult):
                 self.level[n] = self.level[n.loop]
@@ -523,12 +592,35 @@ def _length_expr(length: Any) -> Any:
     return length
 
 
+#: register block of a blocked matrix product (rows x columns per work item)
+BLOCK_ROWS, BLOCK_COLS = 8, 8
+
+
+def _blockable_contraction(node: IndexLambda) -> tuple[Any, int, int] | None:
+    """The reduction and block sizes if *node* is a 2-D sum over one index
+    (``out[i, j] = sum_k f(i, j, k)``) of concrete, block-divisible shape
+    with a reduction long enough to pay for blocking."""
+    expr = node.expr
+    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)):
+        return None
+    ni, nj = node.shape
+    kext = expr.bounds[0][2]
+    if not (isinstance(ni, int) and isinstance(nj, int) and isinstance(kext, int)):
+        return None
+    if ni % BLOCK_ROWS or nj % BLOCK_COLS or kext < 16 or ni * nj < 4096:
+        return None
+    return expr, BLOCK_ROWS, BLOCK_COLS
+
+
 def _grid_key(shape: tuple) -> str:
-    """Arrays whose axis 0 has the same symbolic extent (or concrete extents:
-    loopy takes their maximum) can share one kernel's grid."""
+    """Arrays can share one kernel's grid when their work groups have the
+    same size (one-dimensional arrays differ from the others) and axis 0 has
+    the same symbolic extent (for concrete extents loopy takes the maximum)."""
+    kind = "flat" if len(shape) == 1 else "rows"
     if not shape or isinstance(shape[0], int):
-        return ""
-    return str(shape[0])
+        return kind
+    return f"{kind}:{shape[0]}"
 
 
 def _declare_scan_nosync(knl: lp.TranslationUnit, prefixes: list[str]
