@@ -165,14 +165,28 @@ class KernelBuilder:
             return prim.Variable(node.name)
         if isinstance(node, BodyParam):
             return scope.params[node.index](index)
+        if node in self.packed:
+            return self._packed_read(node, index)
         if node in scope.names:
             ctx.reads.add(node)
-            return prim.Subscript(prim.Variable(scope.names[node]), index or (0,))
+            ref = prim.Subscript(prim.Variable(scope.names[node]), index or (0,))
+            if index and index == ctx.index:
+                return self._load_once(node, ref, ctx)
+            return ref
         if node in scope.plan.private:
             return self._private(node, ctx)
         if isinstance(node, IndexLambda):
             return self._translate(node, index, ctx)
         raise AssertionError(f"unexpected node in code generation: {node!r}")
+
+    def _packed_read(self, node: Placeholder, index: tuple) -> Any:
+        pack, offset = self.packed[node]
+        flat: Any = offset
+        stride = 1
+        for extent, idx in reversed(list(zip(node.shape, index))):
+            flat = flat + idx * stride if stride != 1 else flat + idx
+            stride *= extent
+        return prim.Subscript(prim.Variable(pack), (flat,))
 
     def _translate(self, node: IndexLambda, index: tuple, ctx: _StoreContext) -> Any:
         index_map = {f"_{i}": idx for i, idx in enumerate(index)}
@@ -180,6 +194,49 @@ class KernelBuilder:
                                 lambda b, idx: self._read(b, idx, ctx),
                                 self._fresh_reduction_iname)
         return translator(node.expr)
+
+    def _load_once(self, node: Array, ref: Any, ctx: _StoreContext) -> Any:
+        """An element read at the loop nest's own index, loaded into a
+        private variable once per loop nest (keeps long chains that read one
+        array many times short in the source)."""
+        key = ("load", node)
+        if key not in ctx.privates:
+            name = self._fresh("_ft_v")
+            insn_id = name + "_load"
+            self.temporaries[name] = lp.TemporaryVariable(
+                name, storage_dtype(node.dtype), shape=(),
+                address_space=lp.AddressSpace.PRIVATE)
+            ctx.pending.append(lp.Assignment(
+                prim.Variable(name), ref, id=insn_id,
+                within_inames=frozenset(ctx.scope.outer_inames)
+                | frozenset(ctx.inames),
+                within_inames_is_final=True))
+            ctx.privates[key] = (name, insn_id)
+        name, insn_id = ctx.privates[key]
+        ctx.deps.add(insn_id)
+        return prim.Variable(name)
+
+    def _reachable_privates(self, node: IndexLambda, scope: _Scope
+                            ) -> list[IndexLambda]:
+        """Private statements *node* inlines, in post-order (iterative)."""
+        order: list[IndexLambda] = []
+        seen: set[Node] = set()
+        stack: list[tuple[Node, bool]] = [(node, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                if n in scope.plan.private:
+                    order.append(n)
+                continue
+            if n in seen:
+                continue
+            seen.add(n)
+            stack.append((n, True))
+            for b in n.bindings.values():
+                if (isinstance(b, IndexLambda) and b not in scope.names
+                        and b not in seen):
+                    stack.append((b, False))
+        return order
 
     def _private(self, node: IndexLambda, ctx: _StoreContext) -> Any:
         if node in ctx.privates:
@@ -276,6 +333,10 @@ class KernelBuilder:
         inames, index = self._loop_nest(node.shape, scope,
                                         cheap=not has_reduce(node.expr))
         ctx = _StoreContext(scope, inames, index)
+        # private statements first, children before users, so that
+        # translating one never recurses into the next (deep chains)
+        for private in self._reachable_privates(node, scope):
+            self._private(private, ctx)
         expr = self._translate(node, index, ctx)
         lhs_index = index_prefix + index
         lhs = prim.Subscript(prim.Variable(name), lhs_index or (0,))
@@ -359,16 +420,25 @@ class KernelBuilder:
     # }}}
 
     def build(self) -> tuple[lp.TranslationUnit, list[ArgSpec], list[ArgSpec]]:
-        """The translation unit, its input and its output arguments."""
+        """The translation unit, its input and its output arguments.
+        :attr:`packs` then tells which inputs travel packed in one argument."""
         roots = list(self.outputs.values())
         plan = decide_storage(roots, self.order)
         scope = _Scope(plan, {})
         inputs: list[ArgSpec] = []
+        placeholders = [n for n in self.order if isinstance(n, Placeholder)]
+        self.packs = _plan_packing(placeholders)
+        self.packed = {ph: (pack, offset) for pack, members in self.packs.items()
+                       for ph, offset in members}
+        for pack, members in self.packs.items():
+            size = sum(int(np.prod(ph.shape)) for ph, _ in members)
+            inputs.append(ArgSpec(pack, (size,), members[0][0].dtype))
         for n in self.order:
             if isinstance(n, Placeholder):
-                scope.names[n] = n.name
-                inputs.append(ArgSpec(n.name, n.shape, n.dtype))
                 self.level[n] = 0
+                if n not in self.packed:
+                    scope.names[n] = n.name
+                    inputs.append(ArgSpec(n.name, n.shape, n.dtype))
             elif isinstance(n, SizeParam):
                 self.params.add(n.name)
         out_names = {a: name for name, a in reversed(list(self.outputs.items()))}
@@ -423,6 +493,8 @@ class KernelBuilder:
         def outer_reader(a: Array) -> Callable[[tuple], Any]:
             if isinstance(a, SizeParam):
                 return lambda idx: prim.Variable(a.name)
+            if a in self.packed:
+                return lambda idx: self._packed_read(a, idx)
             name = outer.names[a]
             return lambda idx: prim.Subscript(prim.Variable(name), idx or (0,))
 
@@ -611,6 +683,33 @@ def _blockable_contraction(node: IndexLambda) -> tuple[Any, int, int] | None:
     if ni % BLOCK_ROWS or nj % BLOCK_COLS or kext < 16 or ni * nj < 4096:
         return None
     return expr, BLOCK_ROWS, BLOCK_COLS
+
+
+#: inputs of at most this many elements are packed into one argument per
+#: dtype when there are at least PACK_MIN_COUNT of them (OpenCL devices cap
+#: the size of kernel parameters, and each argument costs host time)
+PACK_MAX_SIZE = 64
+PACK_MIN_COUNT = 16
+
+
+def _plan_packing(placeholders: list[Placeholder]
+                  ) -> dict[str, list[tuple[Placeholder, int]]]:
+    """Packed argument name -> its members and their offsets."""
+    small: dict[np.dtype, list[Placeholder]] = defaultdict(list)
+    for ph in placeholders:
+        if all(isinstance(d, int) for d in ph.shape) and (
+                int(np.prod(ph.shape)) <= PACK_MAX_SIZE):
+            small[ph.dtype].append(ph)
+    packs = {}
+    for dtype, members in small.items():
+        if len(members) < PACK_MIN_COUNT:
+            continue
+        offset, entries = 0, []
+        for ph in members:
+            entries.append((ph, offset))
+            offset += int(np.prod(ph.shape))
+        packs[f"_ft_pack_{dtype.name}"] = entries
+    return packs
 
 
 def _grid_key(shape: tuple) -> str:

@@ -65,6 +65,8 @@ class CompiledArtifact:
     #: kernel output argument name -> message for an index check that failed
     checks: dict[str, str]
     timings: StageTimings
+    #: packed argument -> (canonical input name, offset, size) of its members
+    packs: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     executors: dict = field(default_factory=dict)
 
     def executor(self, context: cl.Context) -> Any:
@@ -95,9 +97,14 @@ def _artifact(canon: CanonicalDAG, kind: str) -> tuple[CompiledArtifact, bool]:
     outputs, output_args, checks = _kernel_outputs(canon)
     timings.dag_transforms = time.perf_counter() - start
     start = time.perf_counter()
-    t_unit, inputs, outs = KernelBuilder(outputs, kind).build()
+    builder = KernelBuilder(outputs, kind)
+    t_unit, inputs, outs = builder.build()
     timings.kernel_creation = time.perf_counter() - start
-    art = CompiledArtifact(t_unit, inputs, outs, output_args, checks, timings)
+    packs = {pack: [(ph.name, offset, int(np.prod(ph.shape)))
+                    for ph, offset in members]
+             for pack, members in builder.packs.items()}
+    art = CompiledArtifact(t_unit, inputs, outs, output_args, checks, timings,
+                           packs)
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = art
@@ -209,6 +216,11 @@ class BoundProgram:
             args[canon.input_names[user_name]] = _to_kernel_form(value, queue)
         for name, data in canon.data.items():
             args[name] = _to_kernel_form(data, queue)
+        for pack, members in self.artifact.packs.items():
+            parts = [args.pop(name) for name, _, _ in members]
+            args[pack] = np.concatenate([
+                (p.get() if isinstance(p, cla.Array) else p).reshape(-1)
+                for p in parts])
         kernel_args = {a.name for a in self.artifact.t_unit.default_entrypoint.args}
         for user_name, canon_name in canon.size_names.items():
             if canon_name in kernel_args:

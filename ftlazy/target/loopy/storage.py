@@ -29,7 +29,7 @@ from ftlazy.scalar_expr import Reduce, index_var
 from ftlazy.tags import ImplInlined, ImplStored, Named, PrefixNamed
 
 #: an inlined chain deeper than this is cut into private statements
-MAX_INLINE_DEPTH = 24
+MAX_INLINE_DEPTH = 64
 #: arrays with several users whose body has more operations are stored
 RECOMPUTE_COST_LIMIT = 12
 
