@@ -151,7 +151,7 @@ def group_int_bool(xp: Any, a: dict[str, Any]) -> dict[str, Any]:
         "pow": i ** 2, "pow_i64": k ** 3, "pow_array": xp.power(nz, e),
         "neg": -i, "abs": abs(k), "sign": xp.sign(i), "square": xp.square(i),
         "recip": xp.reciprocal(nz), "max": xp.maximum(i, j), "min": xp.minimum(k, l),
-        "and": i & j, "or": k | l, "xor": i ^ j, "invert": ~i,
+        "bit_and": i & j, "bit_or": k | l, "bit_xor": i ^ j, "invert": ~i,
         "eq": xp.equal(i, j), "lt": i < l, "ge_weak": i >= 5,
         "lt_huge": i < 3_000_000_000, "eq_huge": i == -(2 ** 40),
         "weak": i * 3 - 1, "float_weak": i * 2.5, "i32_f32": i + xp.ones(S, np.float32),
