@@ -27,6 +27,7 @@ import islpy as isl
 import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
+from loopy.symbolic import Reduction
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
@@ -278,9 +279,7 @@ class KernelBuilder:
         array gets extent-1 hardware inames, so one work item computes it.
         """
         local = scope.parallel == "local"
-        cpu = self.device_kind == "cpu"
-        size = (SCAN_LOCAL_SIZE if local
-                else CPU_LOCAL_SIZE if cpu else GPU_LOCAL_SIZE)
+        size = self._local_size(shape, scope, cheap)
         inames: list[str] = []
         index: list[Any] = []
         if not shape:
@@ -294,8 +293,6 @@ class KernelBuilder:
             return [group, item], ()
         for d, extent in enumerate(shape):
             if d == 0:
-                if cpu and not local and len(shape) == 1:
-                    size = CPU_FLAT_LOCAL_SIZE
                 chunk = 1
                 per_group = size * chunk
                 if isinstance(extent, int) and extent < per_group:
@@ -324,6 +321,26 @@ class KernelBuilder:
                 index.append(prim.Variable(name))
                 self.priorities.extend((t, name) for t in scope.outer_inames)
         return inames, tuple(index)
+
+    def _local_size(self, shape: tuple, scope: _Scope, cheap: bool) -> int:
+        """Work items per group along axis 0 (see :meth:`_loop_nest`)."""
+        if scope.parallel == "local":
+            return SCAN_LOCAL_SIZE
+        if self.device_kind != "cpu":
+            return GPU_LOCAL_SIZE
+        # PoCL vectorizes cheap one-dimensional work across a group's items;
+        # rows, and elements that are reductions, run best one per item
+        return CPU_FLAT_LOCAL_SIZE if len(shape) == 1 and cheap else CPU_LOCAL_SIZE
+
+    def _grid_key(self, node: IndexLambda, scope: _Scope) -> str:
+        """Arrays can share one kernel's grid when their work groups have the
+        same size and axis 0 has the same symbolic extent (for concrete
+        extents loopy takes the maximum)."""
+        size = self._local_size(node.shape, scope, not has_reduce(node.expr))
+        shape = node.shape
+        if not shape or isinstance(shape[0], int):
+            return str(size)
+        return f"{size}:{shape[0]}"
 
     def _emit_store(self, node: IndexLambda, name: str, scope: _Scope,
                     extra_deps: frozenset = frozenset(), index_prefix: tuple = ()
@@ -406,6 +423,60 @@ class KernelBuilder:
                           depends_on=frozenset({update_id}))]
         return ctx.pending + insns, ctx.reads
 
+    def _emit_split_reduction(self, node: IndexLambda, name: str, scope: _Scope,
+                              reduction: Any) -> tuple[list[Any], set[Node]]:
+        """``out[...] = op_r f(..., r)`` with :data:`REDUCTION_LANES`
+        independent private accumulators (lane ``v`` takes ``r = 8*ro + v``),
+        combined at the end: one dependent chain of adds is latency-bound,
+        several keep a core's floating-point units and memory busy."""
+        (rname, _, kext), = reduction.bounds
+        lanes = REDUCTION_LANES
+        inames, index = self._loop_nest(node.shape, scope, cheap=False)
+        ctx = _StoreContext(scope, inames, index)
+        ro = self._fresh("_ft_ro")
+        self._add_domain([ro], [kext // lanes])
+        lane = {}
+        for role in ("init", "update", "final"):
+            lane[role] = self._fresh("_ft_lane")
+            self._add_domain([lane[role]], [lanes])
+        self.iname_tags[lane["init"]] = "unr"
+        self.iname_tags[lane["update"]] = "ilp"
+        self.priorities.append((ro, lane["update"]))
+        position = prim.Variable(ro) * lanes + prim.Variable(lane["update"])
+        index_map = {f"_{i}": idx for i, idx in enumerate(index)}
+        index_map[rname] = position
+        translator = Translator(index_map, node.bindings,
+                                lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        term = translator(reduction.inner)
+        dtype = storage_dtype(node.dtype)
+        acc = self._fresh("_ft_acc")
+        self.temporaries[acc] = lp.TemporaryVariable(
+            acc, dtype, shape=(lanes,), address_space=lp.AddressSpace.PRIVATE)
+
+        def at(role):
+            return prim.Subscript(prim.Variable(acc), (prim.Variable(lane[role]),))
+        combine = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b,
+                   "max": lambda a, b: prim.Max((a, b)),
+                   "min": lambda a, b: prim.Min((a, b))}[reduction.op]
+        from ftlazy.target.loopy.lowering import neutral_element
+        outer = frozenset(scope.outer_inames) | frozenset(inames)
+        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
+        insns = [
+            lp.Assignment(at("init"), neutral_element(reduction.op, node.dtype),
+                          id=init_id, within_inames=outer | {lane["init"]},
+                          within_inames_is_final=True),
+            lp.Assignment(at("update"), combine(at("update"), term), id=upd_id,
+                          within_inames=outer | {ro, lane["update"]},
+                          within_inames_is_final=True,
+                          depends_on=frozenset(ctx.deps) | {init_id}),
+            lp.Assignment(prim.Subscript(prim.Variable(name), index or (0,)),
+                          Reduction(reduction.op, (lane["final"],), at("final")),
+                          id=self._fresh(name + "_store"), within_inames=outer,
+                          within_inames_is_final=True,
+                          depends_on=frozenset({upd_id}))]
+        return ctx.pending + insns, ctx.reads
+
     def _emit_copy(self, src: Callable[[tuple], Any], dst: str, shape: tuple,
                    scope: _Scope, deps: frozenset, dst_prefix: tuple = ()
                    ) -> list[Any]:
@@ -451,13 +522,17 @@ class KernelBuilder:
                 if n not in out_names:
                     self._global_temporary(name, n.shape, n.dtype)
                 blocked = _blockable_contraction(n)
-                if blocked is not None:
+                split = _splittable_reduction(n) if blocked is None else None
+                if split is not None:
+                    insns, reads = self._emit_split_reduction(n, name, scope, split)
+                    grid_key = self._grid_key(n, scope)
+                elif blocked is not None:
                     insns, reads = self._emit_blocked_contraction(
                         n, name, scope, *blocked)
                     grid_key = f"~{name}"  # a kernel of its own
                 else:
                     insns, reads = self._emit_store(n, name, scope)
-                    grid_key = _grid_key(n.shape)
+                    grid_key = self._grid_key(n, scope)
                 self.level[n] = 1 + max((self.level[r] for r in reads), default=0)
                 scope.names[n] = name
                 segment = (self.level[n], grid_key)
@@ -712,14 +787,23 @@ def _plan_packing(placeholders: list[Placeholder]
     return packs
 
 
-def _grid_key(shape: tuple) -> str:
-    """Arrays can share one kernel's grid when their work groups have the
-    same size (one-dimensional arrays differ from the others) and axis 0 has
-    the same symbolic extent (for concrete extents loopy takes the maximum)."""
-    kind = "flat" if len(shape) == 1 else "rows"
-    if not shape or isinstance(shape[0], int):
-        return kind
-    return f"{kind}:{shape[0]}"
+#: independent accumulators of a split reduction
+REDUCTION_LANES = 8
+
+
+def _splittable_reduction(node: IndexLambda) -> Any:
+    """The reduction if *node* is ``op_r f(..., r)`` over one concrete axis
+    that splits evenly into :data:`REDUCTION_LANES` lanes."""
+    expr = node.expr
+    if (node.ndim == 0 or not isinstance(expr, Reduce)
+            or expr.op not in ("sum", "product", "max", "min")
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)
+            or node.dtype.kind not in "iuf"):
+        return None
+    kext = expr.bounds[0][2]
+    if not isinstance(kext, int) or kext % REDUCTION_LANES or kext < 8 * REDUCTION_LANES:
+        return None
+    return expr
 
 
 def _declare_scan_nosync(knl: lp.TranslationUnit, prefixes: list[str]

@@ -154,7 +154,8 @@ def lower_for_codegen(roots: dict[Any, Array]) -> dict[Any, Array]:
 REDUCTION_CHUNK = 8192
 
 
-def _neutral(op: str, dtype: np.dtype) -> Any:
+def neutral_element(op: str, dtype: np.dtype) -> Any:
+    """The identity of reduction *op* for *dtype*."""
     if op == "sum" or op == "any":
         return dtype.type(0)
     if op == "product" or op == "all":
@@ -187,7 +188,7 @@ class _SplitScalarReductions(ExprIdentityMapper):
             position = prim.Sum((prim.Product((index_var(0), k)), prim.Variable(name)))
             inner = prim.If(prim.Comparison(position, "<", hi),
                             substitute(expr.inner, {name: position}),
-                            _neutral(expr.op, dtype))
+                            neutral_element(expr.op, dtype))
             partial = IndexLambda(Reduce(expr.op, inner, ((name, 0, k),)),
                                   (chunks,), dtype, self.node.bindings)
             hi = chunks
