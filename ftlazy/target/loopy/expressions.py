@@ -147,6 +147,10 @@ class Translator(ExprIdentityMapper):
                 and expr == np.iinfo(expr.dtype).min):
             # C reads the literal -2147483648 as a wider type
             return LoopyTypeCast(expr.dtype, expr.dtype.type(expr + 1)) - 1
+        if isinstance(expr, np.integer) and expr.dtype.itemsize < 4:
+            # C has no char or short literals: ``max(c, 100u)`` on a uchar
+            # ``c`` is an ambiguous overload in OpenCL
+            return LoopyTypeCast(expr.dtype, expr)
         return expr
 
     def map_variable(self, expr: prim.Variable) -> Any:
