@@ -147,10 +147,6 @@ class Translator(ExprIdentityMapper):
                 and expr == np.iinfo(expr.dtype).min):
             # C reads the literal -2147483648 as a wider type
             return LoopyTypeCast(expr.dtype, expr.dtype.type(expr + 1)) - 1
-        if isinstance(expr, np.integer) and expr.dtype.itemsize < 4:
-            # C has no char or short literals: ``max(c, 100u)`` on a uchar
-            # ``c`` is an ambiguous overload in OpenCL
-            return LoopyTypeCast(expr.dtype, expr)
         return expr
 
     def map_variable(self, expr: prim.Variable) -> Any:
@@ -200,6 +196,24 @@ class Translator(ExprIdentityMapper):
         if expr.dtype == np.bool_:
             return _compare(child, "!=", 0)
         return LoopyTypeCast(expr.dtype, child)
+
+    def _extremum(self, expr: prim.Min | prim.Max, op: str) -> Any:
+        children = [self.rec(c) for c in expr.children]
+        dtype = expr_dtype(expr, self.bindings)
+        if dtype is None or dtype.kind not in "biu" or dtype.itemsize >= 4:
+            return type(expr)(tuple(children))
+        # C has no char or short literals, so OpenCL's max(c, 100u) on a
+        # uchar c is an ambiguous overload: select instead
+        result = children[0]
+        for c in children[1:]:
+            result = prim.If(_compare(result, op, c), result, c)
+        return result
+
+    def map_max(self, expr: prim.Max) -> Any:
+        return self._extremum(expr, ">=")
+
+    def map_min(self, expr: prim.Min) -> Any:
+        return self._extremum(expr, "<=")
 
     def map_comparison(self, expr: prim.Comparison) -> Any:
         return _compare(self.rec(expr.left), expr.operator, self.rec(expr.right))

@@ -78,6 +78,8 @@ class _StoreContext:
     scope: _Scope
     inames: list[str]
     index: tuple
+    #: the shape the loop nest spans (None: not a plain loop nest)
+    shape: tuple | None = None
     reads: set = field(default_factory=set)
     deps: set = field(default_factory=set)
     privates: dict = field(default_factory=dict)
@@ -171,7 +173,10 @@ class KernelBuilder:
         if node in scope.names:
             ctx.reads.add(node)
             ref = prim.Subscript(prim.Variable(scope.names[node]), index or (0,))
-            if index and index == ctx.index:
+            # (only when the array spans the loop nest: else the read may be
+            # guarded by a condition the hoisted load would escape)
+            if (index and index == ctx.index and ctx.shape is not None
+                    and sh.shapes_equal(node.shape, ctx.shape)):
                 return self._load_once(node, ref, ctx)
             return ref
         if node in scope.plan.private:
@@ -349,7 +354,7 @@ class KernelBuilder:
         indices are *index_prefix*); returns them and the stored arrays read."""
         inames, index = self._loop_nest(node.shape, scope,
                                         cheap=not has_reduce(node.expr))
-        ctx = _StoreContext(scope, inames, index)
+        ctx = _StoreContext(scope, inames, index, node.shape)
         # private statements first, children before users, so that
         # translating one never recurses into the next (deep chains)
         for private in self._reachable_privates(node, scope):
@@ -432,7 +437,7 @@ class KernelBuilder:
         (rname, _, kext), = reduction.bounds
         lanes = REDUCTION_LANES
         inames, index = self._loop_nest(node.shape, scope, cheap=False)
-        ctx = _StoreContext(scope, inames, index)
+        ctx = _StoreContext(scope, inames, index, node.shape)
         ro = self._fresh("_ft_ro")
         self._add_domain([ro], [kext // lanes])
         lane = {}
