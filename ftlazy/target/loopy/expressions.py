@@ -38,7 +38,12 @@ C_FUNCTIONS = {
 
 def storage_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype an array is stored with in device memory (OpenCL has no
-    ``bool`` buffers)."""
+    ``bool`` buffers). float16 is a :class:`TypeError`: OpenCL devices
+    need an extension for it, which this target does not use."""
+    if dtype == np.float16:
+        raise TypeError("float16 arrays are not supported by the OpenCL target "
+                        "(numpy gives float16 for some operations on bool and "
+                        "int8 arrays, e.g. sqrt): cast to float32 first")
     return np.dtype(np.int8) if dtype == np.bool_ else dtype
 
 
@@ -166,6 +171,11 @@ class Translator(ExprIdentityMapper):
         return self.read(self.bindings[expr.aggregate.name], index)
 
     def map_reduce(self, expr: Reduce) -> Any:
+        if any(hi == 0 for _, _, hi in expr.bounds):
+            # over nothing: the neutral element (amax/amin of nothing is an
+            # error the front end raises)
+            return {"sum": 0, "product": 1, "any": np.int8(0),
+                    "all": np.int8(1)}[expr.op]
         saved = dict(self.index_map)
         inames = []
         for name, lo, hi in expr.bounds:

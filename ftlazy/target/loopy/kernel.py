@@ -35,7 +35,8 @@ from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import Reduce
 from ftlazy.tags import Named, PrefixNamed
-from ftlazy.target.loopy.expressions import Translator, storage_dtype
+from ftlazy.target.loopy.expressions import (
+    Translator, register_builtins, storage_dtype)
 from ftlazy.target.loopy.storage import StoragePlan, decide_storage, has_reduce
 
 #: work-group size for the axis a scan body parallelizes over
@@ -526,6 +527,10 @@ class KernelBuilder:
                 name = out_names.get(n) or self._storage_name(n)
                 if n not in out_names:
                     self._global_temporary(name, n.shape, n.dtype)
+                if 0 in n.shape:  # statically empty: nothing to compute
+                    scope.names[n] = name
+                    self.level[n] = 0
+                    continue
                 blocked = _blockable_contraction(n)
                 split = _splittable_reduction(n) if blocked is None else None
                 if split is not None:
@@ -729,6 +734,7 @@ class KernelBuilder:
             silenced_warnings=["v1_scheduler_fallback",
                                "insn_count_subdomains_order", "write_race*"],
             options=lp.Options(return_dict=True, no_numpy=False))
+        knl = register_builtins(knl)
         if self.iname_tags:
             knl = lp.tag_inames(knl, self.iname_tags)
         if self.scan_prefixes:
@@ -803,7 +809,9 @@ def _splittable_reduction(node: IndexLambda) -> Any:
     if (node.ndim == 0 or not isinstance(expr, Reduce)
             or expr.op not in ("sum", "product", "max", "min")
             or len(expr.bounds) != 1 or has_reduce(expr.inner)
-            or node.dtype.kind not in "iuf"):
+            or node.dtype.kind not in "iuf"
+            # float max/min must propagate NaN, which Max/Min do not
+            or (node.dtype.kind == "f" and expr.op in ("max", "min"))):
         return None
     kext = expr.bounds[0][2]
     if not isinstance(kext, int) or kext % REDUCTION_LANES or kext < 8 * REDUCTION_LANES:

@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: MIT
+"""Map, Gather and the shapes of results (DictOfNamedArrays with shared
+arrays, placeholder and 0-d outputs) through the OpenCL target, against the
+reference evaluator. All results are one program, compiled once."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+
+
+def assert_same(actual: Any, expected: Any, what: str) -> None:
+    """*actual* equals *expected* in dtype, shape and value (exactly for
+    integers and bools, to a few ulps for floats)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, (
+        f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
+    assert actual.shape == expected.shape, (
+        f"{what}: shape {actual.shape}, expected {expected.shape}")
+    if expected.dtype.kind in "fc":
+        rtol = 1e-5 if expected.dtype in (np.float32, np.complex64) else 1e-12
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=0,
+                                   equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+
+
+X = ft.make_placeholder("X", (4, 3), np.float64)
+W = ft.make_placeholder("W", (3, 2), np.float64)
+Y = ft.make_placeholder("Y", (4, 2, 3), np.float64)
+XF = ft.make_placeholder("XF", (4, 3), np.float32)
+EMB = ft.make_placeholder("emb", (6, 3), np.float64)
+IDS = ft.make_placeholder("ids", (5,), np.int64)
+IDS2 = ft.make_placeholder("ids2", (2, 2), np.int32)
+WEIGHTS = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+
+PAIR = ft.map(lambda row: (row * 2, ft.sum(row)), X)
+SHARED = X * 3 + 1
+
+RESULTS = {
+    # Map
+    "map_closure": ft.map(lambda row: ft.tanh(row @ W), X),
+    "map_wrapped_weight": ft.map(lambda row: row @ ft.make_data_wrapper(WEIGHTS), X),
+    "map_tuple_first": PAIR[0], "map_tuple_second": PAIR[1],
+    "map_nested": ft.map(lambda mat: ft.map(lambda row: row * ft.max(row), mat), Y),
+    "map_reduction": ft.map(lambda mat: ft.sum(mat, axis=0) / ft.amax(mat), Y),
+    "map_two_inputs": ft.map(lambda a, b: a @ b, Y,
+                             ft.reshape(ft.arange(24, dtype=np.float64), (4, 3, 2))),
+    "map_float32": ft.map(lambda row: ft.exp(row) * 2, XF),
+    "map_then_op": ft.map(lambda row: row - ft.sum(row) / 3, X) * 2,
+    "map_to_scalar_bool": ft.map(lambda row: ft.any(row > 0.5), X),
+    # Gather
+    "gather": ft.gather(EMB, IDS), "gather_axis1": ft.gather(EMB, IDS2, axis=1),
+    "gather_negative": ft.gather(EMB, -IDS - 1), "gather_of_expr": ft.gather(EMB * 2, IDS % 6),
+    "gather_2d_ids": ft.gather(EMB, IDS2), "gather_in_map": ft.map(
+        lambda ids: ft.sum(ft.gather(EMB, ids), axis=0), IDS2),
+    "gather_then_reduce": ft.sum(ft.gather(EMB, IDS), axis=1),
+    # result shapes
+    "shared_a": SHARED, "shared_b": SHARED, "placeholder_out": X,
+    "placeholder_twice": X, "zero_d": ft.sum(X), "zero_d_int": ft.sum(IDS),
+    "zero_d_bool": ft.any(IDS2 < 0), "zero_d_index": X[1, 2],
+}
+
+IDS_VALUE = np.array([0, 5, -1, 2, -6])
+
+
+def _inputs(**changes: np.ndarray) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(11)
+    inputs = {"X": rng.normal(size=(4, 3)), "W": rng.normal(size=(3, 2)),
+              "Y": rng.normal(size=(4, 2, 3)),
+              "XF": rng.normal(size=(4, 3)).astype(np.float32),
+              "emb": rng.normal(size=(6, 3)), "ids": IDS_VALUE,
+              "ids2": np.array([[0, 1], [-1, 2]], np.int32)}
+    inputs.update(changes)
+    return inputs
+
+
+@pytest.fixture(scope="module")
+def program() -> Any:
+    """All :data:`RESULTS`, compiled once."""
+    return ft.compile(ft.make_dict_of_named_arrays(RESULTS))
+
+
+@pytest.fixture(scope="module")
+def results(program) -> tuple[dict, dict]:
+    inputs = _inputs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = ft.evaluate_numpy(ft.make_dict_of_named_arrays(RESULTS), **inputs)
+    return program(**inputs), reference
+
+
+@pytest.mark.parametrize("name", list(RESULTS))
+def test_matches_reference(results, name: str) -> None:
+    compiled, reference = results
+    assert_same(compiled[name], reference[name], name)
+
+
+def test_against_numpy(results) -> None:
+    """A few results against numpy directly (the evaluator's own tests
+    cover the rest)."""
+    compiled, _ = results
+    a = _inputs()
+    X, W, emb, ids = a["X"], a["W"], a["emb"], a["ids"]
+    assert_same(compiled["map_closure"], np.tanh(X @ W), "map_closure")
+    assert_same(compiled["map_tuple_second"], X.sum(axis=1), "map_tuple_second")
+    assert_same(compiled["gather"], emb[ids], "gather")
+    assert_same(compiled["gather_axis1"], emb[:, a["ids2"]], "gather_axis1")
+    assert_same(compiled["gather_in_map"], emb[a["ids2"]].sum(axis=1), "gather_in_map")
+    assert_same(compiled["placeholder_out"], X, "placeholder_out")
+    assert_same(compiled["zero_d"], X.sum(), "zero_d")
+    assert compiled["zero_d"].shape == () and compiled["zero_d_bool"].shape == ()
+    np.testing.assert_array_equal(compiled["shared_a"], compiled["shared_b"])
+
+
+def test_result_names_are_the_users(results) -> None:
+    compiled, _ = results
+    assert set(compiled) == set(RESULTS)
+
+
+@pytest.mark.parametrize("bad", [[0, 6, 1, 1, 1], [0, 1, -7, 1, 1]],
+                         ids=["too_large", "too_negative"])
+def test_gather_out_of_range(program, bad: list[int]) -> None:
+    with pytest.raises(IndexError, match="out of range for axis 0 with size 6"):
+        program(**_inputs(ids=np.array(bad)))
+
+
+def test_gather_out_of_range_inside_map(program) -> None:
+    with pytest.raises(IndexError, match="out of range"):
+        program(**_inputs(ids2=np.array([[0, 1], [6, 2]], np.int32)))
+
+
+def test_program_still_works_after_index_error(program) -> None:
+    """A failed index check leaves the program usable."""
+    with pytest.raises(IndexError):
+        program(**_inputs(ids=np.array([9, 0, 0, 0, 0])))
+    out = program(**_inputs())
+    assert_same(out["gather"], _inputs()["emb"][IDS_VALUE], "gather after error")
+
+
+def test_advanced_index_out_of_range() -> None:
+    a = ft.make_placeholder("a", (5,), np.float64)
+    idx = ft.make_placeholder("idx", (3,), np.int32)
+    f = ft.compile(a[idx] * 2)
+    value = np.arange(5.0)
+    np.testing.assert_array_equal(f(a=value, idx=np.array([4, -5, 0], np.int32)),
+                                  value[[4, -5, 0]] * 2)
+    with pytest.raises(IndexError, match="out of range for axis 0 with size 5"):
+        f(a=value, idx=np.array([0, 5, 0], np.int32))
+
+
+def test_single_array_result_is_an_array() -> None:
+    """A single array compiles to a callable returning one numpy array."""
+    f = ft.compile(ft.sum(X, axis=0))
+    out = f(X=np.ones((4, 3)))
+    assert isinstance(out, np.ndarray)
+    assert_same(out, np.full(3, 4.0), "sum")
+
+
+def test_placeholder_as_single_output() -> None:
+    f = ft.compile(X)
+    value = np.arange(12.0).reshape(4, 3)
+    out = f(X=value)
+    assert_same(out, value, "placeholder")
+    assert out is not value
