@@ -37,7 +37,9 @@ from ftlazy.scalar_expr import Reduce
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.expressions import (
     Translator, register_builtins, storage_dtype)
-from ftlazy.target.loopy.storage import StoragePlan, decide_storage, has_reduce
+from ftlazy.target.loopy.storage import (
+    StoragePlan, decide_storage, has_reduce, identity_read_bindings)
+from ftlazy.target.loopy.vectorize import VECTOR_WIDTH, vector_view
 
 #: work-group size for the axis a scan body parallelizes over
 SCAN_LOCAL_SIZE = 256
@@ -100,6 +102,9 @@ class KernelBuilder:
         self.iname_tags: dict[str, str] = {}
         self.priorities: list[tuple[str, str]] = []
         self.scan_prefixes: list[str] = []
+        self.vector_length: int | None = None
+        #: arguments passed as (n / VECTOR_WIDTH, VECTOR_WIDTH) views
+        self.vector_args: list[str] = []
         self.level: dict[Node, float] = {}
         self.params: set[str] = set()
         self._counter = 0
@@ -177,6 +182,7 @@ class KernelBuilder:
             # (only when the array spans the loop nest: else the read may be
             # guarded by a condition the hoisted load would escape)
             if (index and index == ctx.index and ctx.shape is not None
+                    and self.vector_length is None
                     and sh.shapes_equal(node.shape, ctx.shape)):
                 return self._load_once(node, ref, ctx)
             return ref
@@ -297,6 +303,17 @@ class KernelBuilder:
             else:
                 self.iname_tags[group] = "g.0"
             return [group, item], ()
+        if self.vector_length is not None and not local:
+            group, item, lane = (self._fresh(p) for p in ("_ft_o", "_ft_l", "_ft_v"))
+            groups = shape[0] // VECTOR_WIDTH
+            self.domains.append(
+                f"{{ [{group}, {item}, {lane}]: 0 <= {item} < {size} and "
+                f"0 <= {lane} < {VECTOR_WIDTH} and "
+                f"0 <= {size}*{group} + {item} < {groups} }}")
+            self.iname_tags.update({group: "g.0", item: "l.0", lane: "vec"})
+            flat = ((prim.Variable(group) * size + prim.Variable(item)) * VECTOR_WIDTH
+                    + prim.Variable(lane))
+            return [group, item, lane], (flat,)
         for d, extent in enumerate(shape):
             if d == 0:
                 chunk = 1
@@ -327,6 +344,39 @@ class KernelBuilder:
                 index.append(prim.Variable(name))
                 self.priorities.extend((t, name) for t in scope.outer_inames)
         return inames, tuple(index)
+
+    def _vector_length(self, plan: StoragePlan, placeholders: list) -> int | None:
+        """The common length n if the kernel is elementwise over (n,) with n
+        divisible by the vector width (see :mod:`.vectorize`), else None."""
+        if self.device_kind != "cpu" or plan.private:
+            return None
+        lengths = set()
+        for n in self.order:
+            if isinstance(n, (Scan, LoopResult, BodyParam)):
+                return None
+            if isinstance(n, Placeholder):
+                if n.ndim == 1:
+                    lengths.add(n.shape[0])
+                elif n.ndim > 1:
+                    return None
+                continue
+            if not isinstance(n, IndexLambda):
+                continue
+            if n.ndim != 1 or has_reduce(n.expr):
+                return None
+            lengths.add(n.shape[0])
+            ident = identity_read_bindings(n)
+            if any(b.ndim and name not in ident for name, b in n.bindings.items()):
+                return None
+        if len(lengths) != 1:
+            return None
+        (length,) = lengths
+        if not isinstance(length, int) or length % VECTOR_WIDTH or length < 4096:
+            return None
+        stored = [n for n in self.order if n in plan.stored]
+        if len(stored) != len(set(self.outputs.values())):
+            return None  # temporaries would need vector views too
+        return length
 
     def _local_size(self, shape: tuple, scope: _Scope, cheap: bool) -> int:
         """Work items per group along axis 0 (see :meth:`_loop_nest`)."""
@@ -518,6 +568,7 @@ class KernelBuilder:
                     inputs.append(ArgSpec(n.name, n.shape, n.dtype))
             elif isinstance(n, SizeParam):
                 self.params.add(n.name)
+        self.vector_length = self._vector_length(plan, placeholders)
         out_names = {a: name for name, a in reversed(list(self.outputs.items()))}
         outputs = [ArgSpec(name, a.shape, a.dtype) for name, a in self.outputs.items()]
         for n in self.order:
@@ -739,6 +790,11 @@ class KernelBuilder:
             knl = lp.tag_inames(knl, self.iname_tags)
         if self.scan_prefixes:
             knl = _declare_scan_nosync(knl, self.scan_prefixes)
+        if self.vector_length is not None:
+            self.vector_args = [a.name for a in inputs + outputs
+                                if a.shape == (self.vector_length,)
+                                and a.name not in self.packs]
+            knl = vector_view(knl, self.vector_args)
         if self.priorities:
             entry = knl.default_entrypoint
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority

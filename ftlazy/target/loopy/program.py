@@ -30,6 +30,7 @@ from ftlazy.target.binding import bind_inputs
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
 from ftlazy.target.loopy.kernel import ArgSpec, KernelBuilder
 from ftlazy.target.loopy.device import default_queue, device_kind, silence_compiler_output
+from ftlazy.target.loopy.vectorize import VECTOR_WIDTH
 from ftlazy.target.loopy.lowering import insert_index_checks, lower_for_codegen
 
 silence_compiler_output()
@@ -67,6 +68,8 @@ class CompiledArtifact:
     timings: StageTimings
     #: packed argument -> (canonical input name, offset, size) of its members
     packs: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    #: arguments the kernel views as (n / width, width) vectors
+    vector_args: tuple[str, ...] = ()
     executors: dict = field(default_factory=dict)
 
     def executor(self, context: cl.Context) -> Any:
@@ -104,7 +107,7 @@ def _artifact(canon: CanonicalDAG, kind: str) -> tuple[CompiledArtifact, bool]:
                     for ph, offset in members]
              for pack, members in builder.packs.items()}
     art = CompiledArtifact(t_unit, inputs, outs, output_args, checks, timings,
-                           packs)
+                           packs, tuple(builder.vector_args))
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = art
@@ -216,6 +219,9 @@ class BoundProgram:
             args[canon.input_names[user_name]] = _to_kernel_form(value, queue)
         for name, data in canon.data.items():
             args[name] = _to_kernel_form(data, queue)
+        for name in self.artifact.vector_args:
+            if name in args:
+                args[name] = args[name].reshape(-1, VECTOR_WIDTH)
         for pack, members in self.artifact.packs.items():
             parts = [args.pop(name) for name, _, _ in members]
             args[pack] = np.concatenate([
@@ -264,6 +270,8 @@ class BoundProgram:
 
     def _from_kernel_form(self, value: Any, arg: str) -> Any:
         spec = self._spec(arg)
+        if arg in self.artifact.vector_args:
+            value = value.reshape(-1)
         if spec.dtype == np.bool_ and value.dtype != np.bool_:
             value = value.view(np.bool_)
         if not spec.shape and value.shape != ():

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: MIT
+"""Explicit SIMD for flat elementwise kernels.
+
+On CPUs, OpenCL's scalar math builtins (``exp``, ``sin``) are several times
+slower per element than their ``double8`` forms. When a whole kernel is
+elementwise over one concrete length divisible by :data:`VECTOR_WIDTH`, its
+arrays are viewed as ``(n / 8, 8)`` with a vector axis and the element loop
+becomes a loopy ``vec`` iname, so the generated code works on ``double8``.
+
+loopy 2025.2 declines to vectorize any function call; :func:`_patch_loopy`
+teaches its vectorizability check that the elementwise OpenCL builtins are
+fine (applied once at import, so loopy's disk cache never mixes patched and
+unpatched code).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import loopy as lp
+from loopy.expression import VectorizabilityChecker
+
+#: elements per vector
+VECTOR_WIDTH = 8
+
+#: OpenCL builtins that apply elementwise to vector arguments
+ELEMENTWISE_BUILTINS = frozenset({
+    "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh", "sqrt", "fabs", "abs", "floor",
+    "ceil", "fmod", "pow", "fmin", "fmax", "copysign"})
+
+
+def _patch_loopy() -> None:
+    original = VectorizabilityChecker.map_call
+    if getattr(original, "_ftlazy", False):
+        return
+
+    def map_call(self: Any, expr: Any) -> bool:
+        if getattr(expr.function, "name", None) in ELEMENTWISE_BUILTINS:
+            return any([self.rec(p) for p in expr.parameters])
+        return original(self, expr)
+    map_call._ftlazy = True
+    VectorizabilityChecker.map_call = map_call
+
+
+_patch_loopy()
+
+
+def vector_view(knl: lp.TranslationUnit, names: list[str]) -> lp.TranslationUnit:
+    """View the 1-D arrays *names* as ``(n / VECTOR_WIDTH, VECTOR_WIDTH)``
+    with a vector axis."""
+    if not names:
+        return knl
+    entry = knl.default_entrypoint
+    entry = lp.split_array_axis(entry, names, 0, VECTOR_WIDTH)
+    entry = lp.tag_array_axes(entry, names, "c,vec")
+    return knl.with_kernel(entry)
