@@ -39,7 +39,7 @@ from ftlazy.target.loopy.expressions import (
     Translator, register_builtins, storage_dtype)
 from ftlazy.target.loopy.storage import (
     StoragePlan, decide_storage, has_reduce, identity_read_bindings)
-from ftlazy.target.loopy.vectorize import VECTOR_WIDTH, vector_view
+from ftlazy.target.loopy.vectorize import VECTOR_WIDTH, simd_safe, vector_view
 
 #: work-group size for the axis a scan body parallelizes over
 SCAN_LOCAL_SIZE = 256
@@ -356,13 +356,15 @@ class KernelBuilder:
                 return None
             if isinstance(n, Placeholder):
                 if n.ndim == 1:
+                    if n.dtype.kind != "f":
+                        return None
                     lengths.add(n.shape[0])
                 elif n.ndim > 1:
                     return None
                 continue
             if not isinstance(n, IndexLambda):
                 continue
-            if n.ndim != 1 or has_reduce(n.expr):
+            if n.ndim != 1 or n.dtype.kind != "f" or not simd_safe(n.expr):
                 return None
             lengths.add(n.shape[0])
             ident = identity_read_bindings(n)

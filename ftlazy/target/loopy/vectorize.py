@@ -15,10 +15,15 @@ unpatched code).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import loopy as lp
+import pymbolic.primitives as prim
 from loopy.expression import VectorizabilityChecker
+
+from ftlazy.scalar_expr import Reduce, TypeCast
+from ftlazy.target.loopy.expressions import C_FUNCTIONS
 
 #: elements per vector
 VECTOR_WIDTH = 8
@@ -44,6 +49,33 @@ def _patch_loopy() -> None:
 
 
 _patch_loopy()
+
+
+_SIMD_UNSAFE = (prim.Comparison, prim.If, prim.LogicalAnd, prim.LogicalOr,
+                prim.LogicalNot, prim.Min, prim.Max, prim.FloorDiv, prim.Remainder,
+                prim.BitwiseAnd, prim.BitwiseOr, prim.BitwiseXor, prim.BitwiseNot,
+                Reduce)
+
+
+def simd_safe(expr: Any) -> bool:
+    """Whether a body means the same on vectors: OpenCL vector comparisons
+    give -1 for true and vector conditionals select by sign bit, so bodies
+    with comparisons, conditionals, min/max or integer casts stay scalar."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, _SIMD_UNSAFE):
+            return False
+        if isinstance(e, TypeCast) and e.dtype.kind != "f":
+            return False
+        if isinstance(e, prim.Call) and (
+                C_FUNCTIONS.get(e.function.name) not in ELEMENTWISE_BUILTINS):
+            return False
+        if isinstance(e, prim.ExpressionNode):
+            for f in dataclasses.fields(e):
+                value = getattr(e, f.name)
+                stack.extend(value if isinstance(value, tuple) else [value])
+    return True
 
 
 def vector_view(knl: lp.TranslationUnit, names: list[str]) -> lp.TranslationUnit:

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: MIT
+"""The double8/float8 path for flat elementwise kernels, and the cases that
+must stay scalar."""
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+
+N = 8192
+rng = np.random.default_rng(3)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_flat_elementwise_is_vectorized_and_correct(dtype):
+    x = ft.make_placeholder("x", (N,), dtype)
+    y = ft.make_placeholder("y", (N,), dtype)
+    s = ft.make_placeholder("s", (), dtype)
+    d = ft.make_dict_of_named_arrays({
+        "w1": ft.exp(-x * x) * ft.sin(3 * x) + 0.5 * x / (1 + x * x),
+        "mix": ft.sqrt(x + 1) * ft.tanh(y) - ft.log(y + 2) * s + x ** 2,
+        "atan2": ft.arctan2(x, y + 1),
+    })
+    f = ft.compile(d)
+    vector = {"float64": "double8", "float32": "float8"}[np.dtype(dtype).name]
+    assert vector in f.source
+    inputs = dict(x=rng.random(N, dtype=dtype), y=rng.random(N, dtype=dtype),
+                  s=np.asarray(1.5, dtype=dtype))
+    out, ref = f(**inputs), ft.evaluate_numpy(d, **inputs)
+    # float32: a few ulp of the vector builtins, cancellation near zero
+    rtol, atol = (1e-12, 1e-300) if dtype == np.float64 else (2e-6, 2e-6)
+    for name in ref:
+        assert out[name].dtype == ref[name].dtype and out[name].shape == (N,)
+        np.testing.assert_allclose(out[name], ref[name], rtol=rtol, atol=atol)
+
+
+def test_comparisons_and_conditionals_stay_scalar():
+    x = ft.make_placeholder("x", (N,), np.float64)
+    d = ft.make_dict_of_named_arrays({
+        "clip": ft.where(x > 0.5, x, -x), "big": x > 0.25,
+        "m": ft.maximum(x, 0.3), "fl": x // 0.1})
+    f = ft.compile(d)
+    assert "double8" not in f.source
+    xv = rng.random(N)
+    out, ref = f(x=xv), ft.evaluate_numpy(d, x=xv)
+    for name in ref:
+        np.testing.assert_array_equal(out[name], ref[name])
+
+
+def test_lengths_not_divisible_by_the_width_stay_scalar():
+    x = ft.make_placeholder("x", (N + 3,), np.float64)
+    f = ft.compile(ft.exp(x))
+    assert "double8" not in f.source
+    xv = rng.random(N + 3)
+    np.testing.assert_allclose(f(x=xv), np.exp(xv), rtol=1e-14)
