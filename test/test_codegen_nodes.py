@@ -16,15 +16,17 @@ import ftlazy as ft
 
 def assert_same(actual: Any, expected: Any, what: str) -> None:
     """*actual* equals *expected* in dtype, shape and value (exactly for
-    integers and bools, to a few ulps for floats)."""
+    integers and bools; floats to rtol 1e-12 or 1e-5 for float32, with a
+    few ulps of 1 of absolute slack for reordered sums)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.dtype == expected.dtype, (
         f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
     assert actual.shape == expected.shape, (
         f"{what}: shape {actual.shape}, expected {expected.shape}")
     if expected.dtype.kind in "fc":
-        rtol = 1e-5 if expected.dtype in (np.float32, np.complex64) else 1e-12
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=0,
+        single = expected.dtype in (np.float32, np.complex64)
+        rtol, atol = (1e-5, 1e-6) if single else (1e-12, 1e-14)
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol,
                                    equal_nan=True, err_msg=what)
     else:
         np.testing.assert_array_equal(actual, expected, err_msg=what)

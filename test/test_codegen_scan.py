@@ -79,3 +79,28 @@ def test_scan_float32_carry_and_weights_closure():
     out = f(**vals)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, ft.evaluate_numpy(last, **vals), rtol=1e-5)
+
+
+@pytest.mark.parametrize("mix_rows", [False, True])
+def test_rows_partitioned_only_when_independent(mix_rows):
+    """Rows of a batched carry run in separate work groups; a body that
+    mixes rows (roll along the batch axis, a sum over it) must not be."""
+    n = ft.make_size_param("n")
+    xs = ft.make_placeholder("xs", (5, n, 3), np.float64)
+    h0 = ft.make_placeholder("h0", (n, 3), np.float64)
+
+    def step(h, x):
+        new = ft.sin(h) * 0.9 + x
+        if mix_rows:
+            new = new + 0.1 * ft.roll(h, 1, axis=0) + 0.01 * ft.sum(h, axis=0)
+        return new
+
+    hs = ft.scan(step, xs, h0)
+    f = ft.compile(hs)
+    partitioned = "gid(0)" in next(k for k in f.source.split("__kernel")
+                                   if "for (int _ft_t" in k)
+    assert partitioned == (not mix_rows)
+    for rows in (1, 4, 7):
+        vals = dict(xs=rng.random((5, rows, 3)), h0=rng.random((rows, 3)))
+        np.testing.assert_allclose(f(**vals), ft.evaluate_numpy(hs, **vals),
+                                   rtol=1e-12)

@@ -19,6 +19,7 @@ Scans) to one loopy translation unit.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -33,7 +34,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
-from ftlazy.scalar_expr import Reduce
+from ftlazy.scalar_expr import Reduce, index_var
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.expressions import (
     Translator, register_builtins, storage_dtype)
@@ -72,6 +73,9 @@ class _Scope:
     outer_inames: tuple[str, ...] = ()
     #: 'global' (work groups) or 'local' (one work group)
     parallel: str = "global"
+    #: in a scan whose rows are independent: (row count, rows per group);
+    #: each work group then runs the time loop for its own rows
+    batch: tuple | None = None
 
 
 @dataclass
@@ -294,6 +298,8 @@ class KernelBuilder:
         size = self._local_size(shape, scope, cheap)
         inames: list[str] = []
         index: list[Any] = []
+        if scope.batch is not None:
+            return self._batched_loop_nest(shape, scope)
         if not shape:
             group, item = self._fresh("_ft_z"), self._fresh("_ft_z")
             self._add_domain([group, item], [1, 1])
@@ -343,6 +349,43 @@ class KernelBuilder:
                 inames.append(name)
                 index.append(prim.Variable(name))
                 self.priorities.extend((t, name) for t in scope.outer_inames)
+        return inames, tuple(index)
+
+    def _batched_loop_nest(self, shape: tuple, scope: _Scope
+                           ) -> tuple[list[str], tuple]:
+        """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
+        into the work group (g.0) and a sequential loop over its rows; the
+        last axis is spread over the group's work items (l.0)."""
+        rows, per_group = scope.batch
+        group, row = self._fresh("_ft_bg"), self._fresh("_ft_br")
+        self._add_split_domain(group, row, per_group, rows)
+        self.iname_tags[group] = "g.0"
+        inames = [group, row]
+        index: list[Any] = [prim.Variable(group) * per_group + prim.Variable(row)]
+        sequential = [row]
+        for d, extent in enumerate(shape[1:], start=1):
+            if d == len(shape) - 1:
+                size = (min(SCAN_LOCAL_SIZE, extent) if isinstance(extent, int)
+                        else SCAN_LOCAL_SIZE)
+                outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
+                self._add_split_domain(outer, inner, max(size, 1), extent)
+                self.iname_tags[inner] = "l.0"
+                inames += [outer, inner]
+                index.append(prim.Variable(outer) * max(size, 1)
+                             + prim.Variable(inner))
+                sequential.append(outer)
+            else:
+                name = self._fresh(f"_ft_i{d}_")
+                self._add_domain([name], [extent])
+                inames.append(name)
+                index.append(prim.Variable(name))
+                sequential.append(name)
+        if len(shape) == 1:
+            item = self._fresh("_ft_z")
+            self._add_domain([item], [1])
+            self.iname_tags[item] = "l.0"
+            inames.append(item)
+        self.priorities.extend((t, i) for t in scope.outer_inames for i in sequential)
         return inames, tuple(index)
 
     def _vector_length(self, plan: StoragePlan, placeholders: list) -> int | None:
@@ -625,8 +668,10 @@ class KernelBuilder:
         for name, init in zip(carry_names, scan.inits):
             self._global_temporary(name, (2,) + init.shape, init.dtype)
 
-        local = _Scope(decide_storage(list(body.outputs)), {}, {}, (t,), "local")
-        prologue_scope = _Scope(outer.plan, outer.names, {}, (), "local")
+        body_plan = decide_storage(list(body.outputs))
+        batch = _independent_rows(scan, body_plan)
+        local = _Scope(body_plan, {}, {}, (t,), "local", batch)
+        prologue_scope = _Scope(outer.plan, outer.names, {}, (), "local", batch)
 
         def outer_reader(a: Array) -> Callable[[tuple], Any]:
             if isinstance(a, SizeParam):
@@ -875,6 +920,59 @@ def _splittable_reduction(node: IndexLambda) -> Any:
     if not isinstance(kext, int) or kext % REDUCTION_LANES or kext < 8 * REDUCTION_LANES:
         return None
     return expr
+
+
+def _independent_rows(scan: Scan, plan: StoragePlan) -> tuple | None:
+    """``(rows, rows per work group)`` if the scan's carries share a leading
+    axis whose rows evolve independently (a batch): every body array that
+    depends on a carry, and every stored body array, has that leading axis
+    and is read only at the reader's own row ``_0``. Then work groups can
+    each run the time loop for their own rows with no synchronization
+    between groups."""
+    inits = scan.inits
+    if not inits or any(a.ndim == 0 for a in inits):
+        return None
+    rows = inits[0].shape[0]
+    if not all(sh.prove_equal(a.shape[0], rows) for a in inits):
+        return None
+    body = scan.body
+    order = topological_order(list(body.outputs))
+    tracked: set[Node] = set(body.params[:scan.num_carries])
+    for n in order:
+        if isinstance(n, IndexLambda) and (
+                n in plan.stored
+                or any(b in tracked for b in n.bindings.values())):
+            tracked.add(n)
+    for n in order:
+        if not isinstance(n, IndexLambda):
+            continue
+        if n in tracked and (n.ndim == 0 or not sh.prove_equal(n.shape[0], rows)):
+            return None
+        for e in _subexpressions(n.expr):
+            if isinstance(e, prim.Variable) and n.bindings.get(e.name) in tracked:
+                return None
+            if (isinstance(e, prim.Subscript)
+                    and n.bindings[e.aggregate.name] in tracked
+                    and e.index_tuple[0] != index_var(0)):
+                return None
+    per_group = 2 if isinstance(rows, int) and rows % 2 == 0 and rows >= 4 else 1
+    return rows, per_group
+
+
+def _subexpressions(expr: Any) -> list[Any]:
+    result, stack = [], [expr]
+    while stack:
+        e = stack.pop()
+        result.append(e)
+        if isinstance(e, prim.Subscript):
+            stack.extend(e.index_tuple)
+        elif isinstance(e, prim.ExpressionNode) and not isinstance(e, prim.Variable):
+            for f in dataclasses.fields(e):
+                value = getattr(e, f.name)
+                stack.extend(v for v in (value if isinstance(value, tuple)
+                                         else (value,))
+                             if isinstance(v, prim.ExpressionNode))
+    return result
 
 
 def _declare_scan_nosync(knl: lp.TranslationUnit, prefixes: list[str]
