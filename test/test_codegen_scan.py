@@ -45,8 +45,10 @@ def test_scan_lengths_and_tuple_carries(scans, length):
         np.testing.assert_allclose(out[name], ref[name], rtol=1e-12)
 
 
-def test_rnn_scan_is_one_kernel_launch_and_correct():
-    t, b, h, i = 7, 3, 5, 4
+@pytest.mark.parametrize("b", [3, 8])
+def test_rnn_scan_is_one_kernel_launch_and_correct(b):
+    """b=3: one row per work group; b=8: rows blocked in private memory."""
+    t, h, i = 7, 5, 4
     xs = ft.make_placeholder("xs", (t, b, i), np.float64)
     w = ft.make_placeholder("w", (h, h), np.float64)
     u = ft.make_placeholder("u", (h, i), np.float64)
@@ -67,6 +69,7 @@ def test_rnn_scan_is_one_kernel_launch_and_correct():
     assert "for (int _ft_t" in source
     scan_kernels = [k for k in source.split("__kernel")[1:] if "for (int _ft_t" in k]
     assert len(scan_kernels) == 1
+    assert ("_ft_acc" in scan_kernels[0]) == (b == 8)
 
 
 def test_scan_float32_carry_and_weights_closure():

@@ -351,6 +351,68 @@ class KernelBuilder:
                 self.priorities.extend((t, name) for t in scope.outer_inames)
         return inames, tuple(index)
 
+    def _emit_row_blocked(self, node: IndexLambda, name: str, scope: _Scope,
+                          reduction: Any) -> tuple[list[Any], set[Node]]:
+        """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan: each
+        work item (a column ``j``) accumulates its group's rows in private
+        memory inside the ``k`` loop, so each loaded ``f`` operand that does
+        not depend on the row (a weight) is read once per group and step."""
+        rows, per_group = scope.batch
+        (rname, _, kext), = reduction.bounds
+        ncols = node.shape[1]
+        group = self._fresh("_ft_bg")
+        self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
+                                                   "rows").to_expr()])
+        self.iname_tags[group] = "g.0"
+        size = min(SCAN_LOCAL_SIZE, ncols) if isinstance(ncols, int) else SCAN_LOCAL_SIZE
+        jo, jl = self._fresh("_ft_o"), self._fresh("_ft_l")
+        self._add_split_domain(jo, jl, size, ncols)
+        self.iname_tags[jl] = "l.0"
+        k = self._fresh("_ft_k")
+        self._add_domain([k], [kext])
+        lanes = {}
+        for role in ("init", "update", "store"):
+            lanes[role] = self._fresh("_ft_rr")
+            self._add_domain([lanes[role]], [per_group])
+            self.iname_tags[lanes[role]] = "ilp" if role == "update" else "unr"
+        t_inames = scope.outer_inames
+        self.priorities.extend([(t, jo) for t in t_inames] + [(t, k) for t in t_inames]
+                               + [(jo, k), (k, lanes["update"])])
+        col = prim.Variable(jo) * size + prim.Variable(jl)
+
+        def row(role):
+            return prim.Variable(group) * per_group + prim.Variable(lanes[role])
+
+        ctx = _StoreContext(scope, [group, jo, jl], (row("update"), col))
+        translator = Translator({"_0": row("update"), "_1": col,
+                                 rname: prim.Variable(k)},
+                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        term = translator(reduction.inner)
+        acc = self._fresh("_ft_acc")
+        self.temporaries[acc] = lp.TemporaryVariable(
+            acc, storage_dtype(node.dtype), shape=(per_group,),
+            address_space=lp.AddressSpace.PRIVATE)
+
+        def at(role):
+            return prim.Subscript(prim.Variable(acc), (prim.Variable(lanes[role]),))
+        base = frozenset(t_inames) | {group, jo, jl}
+        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
+        insns = [
+            lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
+                          within_inames=base | {lanes["init"]},
+                          within_inames_is_final=True),
+            lp.Assignment(at("update"), at("update") + term, id=upd_id,
+                          within_inames=base | {k, lanes["update"]},
+                          within_inames_is_final=True,
+                          depends_on=frozenset(ctx.deps) | {init_id}),
+            lp.Assignment(prim.Subscript(prim.Variable(name), (row("store"), col)),
+                          at("store"), id=self._fresh(name + "_store"),
+                          within_inames=base | {lanes["store"]},
+                          within_inames_is_final=True,
+                          depends_on=frozenset({upd_id}))]
+        return ctx.pending + insns, ctx.reads
+
     def _batched_loop_nest(self, shape: tuple, scope: _Scope
                            ) -> tuple[list[str], tuple]:
         """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
@@ -710,7 +772,11 @@ class KernelBuilder:
         for n in stored:
             name = self._storage_name(n)
             self._global_temporary(name, n.shape, n.dtype)
-            new, reads = self._emit_store(n, name, local)
+            reduction = (_row_blockable(n, batch) if batch is not None else None)
+            if reduction is not None:
+                new, reads = self._emit_row_blocked(n, name, local, reduction)
+            else:
+                new, reads = self._emit_store(n, name, local)
             lev = 1 + max((body_level[r] for r in reads if r in body_level),
                           default=0)
             body_level[n] = lev
@@ -955,8 +1021,22 @@ def _independent_rows(scan: Scan, plan: StoragePlan) -> tuple | None:
                     and n.bindings[e.aggregate.name] in tracked
                     and e.index_tuple[0] != index_var(0)):
                 return None
-    per_group = 2 if isinstance(rows, int) and rows % 2 == 0 and rows >= 4 else 1
+    # enough groups for the cores, enough rows per group to reuse weights
+    per_group = 1
+    if isinstance(rows, int):
+        per_group = next((p for p in (8, 4, 2) if rows % p == 0 and rows >= 2 * p), 1)
     return rows, per_group
+
+
+def _row_blockable(node: IndexLambda, batch: tuple) -> Any:
+    """The reduction if *node* is ``sum_k f(b, j, k)`` over rows ``b`` of a
+    row-partitioned scan (see :meth:`KernelBuilder._emit_row_blocked`)."""
+    expr = node.expr
+    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)
+            or batch[1] == 1):
+        return None
+    return expr
 
 
 def _subexpressions(expr: Any) -> list[Any]:
