@@ -110,11 +110,15 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     if title:
         print(f"\n{title}")
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(cells[0], widths)) + " |"
-    print(line)
+
+    def line(row: list[str]) -> str:
+        padded = (c.ljust(w) for c, w in zip(row, widths, strict=True))
+        return "| " + " | ".join(padded) + " |"
+
+    print(line(cells[0]))
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in cells[1:]:
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+        print(line(r))
     sys.stdout.flush()
 
 # }}}

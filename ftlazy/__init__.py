@@ -4,13 +4,13 @@
 ``import ftlazy as ft``; see ``doc/`` and ``shared/API.md`` for the contract.
 """
 
-from ftlazy.array import (
+from ftlazy.array import (  # noqa: F401
     AdvancedIndex, Array, Axis, AxisPermutation, BasicIndex, Concatenate,
     DataWrapper, DictOfNamedArrays, Einsum, IndexLambda, NormalizedSlice,
     Placeholder, Reshape, Roll, SizeParam, Stack)
-from ftlazy.fractal import (
+from ftlazy.fractal import (  # noqa: F401
     Body, BodyParam, Gather, LoopResult, Map, Scan, fold, gather, map, scan)
-from ftlazy.inputs import (
+from ftlazy.inputs import (  # noqa: F401
     make_data_wrapper, make_dict_of_named_arrays, make_placeholder,
     make_size_param)
 from ftlazy.ops import *  # noqa: F401,F403
@@ -20,8 +20,8 @@ from ftlazy.transform import mappers as _mappers
 
 _mappers._install_named_fallbacks()
 
-from ftlazy.target.numpy import evaluate_numpy  # noqa: E402
-from ftlazy.visualization import get_dot_graph, show_dot_graph  # noqa: E402
+from ftlazy.target.numpy import evaluate_numpy  # noqa: E402,F401
+from ftlazy.visualization import get_dot_graph, show_dot_graph  # noqa: E402,F401
 
 __version__ = "0.1.0"
 from ftlazy.target.loopy import compile, generate_loopy  # noqa: E402,A001

@@ -490,29 +490,6 @@ class Einsum(Array):
 
 # {{{ index remapping
 
-def _exact_sizes_equal(a: Shape, b: Shape) -> bool:
-    """Whether ``prod(a) == prod(b)`` provably, allowing non-affine products."""
-    try:
-        return sh.prove_equal(sh.product(a), sh.product(b))
-    except sh.NonAffineError:
-        pass
-
-    def factors(shape: Shape) -> tuple[int, list]:
-        const, rest = 1, []
-        for c in shape:
-            form = sh.to_affine(c)
-            if form.is_constant:
-                const *= form.const
-                continue
-            import math
-            g = math.gcd(form.const, *form.coeffs.values())
-            const *= g
-            rest.append(sh.AffineForm({k: v // g for k, v in form.coeffs.items()},
-                                      form.const // g).to_expr())
-        return const, sorted(rest, key=str)
-    return factors(a) == factors(b)
-
-
 @node(children=("array",))
 class Reshape(Array):
     """``array.reshape(newshape, order=order)``."""
@@ -528,7 +505,7 @@ class Reshape(Array):
         object.__setattr__(self, "newshape", newshape)
         if self.order not in ("C", "F"):
             raise ValueError(f"reshape order must be 'C' or 'F', got {self.order!r}")
-        if not _exact_sizes_equal(self.array.shape, newshape):
+        if not sh.sizes_equal(self.array.shape, newshape):
             raise ValueError(f"cannot reshape array of shape "
                              f"{sh.shape_str(self.array.shape)} into shape "
                              f"{sh.shape_str(newshape)}: sizes differ")

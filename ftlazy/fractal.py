@@ -31,7 +31,8 @@ import numpy as np
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, normalize_dtype
-from ftlazy.node import IdentityKey, Node, iter_children, map_children, node, topological_order
+from ftlazy.node import (
+    IdentityKey, Node, iter_children, map_children, node, topological_order)
 from ftlazy.shapes import Shape, ShapeComponent
 
 

@@ -11,6 +11,7 @@ with islpy over all non-negative values of the size parameters.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any, Mapping, Union
 
@@ -288,6 +289,35 @@ def product(components: Any) -> ShapeComponent:
             raise NonAffineError(
                 f"the product {symbolic} * {c} of size parameters is not affine")
     return result.to_expr()
+
+
+def size_factors(shape: Any) -> tuple[int, list]:
+    """``prod(shape)`` as an integer times a sorted list of primitive
+    symbolic affine factors (``2*n + 2`` counts as ``2 * (n + 1)``), so that
+    products of symbolic sizes can be compared without multiplying out."""
+    const, rest = 1, []
+    for c in shape:
+        form = to_affine(c)
+        if form.is_constant:
+            const *= form.const
+            continue
+        g = math.gcd(form.const, *form.coeffs.values())
+        const *= g
+        rest.append(AffineForm({k: v // g for k, v in form.coeffs.items()},
+                               form.const // g).to_expr())
+    return const, sorted(rest, key=str)
+
+
+def sizes_equal(a: Shape, b: Shape) -> bool:
+    """Whether two shapes provably have the same number of elements (also
+    when the products are not affine, e.g. ``(n, m)`` and ``(m, n)``)."""
+    try:
+        return prove_equal(product(a), product(b))
+    except NonAffineError:
+        pass
+    ca, fa = size_factors(a)
+    cb, fb = size_factors(b)
+    return (ca == cb == 0) or (ca == cb and fa == fb)
 
 
 def size_expr(shape: Shape) -> Any:

@@ -138,14 +138,31 @@ def _int_inputs() -> dict[str, np.ndarray]:
             "nz": np.array([[1, -1, 2, -3]] * 3, np.int32),
             "e": rng.integers(0, 4, S).astype(np.int32),
             "b": rng.random(S) < 0.5, "c": rng.random(S) < 0.5,
-            "u8": rng.integers(0, 255, S).astype(np.uint8)}
+            "u8": rng.integers(0, 255, S).astype(np.uint8),
+            **_int_edges()}
+
+
+def _int_edges() -> dict[str, np.ndarray]:
+    """Operands at the ends of each integer range, where a floor division
+    computed naively in the operands' type overflows."""
+    out = {}
+    for name, dtype in (("8", np.int8), ("32", np.int32), ("64", np.int64)):
+        lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+        out["n" + name] = np.array([[lo, lo, hi, lo + 1], [lo, -125, 127, 0],
+                                    [hi, -1, lo, 100]]).astype(dtype)
+        out["d" + name] = np.array([[-1, 2, -3, 2], [3, 5, -3, -7],
+                                    [-1, lo, lo, -50]]).astype(dtype)
+    return out
 
 
 def group_int_bool(xp: Any, a: dict[str, Any]) -> dict[str, Any]:
     """Integer and bool arithmetic, including numpy's floor division and
     modulo with negative operands and zero divisors (which give 0)."""
     i, j, k, l, nz, e, b, c, u8 = (a[n] for n in "i j k l nz e b c u8".split())
-    return {
+    edges = {f"{op}_edges_int{w}": fn(a["n" + w], a["d" + w])
+             for w in ("8", "32", "64")
+             for op, fn in (("floordiv", xp.floor_divide), ("mod", xp.remainder))}
+    return {**edges,
         "add": i + j, "sub": i - j, "mul": k * l, "add_i32_i64": i + l,
         "floordiv": i // j, "mod": i % j, "floordiv_i64": k // l,
         "mod_i64": xp.remainder(k, l), "floordiv_weak": i // -3, "mod_weak": k % 4,

@@ -31,7 +31,6 @@ reshape or flatten whose size would be a product of size parameters is a
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -128,31 +127,6 @@ def _is_int(value: Any) -> bool:
         value, (bool, np.bool_))
 
 
-def _size_factors(shape: Shape) -> tuple[int, list[ShapeComponent]]:
-    """``prod(shape)`` as an integer factor times a sorted list of symbolic
-    affine factors, each with its common integer divisor pulled out."""
-    const, rest = 1, []
-    for c in shape:
-        form = sh.to_affine(c)
-        if form.is_constant:
-            const *= form.const
-            continue
-        g = math.gcd(form.const, *form.coeffs.values())
-        const *= g
-        rest.append(sh.AffineForm({k: v // g for k, v in form.coeffs.items()},
-                                  form.const // g).to_expr())
-    return const, sorted(rest, key=str)
-
-
-def _sizes_equal(a: Shape, b: Shape) -> bool:
-    try:
-        return sh.prove_equal(sh.product(a), sh.product(b))
-    except sh.NonAffineError:
-        pass
-    ca, fa = _size_factors(a)
-    cb, fb = _size_factors(b)
-    return (ca == cb == 0) or (ca == cb and fa == fb)
-
 # }}}
 
 
@@ -170,8 +144,8 @@ def _shape_entries(shape: Any) -> tuple[Any, ...]:
 
 def _infer_unknown(old: Shape, known: Shape, shown: str) -> ShapeComponent:
     """The entry that makes ``prod(known) * entry == prod(old)``."""
-    old_const, old_factors = _size_factors(old)
-    known_const, known_factors = _size_factors(known)
+    old_const, old_factors = sh.size_factors(old)
+    known_const, known_factors = sh.size_factors(known)
     prefix = (f"cannot reshape array of shape {sh.shape_str(old)} into shape "
               f"{shown}")
     if known_const == 0:
@@ -232,7 +206,7 @@ def reshape(a: Any, newshape: Any, order: str = "C") -> Array:
     shape = tuple(known)
     if shape == a.shape:
         return a
-    if not _sizes_equal(a.shape, shape):
+    if not sh.sizes_equal(a.shape, shape):
         raise ValueError(f"cannot reshape array of shape {sh.shape_str(a.shape)} "
                          f"(size {sh.size_expr(a.shape)}) into shape "
                          f"{sh.shape_str(shape)} (size {sh.size_expr(shape)})")

@@ -260,7 +260,8 @@ class NumpyEvaluator(CachedMapper[Any]):
         return self._finish(expr, value)
 
     def map_einsum(self, expr: Einsum) -> np.ndarray:
-        return self._finish(expr, np.einsum(expr.spec, *[self.rec(a) for a in expr.args]))
+        args = [self.rec(a) for a in expr.args]
+        return self._finish(expr, np.einsum(expr.spec, *args))
 
     def map_reshape(self, expr: Reshape) -> np.ndarray:
         shape = check_shape_nonnegative(expr, self.env)

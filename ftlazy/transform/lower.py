@@ -210,18 +210,8 @@ def _lower_einsum(expr: Einsum) -> IndexLambda:
 def _factor_key(components: Any) -> tuple[int, Counter]:
     """The product of shape components as an integer times a multiset of
     primitive symbolic factors (``2*n + 2`` is ``2 * (n + 1)``)."""
-    const, symbolic = 1, Counter()
-    for c in components:
-        form = sh.to_affine(c)
-        if form.is_constant:
-            const *= form.const
-            continue
-        g = math.gcd(form.const, *form.coeffs.values())
-        const *= g
-        primitive = sh.AffineForm({k: v // g for k, v in form.coeffs.items()},
-                                  form.const // g)
-        symbolic[str(primitive.to_expr())] += 1
-    return const, symbolic
+    const, factors = sh.size_factors(list(components))
+    return const, Counter(map(str, factors))
 
 
 def _divides(a: tuple[int, Counter], b: tuple[int, Counter]) -> bool:

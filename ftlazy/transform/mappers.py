@@ -131,14 +131,20 @@ class CopyMapper(CachedMapper[Node]):
     nodes a transform rewrites."""
 
     def map_node(self, expr: Node) -> Node:
-        # children and bodies change together: a loop validates them jointly
+        changes = self.mapped_fields(expr)
+        return expr.copy(**changes) if changes else expr
+
+    def mapped_fields(self, expr: Node) -> dict:
+        """The child and body fields of *expr* that mapping changes, as
+        keyword arguments for one :meth:`~ftlazy.node.Node.copy` (children and
+        bodies change together: a loop validates them jointly)."""
         changes = child_changes(expr, self.rec)
         for name in expr._body_fields:
             body = getattr(expr, name)
             new_body = self.map_body(body)
             if new_body is not body:
                 changes[name] = new_body
-        return expr.copy(**changes) if changes else expr
+        return changes
 
     def map_body(self, body: Node) -> Node:
         """Map a body (a separate scope) with :meth:`clone_for_body`."""

@@ -17,7 +17,7 @@ import pymbolic.primitives as prim
 
 from ftlazy.array import (
     Array, DataWrapper, DictOfNamedArrays, NormalizedSlice, Placeholder, SizeParam)
-from ftlazy.node import FrozenDict, Node, child_changes, topological_order
+from ftlazy.node import FrozenDict, Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce
 from ftlazy.shapes import size_param_names
 from ftlazy.transform.mappers import CopyMapper
@@ -89,12 +89,7 @@ class _Canonicalizer(CopyMapper):
     def map_node(self, expr: Node) -> Node:
         # children, bodies and size names change in one copy: a node
         # validates them together (a reshape's new shape against its input)
-        changes = child_changes(expr, self.rec)
-        for name in expr._body_fields:
-            body = getattr(expr, name)
-            new_body = self.map_body(body)
-            if new_body is not body:
-                changes[name] = new_body
+        changes = self.mapped_fields(expr)
         changes.update(self._rename_fields(expr))
         return expr.copy(**changes) if changes else expr
 

@@ -69,13 +69,64 @@ class OpenCLBuiltin(ScalarCallable):
 #: OpenCL builtins that :func:`register_builtins` adds, with their arity
 _BUILTIN_ARITY = {"exp2": 1, "log2": 1, "isinf": 1, "fmod": 2, "copysign": 2}
 
+#: C bodies of numpy's integer ``//`` and ``%`` (0 for a zero divisor, as
+#: numpy gives; ``MIN // -1`` wraps to ``MIN`` as in numpy). Unlike loopy's
+#: floor division helpers, nothing overflows on the way: loopy computes
+#: ``a - (b - 1)`` in the operands' type, so ``-125 // 5`` is 25 in int8.
+_INT_DIVISION = {
+    ("_ft_floordiv", "signed"): (
+        "if (b == 0) return 0;\n"
+        "  if (b == -1) return ({T}) (0 - ({U}) a);\n"
+        "  {T} q = a / b;\n"
+        "  if (a % b != 0 && (a < 0) != (b < 0)) q = q - 1;\n"
+        "  return q;"),
+    ("_ft_mod", "signed"): (
+        "if (b == 0 || b == -1) return 0;\n"
+        "  {T} r = a % b;\n"
+        "  if (r != 0 && (r < 0) != (b < 0)) r = r + b;\n"
+        "  return r;"),
+    ("_ft_floordiv", "unsigned"): "return b == 0 ? 0 : a / b;",
+    ("_ft_mod", "unsigned"): "return b == 0 ? 0 : a % b;",
+}
+
+
+class IntegerDivision(ScalarCallable):
+    """numpy's integer floor division (``_ft_floordiv``) or remainder
+    (``_ft_mod``) as an inline C function per dtype."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        if 0 not in arg_id_to_dtype or 1 not in arg_id_to_dtype:
+            return self.copy(arg_id_to_dtype=arg_id_to_dtype), clbl_inf_ctx
+        dtype = arg_id_to_dtype[0]
+        if dtype.numpy_dtype.kind not in "iu":
+            raise TypeError(f"{self.name} needs integer arguments, got "
+                            f"{dtype.numpy_dtype}")
+        return (self.copy(name_in_target=f"{self.name}_{dtype.numpy_dtype.name}",
+                          arg_id_to_dtype=constantdict({0: dtype, 1: dtype,
+                                                        -1: dtype})),
+                clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        dtype = self.arg_id_to_dtype[-1]
+        signed = dtype.numpy_dtype.kind == "i"
+        ctype = target.dtype_to_typename(dtype)
+        unsigned = target.dtype_to_typename(
+            NumpyType(np.dtype(f"u{dtype.numpy_dtype.itemsize}")))
+        body = _INT_DIVISION[self.name, "signed" if signed else "unsigned"]
+        yield (f"45_{self.name_in_target}",
+               f"static inline {ctype} {self.name_in_target}({ctype} a, {ctype} b)\n"
+               f"{{\n  {body.format(T=ctype, U=unsigned)}\n}}\n")
+
 
 def register_builtins(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
     """*t_unit* with the OpenCL builtins that translated bodies may call but
     loopy does not know (``exp2``, ``log2``, ``isinf``, ``fmod``,
-    ``copysign``)."""
+    ``copysign``) and ftlazy's integer division functions."""
     for name in _BUILTIN_ARITY:
         t_unit = lp.register_callable(t_unit, name, OpenCLBuiltin(name=name),
+                                      redefining_not_ok=False)
+    for name in ("_ft_floordiv", "_ft_mod"):
+        t_unit = lp.register_callable(t_unit, name, IntegerDivision(name=name),
                                       redefining_not_ok=False)
     return t_unit
 
@@ -243,7 +294,7 @@ class Translator(ExprIdentityMapper):
             return _float_divmod(num, den, dtype)[0]
         if expr_kind(expr, self.bindings) == "?":
             return prim.FloorDiv(num, den)  # index arithmetic, divisor > 0
-        return prim.If(prim.Comparison(den, "==", 0), 0, prim.FloorDiv(num, den))
+        return prim.Variable("_ft_floordiv")(num, den)
 
     def map_remainder(self, expr: prim.Remainder) -> Any:
         num, den = self.rec(expr.numerator), self.rec(expr.denominator)
@@ -252,7 +303,7 @@ class Translator(ExprIdentityMapper):
             return _float_divmod(num, den, dtype)[1]
         if expr_kind(expr, self.bindings) == "?":
             return prim.Remainder(num, den)  # index arithmetic, divisor > 0
-        return prim.If(prim.Comparison(den, "==", 0), 0, prim.Remainder(num, den))
+        return prim.Variable("_ft_mod")(num, den)
 
 
 def expr_kind(expr: Any, bindings: Any) -> str:

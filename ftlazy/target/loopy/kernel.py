@@ -364,7 +364,8 @@ class KernelBuilder:
         self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
                                                    "rows").to_expr()])
         self.iname_tags[group] = "g.0"
-        size = min(SCAN_LOCAL_SIZE, ncols) if isinstance(ncols, int) else SCAN_LOCAL_SIZE
+        size = (min(SCAN_LOCAL_SIZE, ncols) if isinstance(ncols, int)
+                else SCAN_LOCAL_SIZE)
         jo, jl = self._fresh("_ft_o"), self._fresh("_ft_l")
         self._add_split_domain(jo, jl, size, ncols)
         self.iname_tags[jl] = "l.0"
@@ -983,7 +984,8 @@ def _splittable_reduction(node: IndexLambda) -> Any:
             or (node.dtype.kind == "f" and expr.op in ("max", "min"))):
         return None
     kext = expr.bounds[0][2]
-    if not isinstance(kext, int) or kext % REDUCTION_LANES or kext < 8 * REDUCTION_LANES:
+    if (not isinstance(kext, int) or kext % REDUCTION_LANES
+            or kext < 8 * REDUCTION_LANES):
         return None
     return expr
 

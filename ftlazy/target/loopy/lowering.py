@@ -5,7 +5,6 @@ batching of maps."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -16,6 +15,7 @@ from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.node import Node
 from ftlazy.scalar_expr import (
     ExprIdentityMapper, Reduce, TypeCast, index_var, reduction_var, substitute)
+from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper, map_and_copy
@@ -204,7 +204,7 @@ class _SplitScalarReductions(ExprIdentityMapper):
 class _ReductionSplitter(CopyMapper):
     def map_index_lambda(self, expr: IndexLambda) -> Node:
         new = self.map_node(expr)
-        if new.shape != () or not _top_level_reduce(new.expr):
+        if new.shape != () or not has_reduce(new.expr):
             return new
         splitter = _SplitScalarReductions(new)
         body = splitter(new.expr)
@@ -212,20 +212,3 @@ class _ReductionSplitter(CopyMapper):
             return new
         return IndexLambda(body, (), new.dtype, splitter.bindings, tags=new.tags,
                            axes=new.axes)
-
-
-def _top_level_reduce(expr: Any) -> bool:
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Reduce):
-            return True
-        if isinstance(e, prim.ExpressionNode):
-            stack.extend(v for f in dataclasses.fields(e)
-                         for v in (getattr(e, f.name) if isinstance(
-                             getattr(e, f.name), tuple) else (getattr(e, f.name),))
-                         if isinstance(v, prim.ExpressionNode))
-    return False
-
-
-__all__ = ["insert_index_checks", "lower_for_codegen"]

@@ -24,12 +24,12 @@ import pyopencl.tools as cltools
 from ftlazy import shapes as sh
 from ftlazy.array import Array, DictOfNamedArrays, IndexLambda
 from ftlazy.fractal import LoopResult
-from ftlazy.node import FrozenDict, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import bind_inputs
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
 from ftlazy.target.loopy.kernel import ArgSpec, KernelBuilder
-from ftlazy.target.loopy.device import default_queue, device_kind, silence_compiler_output
+from ftlazy.target.loopy.device import (
+    default_queue, device_kind, silence_compiler_output)
 from ftlazy.target.loopy.vectorize import VECTOR_WIDTH
 from ftlazy.target.loopy.lowering import insert_index_checks, lower_for_codegen
 

@@ -23,7 +23,6 @@ import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda
-from ftlazy.fractal import LoopResult, Scan
 from ftlazy.node import Node, iter_children, topological_order
 from ftlazy.scalar_expr import Reduce, index_var
 from ftlazy.tags import ImplInlined, ImplStored, Named, PrefixNamed
