@@ -23,5 +23,6 @@ _mappers._install_named_fallbacks()
 from ftlazy.target.numpy import evaluate_numpy  # noqa: E402,F401
 from ftlazy.visualization import get_dot_graph, show_dot_graph  # noqa: E402,F401
 
+from ftlazy.target.loopy import compile, generate_loopy  # noqa: E402,F401,A001
+
 __version__ = "0.1.0"
-from ftlazy.target.loopy import compile, generate_loopy  # noqa: E402,A001

@@ -766,7 +766,6 @@ class KernelBuilder:
 
         # the body, level by level, inside the time loop
         body_level: dict[Node, int] = {}
-        level_ids: dict[int, set[str]] = defaultdict(set)
         stored = [n for n in topological_order(list(body.outputs))
                   if isinstance(n, IndexLambda) and n in local.plan.stored]
         body_insns: dict[int, list[Any]] = defaultdict(list)
