@@ -107,3 +107,4 @@ def test_rows_partitioned_only_when_independent(mix_rows):
         vals = dict(xs=rng.random((5, rows, 3)), h0=rng.random((rows, 3)))
         np.testing.assert_allclose(f(**vals), ft.evaluate_numpy(hs, **vals),
                                    rtol=1e-12)
+

@@ -113,9 +113,10 @@ class IntegerDivision(ScalarCallable):
         unsigned = target.dtype_to_typename(
             NumpyType(np.dtype(f"u{dtype.numpy_dtype.itemsize}")))
         body = _INT_DIVISION[self.name, "signed" if signed else "unsigned"]
-        yield (f"45_{self.name_in_target}",
-               f"static inline {ctype} {self.name_in_target}({ctype} a, {ctype} b)\n"
-               f"{{\n  {body.format(T=ctype, U=unsigned)}\n}}\n")
+        name = self.name_in_target
+        code = (f"static inline {ctype} {name}({ctype} a, {ctype} b)\n"
+                f"{{\n  {body.format(T=ctype, U=unsigned)}\n}}\n")
+        yield (f"45_{name}", code)
 
 
 def register_builtins(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:

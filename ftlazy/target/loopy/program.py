@@ -146,6 +146,8 @@ def _kernel_outputs(canon: CanonicalDAG) -> tuple[dict[str, Array], dict, dict]:
 
 
 def _to_kernel_form(value: Any, queue: cl.CommandQueue) -> Any:
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
     if isinstance(value, np.ndarray):
         if value.dtype == np.bool_:
             value = value.view(np.int8)
