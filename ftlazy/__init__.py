@@ -15,7 +15,7 @@ from ftlazy.inputs import (  # noqa: F401
     make_size_param)
 from ftlazy.ops import *  # noqa: F401,F403
 from ftlazy.ops import asarray, result_type  # noqa: F401
-from ftlazy import tags  # noqa: F401
+from ftlazy import analysis, tags, transform  # noqa: F401
 from ftlazy.transform import mappers as _mappers
 
 _mappers._install_named_fallbacks()
