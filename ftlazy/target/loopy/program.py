@@ -24,6 +24,7 @@ import pyopencl.tools as cltools
 from ftlazy import shapes as sh
 from ftlazy.array import Array, DictOfNamedArrays, IndexLambda
 from ftlazy.fractal import LoopResult
+from ftlazy.node import Node
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import bind_inputs
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
@@ -88,6 +89,22 @@ class CompiledArtifact:
 
 _CACHE: dict[tuple, CompiledArtifact] = {}
 _CACHE_LIMIT = 256
+
+
+#: the user's own result node -> its canonical form: rebuilding a DAG with
+#: the same names gives the same interned root, found here without even a
+#: canonicalizing pass (entries keep their DAGs alive; bounded like _CACHE)
+_CANONICAL: dict[Node, CanonicalDAG] = {}
+
+
+def _canonical(result: Array | DictOfNamedArrays) -> CanonicalDAG:
+    canon = _CANONICAL.get(result) if isinstance(result, Node) else None
+    if canon is None:
+        canon = canonicalize(result)
+        if len(_CANONICAL) >= _CACHE_LIMIT:
+            _CANONICAL.pop(next(iter(_CANONICAL)))
+        _CANONICAL[result] = canon
+    return canon
 
 
 def _artifact(canon: CanonicalDAG, kind: str) -> tuple[CompiledArtifact, bool]:
@@ -298,7 +315,7 @@ def generate_loopy(result: Array | DictOfNamedArrays, options: Any = None
     if options is not None:
         raise TypeError("generate_loopy: options are not supported yet; pass None")
     queue_kind = device_kind(default_queue().device)
-    canon = canonicalize(result)
+    canon = _canonical(result)
     artifact, cached = _artifact(canon, queue_kind)
     return BoundProgram(canon, artifact, cached)
 
@@ -343,7 +360,7 @@ def compile(result: Array | DictOfNamedArrays,
     Structurally equal DAGs (up to input names and wrapped data) share one
     compiled program. Size parameters are inferred from input shapes."""
     queue = queue or default_queue()
-    canon = canonicalize(result)
+    canon = _canonical(result)
     artifact, cached = _artifact(canon, device_kind(queue.device))
     prg = BoundProgram(canon, artifact, cached)
     artifact.executor(queue.context)
