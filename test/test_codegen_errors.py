@@ -43,12 +43,12 @@ def test_good_call(program) -> None:
 def test_missing_input(program) -> None:
     inputs = _good()
     del inputs["y"]
-    with pytest.raises(ValueError, match="missing input.*'y'"):
+    with pytest.raises(ValueError, match=r"missing input.*'y'"):
         program(**inputs)
 
 
 def test_extra_input(program) -> None:
-    with pytest.raises(ValueError, match="unexpected input.*'z'"):
+    with pytest.raises(ValueError, match=r"unexpected input.*'z'"):
         program(**_good(), z=np.ones(3))
 
 
@@ -129,6 +129,21 @@ def test_non_contiguous_and_list_inputs(program) -> None:
     np.testing.assert_array_equal(out["masked"], np.where(good["b"], good["y"], 0))
 
 
+def test_python_scalar_for_0d_input() -> None:
+    s = ft.make_placeholder("s", (), np.float64)
+    out = ft.compile(s * 2)(s=1.5)
+    assert out.shape == () and out == 3.0
+
+
+def test_numpy_scalars_for_0d_inputs() -> None:
+    s = ft.make_placeholder("s", (), np.float64)
+    flag = ft.make_placeholder("flag", (), np.bool_)
+    f = ft.compile(ft.where(flag, s * 2, s))
+    out = f(s=np.float64(1.5), flag=np.True_)
+    assert out.shape == () and out == 3.0
+    assert f(s=np.float64(1.5), flag=np.False_) == 1.5
+
+
 def test_generate_loopy_rejects_options() -> None:
     with pytest.raises(TypeError, match="options"):
         ft.generate_loopy(RESULTS, options={"unroll": True})
@@ -148,7 +163,7 @@ def test_device_arrays_in_device_arrays_out(program) -> None:
     prg = ft.generate_loopy(RESULTS)
     assert prg.from_cache  # the fixture compiled the same DAG
     good = _good()
-    evt, out = prg(queue, **{k: cla.to_device(queue, v) for k, v in good.items()})
+    _, out = prg(queue, **{k: cla.to_device(queue, v) for k, v in good.items()})
     assert set(out) == {"scaled", "shifted", "masked", "total"}
     for value in out.values():
         assert isinstance(value, cla.Array)
@@ -159,10 +174,20 @@ def test_device_arrays_in_device_arrays_out(program) -> None:
     assert out["total"].get() == good["x"].sum()
 
 
+def test_compile_for_another_context() -> None:
+    """A queue of another context shares the translation unit and gets an
+    executor of its own."""
+    import pyopencl as cl
+    queue = cl.CommandQueue(cl.Context([default_queue().device]))
+    f = ft.compile(ft.logical_not(B) & (Y > 1), queue=queue)
+    out = f(b=np.array([True, False, False]), y=np.array([3.0, 3.0, 0.0]))
+    np.testing.assert_array_equal(out, [False, True, False])
+
+
 def test_device_bool_output() -> None:
     queue = default_queue()
     prg = ft.generate_loopy(ft.logical_not(B))
-    evt, (out,) = prg(queue, b=cla.to_device(queue, np.array([True, False])))
+    _, (out,) = prg(queue, b=cla.to_device(queue, np.array([True, False])))
     assert isinstance(out, cla.Array) and out.dtype == np.bool_
     np.testing.assert_array_equal(out.get(), [False, True])
 
@@ -170,7 +195,7 @@ def test_device_bool_output() -> None:
 def test_host_arrays_give_host_outputs() -> None:
     queue = default_queue()
     prg = ft.generate_loopy(ft.logical_not(B))
-    evt, (out,) = prg(queue, b=np.array([True, False]))
+    _, (out,) = prg(queue, b=np.array([True, False]))
     assert isinstance(out, np.ndarray)
     np.testing.assert_array_equal(out, [False, True])
 

@@ -43,6 +43,9 @@ WEIGHTS = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
 
 PAIR = ft.map(lambda row: (row * 2, ft.sum(row)), X)
 SHARED = X * 3 + 1
+ROW_SUMS = ft.sum(X, axis=1)
+DOUBLED = ft.map(lambda row: row * 2, X)
+TOTAL = ft.sum(X)
 
 RESULTS = {
     # Map
@@ -58,10 +61,18 @@ RESULTS = {
     "map_to_scalar_bool": ft.map(lambda row: ft.any(row > 0.5), X),
     # Gather
     "gather": ft.gather(EMB, IDS), "gather_axis1": ft.gather(EMB, IDS2, axis=1),
-    "gather_negative": ft.gather(EMB, -IDS - 1), "gather_of_expr": ft.gather(EMB * 2, IDS % 6),
+    "gather_negative": ft.gather(EMB, -IDS - 1),
+    "gather_of_expr": ft.gather(EMB * 2, IDS % 6),
     "gather_2d_ids": ft.gather(EMB, IDS2), "gather_in_map": ft.map(
         lambda ids: ft.sum(ft.gather(EMB, ids), axis=0), IDS2),
     "gather_then_reduce": ft.sum(ft.gather(EMB, IDS), axis=1),
+    # results that other results read
+    "row_sums": ROW_SUMS, "scaled_by_row_sums": ROW_SUMS[:, None] * X,
+    "doubled": DOUBLED, "doubled_plus_one": DOUBLED + 1, "total": TOTAL,
+    "normalized": X / TOTAL,
+    "softmax": ft.exp(X - ft.amax(X, axis=1, keepdims=True)) / ft.sum(
+        ft.exp(X - ft.amax(X, axis=1, keepdims=True)), axis=1, keepdims=True),
+    "variance": ft.var(X, axis=0),
     # result shapes
     "shared_a": SHARED, "shared_b": SHARED, "placeholder_out": X,
     "placeholder_twice": X, "zero_d": ft.sum(X), "zero_d_int": ft.sum(IDS),
@@ -154,6 +165,44 @@ def test_advanced_index_out_of_range() -> None:
                                   value[[4, -5, 0]] * 2)
     with pytest.raises(IndexError, match="out of range for axis 0 with size 5"):
         f(a=value, idx=np.array([0, 5, 0], np.int32))
+
+
+N = ft.make_size_param("n")
+SX = ft.make_placeholder("SX", (N, 3), np.float64)
+SI = ft.make_placeholder("SI", (N, 2), np.int32)
+V = ft.make_placeholder("V", (5,), np.float64)
+SYMBOLIC_MAPS = {
+    "centered": ft.map(lambda row: row - ft.sum(SX, axis=0) / N, SX),
+    "int_body": ft.map(lambda row: row * 2 + 1, SI),
+    "constant_body": ft.map(lambda row: ft.sum(V), SX),
+    "zero_d_body": ft.map(lambda row: ft.amax(row), SX),
+    "indexing_body": ft.map(lambda idx: V[idx], SI),
+    "map_of_map": ft.map(lambda row: ft.sum(row), ft.map(lambda row: row * row, SX)),
+    "two_inputs": ft.map(lambda a, b: a[:2] * b, SX, SI),
+    "reversed_body": ft.map(lambda row: row[::-1], SX),
+    "outer_body": ft.map(lambda row: ft.einsum("i,j->ij", row, row), SX),
+    "gather_body": ft.map(lambda idx: ft.gather(V, idx), SI),
+}
+
+
+@pytest.fixture(scope="module")
+def symbolic_maps() -> Any:
+    """:data:`SYMBOLIC_MAPS`, compiled once for every length."""
+    return ft.compile(ft.make_dict_of_named_arrays(SYMBOLIC_MAPS))
+
+
+@pytest.mark.parametrize("length", [4, 1, 0])
+def test_maps_over_a_symbolic_length(symbolic_maps, length: int) -> None:
+    rng = np.random.default_rng(12)
+    inputs = {"SX": rng.normal(size=(length, 3)),
+              "SI": rng.integers(0, 5, (length, 2)).astype(np.int32),
+              "V": rng.normal(size=5)}
+    compiled = symbolic_maps(**inputs)
+    reference = ft.evaluate_numpy(ft.make_dict_of_named_arrays(SYMBOLIC_MAPS),
+                                  **inputs)
+    for name in SYMBOLIC_MAPS:
+        assert_same(compiled[name], reference[name], f"{name} (n={length})")
+    assert compiled["outer_body"].shape == (length, 3, 3)
 
 
 def test_single_array_result_is_an_array() -> None:

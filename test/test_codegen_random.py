@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Random DAGs (elementwise, broadcasting, reductions, reshapes, transposes,
-slices, einsum) over a few placeholders: the OpenCL result must equal the
-reference evaluator's. Every example builds an OpenCL program, so the
-number of examples is small and fixed (derandomized)."""
+slices, einsum) over a few float64, int32 and bool placeholders: the OpenCL
+result must equal the reference evaluator's. Every example builds an OpenCL
+program, so the number of examples is small and fixed (derandomized)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,20 @@ import ftlazy as ft
 
 UNARY = {
     "sin": ft.sin, "cos": ft.cos, "tanh": ft.tanh, "abs": ft.abs,
-    "negative": ft.negative, "affine": lambda a: a * 0.5 + 1.0,
+    "negative": ft.negative, "affine": lambda a: a * 2 + 1,
     "sqrt_abs": lambda a: ft.sqrt(ft.abs(a) + 1.0),
+    "floordiv": lambda a: a // 3, "mod": lambda a: a % -3,
+    "is_positive": lambda a: a > 0,
 }
 BINARY = {
     "add": ft.add, "subtract": ft.subtract, "multiply": ft.multiply,
     "maximum": ft.maximum, "minimum": ft.minimum,
-    "select": lambda a, b: ft.where(a > b, a, b * 2.0),
+    "select": lambda a, b: ft.where(a > b, a, b * 2),
+    "floordiv": ft.floor_divide,
 }
-REDUCTIONS = {"sum": ft.sum, "amax": ft.amax, "amin": ft.amin, "mean": ft.mean}
+REDUCTIONS = {"sum": ft.sum, "amax": ft.amax, "amin": ft.amin, "mean": ft.mean,
+              "any": ft.any, "all": ft.all}
+DTYPES = [np.float64, np.float64, np.int32, np.bool_]
 
 
 def _broadcastable(a: tuple, b: tuple) -> bool:
@@ -44,7 +49,7 @@ def _slice_for(draw: Any, length: int) -> slice:
         stop = draw(st.integers(start + 1, length))
     else:
         start = draw(st.integers(0, length - 1))
-        stop = draw(st.sampled_from([None] + list(range(-length - 1, start - length))))
+        stop = draw(st.sampled_from([None, *range(-length - 1, start - length)]))
     return slice(start, stop, step)
 
 
@@ -60,8 +65,18 @@ def _einsum(draw: Any, a: ft.Array) -> ft.Array:
 
 
 def _step(draw: Any, pool: list[ft.Array]) -> ft.Array:
-    """One random op on arrays of *pool*."""
+    """One random op on arrays of *pool*; where numpy rejects the op for
+    the dtypes (``bool - bool``) or gives float16 (``sin`` of a bool, which
+    OpenCL lacks), ``a * 2 + 1`` instead."""
     a = draw(st.sampled_from(pool))
+    try:
+        result = _op(draw, pool, a)
+    except TypeError:
+        return UNARY["affine"](a)
+    return UNARY["affine"](a) if result.dtype == np.float16 else result
+
+
+def _op(draw: Any, pool: list[ft.Array], a: ft.Array) -> ft.Array:
     kind = draw(st.sampled_from(
         ["unary", "binary", "binary", "reduce", "reshape", "transpose", "slice",
          "einsum"]))
@@ -103,8 +118,11 @@ def test_random_dag_matches_reference(data: st.DataObject) -> None:
     draw = data.draw
     n_inputs = draw(st.integers(2, 3), label="inputs")
     shapes = [(3, 4)] + [draw(st.sampled_from(SHAPES)) for _ in range(n_inputs - 1)]
-    placeholders = [ft.make_placeholder(f"p{k}", shape, np.float64)
-                    for k, shape in enumerate(shapes)]
+    dtypes = [np.float64] + [draw(st.sampled_from(DTYPES))
+                             for _ in range(n_inputs - 1)]
+    pairs = zip(shapes, dtypes, strict=True)
+    placeholders = [ft.make_placeholder(f"p{k}", shape, dtype)
+                    for k, (shape, dtype) in enumerate(pairs)]
     pool: list[ft.Array] = list(placeholders)
     for _ in range(draw(st.integers(2, 7), label="steps")):
         pool.append(_step(draw, pool))
@@ -112,7 +130,8 @@ def test_random_dag_matches_reference(data: st.DataObject) -> None:
     if draw(st.booleans()):
         outputs["other"] = draw(st.sampled_from(pool[n_inputs:]))
     rng = np.random.default_rng(draw(st.integers(0, 2**16), label="seed"))
-    inputs = {p.name: rng.normal(size=p.shape) for p in placeholders
+    inputs = {p.name: np.asarray(rng.normal(size=p.shape) * 3).astype(p.dtype)
+              for p in placeholders
               if any(p is q for q in _reachable_inputs(outputs))}
     dag = ft.make_dict_of_named_arrays(outputs)
 

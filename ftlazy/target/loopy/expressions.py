@@ -10,7 +10,8 @@ bool storage as ``int8``) onto explicit expressions.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import loopy as lp
 import numpy as np
@@ -18,7 +19,10 @@ import pymbolic.primitives as prim
 from constantdict import constantdict
 from loopy.kernel.function_interface import ScalarCallable
 from loopy.library.reduction import (
-    ScalarReductionOperation, get_ge_neutral, get_le_neutral)
+    ScalarReductionOperation,
+    get_ge_neutral,
+    get_le_neutral,
+)
 from loopy.symbolic import Reduction
 from loopy.symbolic import TypeCast as LoopyTypeCast
 from loopy.types import NumpyType
