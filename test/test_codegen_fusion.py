@@ -172,10 +172,6 @@ def test_named_tag_names_the_temporary() -> None:
     np.testing.assert_allclose(f(x=XV), np.cos(XV / 2) + XV / 2, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="a Named tag that is a valid Python "
-                   "identifier but an OpenCL C keyword, type or builtin is pasted "
-                   "into the source: clBuildProgram fails (RuntimeError) instead "
-                   "of a ValueError naming the tag (or a safe rename)")
 @pytest.mark.parametrize("name", ["float", "sin", "kernel"])
 def test_named_tag_that_is_an_opencl_name(name: str) -> None:
     halves = (X / 2).tagged(Named(name))

@@ -556,9 +556,6 @@ def test_float16_is_a_clear_type_error() -> None:
         ft.compile(ft.sqrt(b))
 
 
-@pytest.mark.xfail(strict=True, reason="the float16 check is in storage_dtype, "
-                   "so an inlined float16 intermediate with a bool result still "
-                   "fails deep in pyopencl: ValueError 'unable to map dtype'")
 def test_inlined_float16_is_a_clear_type_error() -> None:
     b = ft.make_placeholder("b", (3,), np.bool_)
     with pytest.raises(TypeError, match="float16"):

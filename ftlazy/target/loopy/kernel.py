@@ -37,7 +37,7 @@ from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import Reduce, index_var
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.expressions import (
-    Translator, register_builtins, storage_dtype)
+    C_FUNCTIONS, Translator, register_builtins, storage_dtype)
 from ftlazy.target.loopy.storage import (
     StoragePlan, decide_storage, has_reduce, identity_read_bindings)
 from ftlazy.target.loopy.vectorize import VECTOR_WIDTH, simd_safe, vector_view
@@ -100,6 +100,7 @@ class KernelBuilder:
         self.outputs = outputs
         self.device_kind = device_kind
         self.order = topological_order(list(outputs.values()))
+        _check_dtypes(self.order)
         self.domains: list[str] = []
         self.instructions: list[tuple[float, Any]] = []
         self.temporaries: dict[str, Any] = {}
@@ -155,6 +156,12 @@ class KernelBuilder:
 
     def _storage_name(self, n: Array) -> str:
         for t in n.tags:
+            if isinstance(t, (Named, PrefixNamed)):
+                chosen = t.name if isinstance(t, Named) else t.prefix
+                if chosen in OPENCL_RESERVED or chosen.startswith(("get_", "atomic_")):
+                    raise ValueError(
+                        f"{type(t).__name__}({chosen!r}): {chosen!r} is an OpenCL C "
+                        "keyword, type or builtin and cannot name an array")
             if isinstance(t, Named):
                 if t.name in self.temporaries:
                     raise ValueError(f"two arrays are tagged Named({t.name!r})")
@@ -987,6 +994,37 @@ def _splittable_reduction(node: IndexLambda) -> Any:
             or kext < 8 * REDUCTION_LANES):
         return None
     return expr
+
+
+#: names generated code must not use for arrays (C and OpenCL C keywords,
+#: types, qualifiers and the builtin functions ftlazy calls)
+OPENCL_RESERVED = frozenset("""
+    auto break case char const continue default do double else enum extern float
+    for goto if inline int long register restrict return short signed sizeof
+    static struct switch typedef union unsigned void volatile while bool half
+    uchar ushort uint ulong size_t ptrdiff_t intptr_t uintptr_t kernel __kernel
+    global __global local __local constant __constant private __private
+    read_only write_only read_write image2d_t image3d_t sampler_t event_t
+    barrier true false NULL INFINITY NAN MAXFLOAT HUGE_VAL M_PI M_E
+    select vload vstore convert_int as_int min max clamp mix sign dot length
+    """.split()) | frozenset(C_FUNCTIONS.values()) | frozenset({
+        "fabs", "fmin", "fmax", "pow", "copysign", "rsqrt", "cbrt", "expm1",
+        "log1p", "erf", "isfinite", "lid", "gid"})
+
+
+def _check_dtypes(order: list[Node]) -> None:
+    """float16 needs an OpenCL extension this target does not enable: say so
+    before building, for stored and inlined arrays, in loop bodies too."""
+    stack = [order]
+    while stack:
+        for n in stack.pop():
+            if getattr(n, "dtype", None) == np.float16:
+                raise TypeError(
+                    f"float16 arrays are not supported by the OpenCL target "
+                    f"({n!r}); numpy gives float16 for some operations on bool "
+                    "and int8 arrays, e.g. sqrt: cast to float32 first")
+            if isinstance(n, Scan):
+                stack.append(topological_order(list(n.body.outputs)))
 
 
 def _independent_rows(scan: Scan, plan: StoragePlan) -> tuple | None:
