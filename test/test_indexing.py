@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ftlazy as ft
+from helpers import check
 from ftlazy import shapes as sh
 
 
@@ -24,16 +25,6 @@ RNG = np.random.default_rng(0)
 XV = RNG.standard_normal((4, 5, 6))
 X = ft.make_placeholder("x", (4, 5, 6), np.float64)
 N = ft.make_size_param("n")
-
-
-def check(lazy, expected, **inputs):
-    result = ft.evaluate_numpy(lazy, **inputs)
-    expected = np.asarray(expected)
-    assert len(lazy.shape) == expected.ndim
-    assert all(d == e for d, e in zip(lazy.shape, expected.shape)
-               if isinstance(d, int))
-    assert result.dtype == expected.dtype == lazy.dtype
-    np.testing.assert_array_equal(result, expected)
 
 
 BASIC = [

@@ -8,6 +8,7 @@ import pytest
 from numpy.exceptions import AxisError
 
 import ftlazy as ft
+import helpers
 
 RNG = np.random.default_rng(2)
 N = ft.make_size_param("n")
@@ -33,16 +34,7 @@ def lazy_inputs(*values):
 
 
 def check(lazy, expected, **inputs):
-    result = ft.evaluate_numpy(lazy, **inputs)
-    expected = np.asarray(expected)
-    assert len(lazy.shape) == expected.ndim
-    assert all(d == e for d, e in zip(lazy.shape, expected.shape)
-               if isinstance(d, int))
-    assert result.dtype == expected.dtype == lazy.dtype
-    if expected.dtype.kind in "fc":
-        np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
-    else:
-        np.testing.assert_array_equal(result, expected)
+    helpers.check(lazy, expected, rtol=1e-5, **inputs)
 
 
 # {{{ einsum

@@ -7,6 +7,7 @@ import pytest
 from numpy.exceptions import AxisError
 
 import ftlazy as ft
+from helpers import check
 from ftlazy import shapes as sh
 
 RNG = np.random.default_rng(1)
@@ -15,16 +16,6 @@ X = ft.make_placeholder("x", (2, 3, 4), np.float64)
 N = ft.make_size_param("n")
 M = ft.make_size_param("m")
 VN, VM = prim.Variable("n"), prim.Variable("m")
-
-
-def check(lazy, expected, **inputs):
-    result = ft.evaluate_numpy(lazy, **inputs)
-    expected = np.asarray(expected)
-    assert len(lazy.shape) == expected.ndim
-    assert all(d == e for d, e in zip(lazy.shape, expected.shape)
-               if isinstance(d, int))
-    assert result.dtype == expected.dtype == lazy.dtype
-    np.testing.assert_array_equal(result, expected)
 
 
 # {{{ reshape

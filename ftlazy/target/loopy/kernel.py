@@ -225,20 +225,26 @@ class KernelBuilder:
         array many times short in the source)."""
         key = ("load", node)
         if key not in ctx.privates:
-            name = self._fresh("_ft_v")
-            insn_id = name + "_load"
-            self.temporaries[name] = lp.TemporaryVariable(
-                name, storage_dtype(node.dtype), shape=(),
-                address_space=lp.AddressSpace.PRIVATE)
-            ctx.pending.append(lp.Assignment(
-                prim.Variable(name), ref, id=insn_id,
-                within_inames=frozenset(ctx.scope.outer_inames)
-                | frozenset(ctx.inames),
-                within_inames_is_final=True))
-            ctx.privates[key] = (name, insn_id)
+            self._private_statement(key, "_ft_v", node.dtype, ref, set(), ctx)
         name, insn_id = ctx.privates[key]
         ctx.deps.add(insn_id)
         return prim.Variable(name)
+
+    def _private_statement(self, key: Any, prefix: str, dtype: np.dtype,
+                           expr: Any, deps: set[str], ctx: _StoreContext) -> str:
+        """``private = expr`` in the loop nest of *ctx*, remembered under
+        *key*; returns the statement's id."""
+        name = self._fresh(prefix)
+        insn_id = name + "_insn"
+        self.temporaries[name] = lp.TemporaryVariable(
+            name, storage_dtype(dtype), shape=(),
+            address_space=lp.AddressSpace.PRIVATE)
+        ctx.pending.append(lp.Assignment(
+            prim.Variable(name), expr, id=insn_id,
+            within_inames=frozenset(ctx.scope.outer_inames) | frozenset(ctx.inames),
+            within_inames_is_final=True, depends_on=frozenset(deps)))
+        ctx.privates[key] = (name, insn_id)
+        return insn_id
 
     def _reachable_privates(self, node: IndexLambda, scope: _Scope
                             ) -> list[IndexLambda]:
@@ -269,19 +275,10 @@ class KernelBuilder:
             return prim.Variable(name)
         outer_deps, ctx.deps = ctx.deps, set()
         expr = self._translate(node, ctx.index, ctx)
-        name = self._fresh("_ft_p")
-        insn_id = name + "_insn"
-        self.temporaries[name] = lp.TemporaryVariable(
-            name, storage_dtype(node.dtype), shape=(),
-            address_space=lp.AddressSpace.PRIVATE)
-        ctx.pending.append(lp.Assignment(
-            prim.Variable(name), expr, id=insn_id,
-            within_inames=frozenset(ctx.scope.outer_inames) | frozenset(ctx.inames),
-            within_inames_is_final=True,
-            depends_on=frozenset(ctx.deps)))
+        insn_id = self._private_statement(node, "_ft_p", node.dtype, expr,
+                                          ctx.deps, ctx)
         ctx.deps = outer_deps | {insn_id}
-        ctx.privates[node] = (name, insn_id)
-        return prim.Variable(name)
+        return prim.Variable(ctx.privates[node][0])
 
     # }}}
 
@@ -296,9 +293,8 @@ class KernelBuilder:
         outer DAG ``(g.0, l.0)``, in a scan (one work group)
         ``(sequential, l.0)``. On CPUs work groups are small and each work
         item runs the contiguous last axis as a sequential loop that the
-        compiler vectorizes; a one-dimensional array is additionally cut into
-        chunks of :data:`CPU_CHUNK` consecutive elements per work item
-        (unless its elements are costly: *cheap* is false). A 0-d
+        compiler vectorizes; cheap one-dimensional arrays get larger groups
+        (*cheap*: elements are not reductions). A 0-d
         array gets extent-1 hardware inames, so one work item computes it.
         """
         local = scope.parallel == "local"

@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: MIT
+"""Assertions shared by the front-end tests."""
+
+import numpy as np
+
+import ftlazy as ft
+
+
+def check(lazy, expected, rtol=None, **inputs):
+    """``ft.evaluate_numpy(lazy, **inputs)`` equals *expected* (computed with
+    numpy) in shape, dtype and values: exactly, or within *rtol* for floats
+    when given."""
+    result = ft.evaluate_numpy(lazy, **inputs)
+    expected = np.asarray(expected)
+    assert len(lazy.shape) == expected.ndim
+    assert all(d == e for d, e in zip(lazy.shape, expected.shape)
+               if isinstance(d, int))
+    assert result.dtype == expected.dtype == lazy.dtype
+    if rtol is not None and expected.dtype.kind in "fc":
+        np.testing.assert_allclose(result, expected, rtol=rtol, atol=rtol / 10)
+    else:
+        np.testing.assert_array_equal(result, expected)
