@@ -139,16 +139,6 @@ class KernelBuilder:
             f"[{', '.join(params)}] -> {{ [{outer}, {inner}]: 0 <= {inner} < {size}"
             f" and 0 <= {size}*{outer} + {inner} < {sh.to_affine(bound).to_isl()} }}")
 
-    def _add_chunked_domain(self, group: str, item: str, seq: str, size: int,
-                            chunk: int, bound: Any) -> None:
-        params = sorted(sh.size_param_names(bound))
-        self.params |= set(params)
-        self.domains.append(
-            f"[{', '.join(params)}] -> {{ [{group}, {item}, {seq}]: "
-            f"0 <= {item} < {size} and 0 <= {seq} < {chunk} and "
-            f"0 <= {chunk}*({size}*{group} + {item}) + {seq} < "
-            f"{sh.to_affine(bound).to_isl()} }}")
-
     def _fresh_reduction_iname(self, upper: Any) -> str:
         name = self._fresh("_ft_r")
         self._add_domain([name], [upper])
@@ -325,22 +315,12 @@ class KernelBuilder:
             return [group, item, lane], (flat,)
         for d, extent in enumerate(shape):
             if d == 0:
-                chunk = 1
-                per_group = size * chunk
-                if isinstance(extent, int) and extent < per_group:
-                    chunk = max(1, min(chunk, extent))
-                    size = max(1, min(size, -(-extent // chunk)))
+                if isinstance(extent, int):
+                    size = max(1, min(size, extent))
                 outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
-                if chunk == 1:
-                    self._add_split_domain(outer, inner, size, extent)
-                    inames += [outer, inner]
-                    index.append(prim.Variable(outer) * size + prim.Variable(inner))
-                else:
-                    seq = self._fresh("_ft_c")
-                    self._add_chunked_domain(outer, inner, seq, size, chunk, extent)
-                    inames += [outer, inner, seq]
-                    index.append((prim.Variable(outer) * size + prim.Variable(inner))
-                                 * chunk + prim.Variable(seq))
+                self._add_split_domain(outer, inner, size, extent)
+                inames += [outer, inner]
+                index.append(prim.Variable(outer) * size + prim.Variable(inner))
                 self.iname_tags[inner] = "l.0"
                 if local:
                     self.priorities.extend((t, outer) for t in scope.outer_inames)
