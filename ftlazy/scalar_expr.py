@@ -219,8 +219,3 @@ def constant_signature(expr) -> tuple:
 def substitute(expr, mapping: dict) -> object:
     """Replace variables by name (respecting reduction scopes)."""
     return _Substituter(mapping)(expr) if mapping else expr
-
-
-def rename_bindings(expr, renames: dict[str, str]) -> object:
-    """Rename binding variables (subscripted or 0-d) in *expr*."""
-    return substitute(expr, {k: prim.Variable(v) for k, v in renames.items()})

@@ -243,13 +243,6 @@ def shapes_equal(a: Shape, b: Shape) -> bool:
     return len(a) == len(b) and all(prove_equal(x, y) for x, y in zip(a, b))
 
 
-def check_shapes_equal(a: Shape, b: Shape, what: str) -> None:
-    """Raise :class:`ValueError` naming both shapes unless provably equal."""
-    if not shapes_equal(a, b):
-        raise ValueError(f"{what}: shapes {shape_str(a)} and {shape_str(b)} "
-                         "are not provably equal")
-
-
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """numpy broadcasting of symbolic shapes. A dimension broadcasts only
     where it is the integer 1; other pairs must be provably equal."""

@@ -800,7 +800,7 @@ class KernelBuilder:
         if not scan.keep_all:
             for k, (name, init) in enumerate(zip(carry_names, scan.inits)):
                 result_name = self._scan_result_name(scan, k, out_names)
-                parity = prim.Remainder(_length_expr(length), 2)
+                parity = prim.Remainder(length, 2)
 
                 def src(idx, name=name, parity=parity):
                     return prim.Subscript(prim.Variable(name), (parity,) + idx)
@@ -896,10 +896,6 @@ class KernelBuilder:
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
                                              | frozenset(self.priorities)))
         return knl
-
-
-def _length_expr(length: Any) -> Any:
-    return length
 
 
 #: register block of a blocked matrix product (rows x columns per work item)
