@@ -334,6 +334,68 @@ class KernelBuilder:
                 self.priorities.extend((t, name) for t in scope.outer_inames)
         return inames, tuple(index)
 
+    def _emit_row_blocked_cpu(self, node: IndexLambda, name: str, scope: _Scope,
+                              reduction: Any) -> tuple[list[Any], set[Node]]:
+        """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan on a CPU:
+        the group's single work item keeps a ``rows x columns`` accumulator
+        and runs ``for k: for row: for j: acc[row, j] += f(row, j, k)``, whose
+        contiguous innermost loop the OpenCL compiler vectorizes, and which
+        reads each weight row once per group and step."""
+        rows, per_group = scope.batch
+        (rname, _, kext), = reduction.bounds
+        ncols = node.shape[1]
+        group, item, k = (self._fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_k"))
+        self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
+                                                   "rows").to_expr()])
+        self._add_domain([item], [1])
+        self._add_domain([k], [kext])
+        self.iname_tags[group] = "g.0"
+        self.iname_tags[item] = "l.0"
+        loops = {}
+        for role in ("init", "update", "store"):
+            r, j = self._fresh("_ft_rr"), self._fresh("_ft_jj")
+            self._add_domain([r, j], [per_group, ncols])
+            loops[role] = (r, j)
+            self.priorities.extend((t, r) for t in scope.outer_inames)
+            self.priorities.append((r, j))
+        self.priorities.extend([(t, k) for t in scope.outer_inames]
+                               + [(k, loops["update"][0])])
+
+        def row(role):
+            return prim.Variable(group) * per_group + prim.Variable(loops[role][0])
+
+        def at(role):
+            return prim.Subscript(prim.Variable(acc), tuple(
+                prim.Variable(v) for v in loops[role]))
+        col = {role: prim.Variable(loops[role][1]) for role in loops}
+        ctx = _StoreContext(scope, [group, item], (row("update"), col["update"]))
+        translator = Translator({"_0": row("update"), "_1": col["update"],
+                                 rname: prim.Variable(k)},
+                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        term = translator(reduction.inner)
+        acc = self._fresh("_ft_acc")
+        self.temporaries[acc] = lp.TemporaryVariable(
+            acc, storage_dtype(node.dtype), shape=(per_group, ncols),
+            address_space=lp.AddressSpace.PRIVATE)
+        base = frozenset(scope.outer_inames) | {group, item}
+        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
+        insns = [
+            lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
+                          within_inames=base | set(loops["init"]),
+                          within_inames_is_final=True),
+            lp.Assignment(at("update"), at("update") + term, id=upd_id,
+                          within_inames=base | {k, *loops["update"]},
+                          within_inames_is_final=True,
+                          depends_on=frozenset(ctx.deps) | {init_id}),
+            lp.Assignment(prim.Subscript(prim.Variable(name),
+                                         (row("store"), col["store"])),
+                          at("store"), id=self._fresh(name + "_store"),
+                          within_inames=base | set(loops["store"]),
+                          within_inames_is_final=True,
+                          depends_on=frozenset({upd_id}))]
+        return ctx.pending + insns, ctx.reads
+
     def _emit_row_blocked(self, node: IndexLambda, name: str, scope: _Scope,
                           reduction: Any) -> tuple[list[Any], set[Node]]:
         """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan: each
@@ -409,8 +471,9 @@ class KernelBuilder:
         inames = [group, row]
         index: list[Any] = [prim.Variable(group) * per_group + prim.Variable(row)]
         sequential = [row]
+        cpu = self.device_kind == "cpu"
         for d, extent in enumerate(shape[1:], start=1):
-            if d == len(shape) - 1:
+            if d == len(shape) - 1 and not cpu:
                 size = (min(SCAN_LOCAL_SIZE, extent) if isinstance(extent, int)
                         else SCAN_LOCAL_SIZE)
                 outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
@@ -426,7 +489,8 @@ class KernelBuilder:
                 inames.append(name)
                 index.append(prim.Variable(name))
                 sequential.append(name)
-        if len(shape) == 1:
+        if len(shape) == 1 or cpu:
+            # one work item per group on CPUs: its contiguous loops vectorize
             item = self._fresh("_ft_z")
             self._add_domain([item], [1])
             self.iname_tags[item] = "l.0"
@@ -756,7 +820,9 @@ class KernelBuilder:
             name = self._storage_name(n)
             self._global_temporary(name, n.shape, n.dtype)
             reduction = (_row_blockable(n, batch) if batch is not None else None)
-            if reduction is not None:
+            if reduction is not None and self.device_kind == "cpu":
+                new, reads = self._emit_row_blocked_cpu(n, name, local, reduction)
+            elif reduction is not None:
                 new, reads = self._emit_row_blocked(n, name, local, reduction)
             else:
                 new, reads = self._emit_store(n, name, local)
@@ -1041,13 +1107,20 @@ def _independent_rows(scan: Scan, plan: StoragePlan) -> tuple | None:
 
 def _row_blockable(node: IndexLambda, batch: tuple) -> Any:
     """The reduction if *node* is ``sum_k f(b, j, k)`` over rows ``b`` of a
-    row-partitioned scan (see :meth:`KernelBuilder._emit_row_blocked`)."""
+    row-partitioned scan (see :meth:`KernelBuilder._emit_row_blocked`), with
+    a concrete number of columns (a private accumulator's size)."""
     expr = node.expr
+    ncols = node.shape[1] if node.ndim == 2 else None
     if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
             or len(expr.bounds) != 1 or has_reduce(expr.inner)
-            or batch[1] == 1):
+            or batch[1] == 1 or not isinstance(ncols, int)
+            or ncols * batch[1] > MAX_PRIVATE_ACCUMULATOR):
         return None
     return expr
+
+
+#: elements of a private accumulator block (doubles: 32 KiB)
+MAX_PRIVATE_ACCUMULATOR = 4096
 
 
 def _subexpressions(expr: Any) -> list[Any]:
