@@ -60,6 +60,8 @@ class _Canonicalizer(CopyMapper):
         self.expr_mapper = _RenameSizes(size_renames)
 
     def _rename_fields(self, expr: Node) -> dict[str, Any]:
+        if not self.size_renames:
+            return {}
         skip = set(expr._child_fields) | set(expr._body_fields)
         changes = {}
         for f in expr._init_fields:
