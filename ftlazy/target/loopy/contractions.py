@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: MIT
+"""Loop nests for contractions: register-blocked matrix products and
+reductions with independent accumulator lanes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import loopy as lp
+import pymbolic.primitives as prim
+from loopy.symbolic import Reduction
+
+from ftlazy.array import IndexLambda
+from ftlazy.node import Node
+from ftlazy.scalar_expr import Reduce
+from ftlazy.target.loopy.expressions import Translator, storage_dtype
+from ftlazy.target.loopy.scopes import Scope, StoreContext
+from ftlazy.target.loopy.storage import has_reduce
+
+
+class ContractionEmitter:
+    """The contraction part of
+    :class:`~ftlazy.target.loopy.kernel.KernelBuilder`."""
+
+    def _emit_blocked_contraction(self, node: IndexLambda, name: str,
+                                  scope: Scope, reduction: Any, ti: int, tj: int
+                                  ) -> tuple[list[Any], set[Node]]:
+        """``out[i, j] = sum_k f(i, j, k)`` (a matrix product) with register
+        blocking: each work item accumulates a ``ti x tj`` block of outputs in
+        private memory over a sequential ``k`` loop, so each loaded operand
+        element is reused ``ti`` or ``tj`` times."""
+        (rname, _, kext), = reduction.bounds
+        ni, nj = node.shape
+        io, jo, k = (self._fresh(p) for p in ("_ft_bi", "_ft_bj", "_ft_bk"))
+        self._add_domain([io, jo], [ni // ti, nj // tj])
+        self._add_domain([k], [kext])
+        blocks = {}
+        for role in ("init", "update", "store"):
+            ii, jj = self._fresh("_ft_ii"), self._fresh("_ft_jj")
+            self._add_domain([ii, jj], [ti, tj])
+            self.iname_tags[ii] = "ilp"
+            self.iname_tags[jj] = "ilp"
+            blocks[role] = (ii, jj)
+        self.iname_tags[io] = "g.1"
+        self.iname_tags[jo] = "g.0"
+        ii, jj = blocks["update"]
+        self.priorities.extend([(k, ii), (k, jj), (ii, jj)])
+
+        def rows_cols(role):
+            bi, bj = blocks[role]
+            return (prim.Variable(io) * ti + prim.Variable(bi),
+                    prim.Variable(jo) * tj + prim.Variable(bj))
+
+        ctx = StoreContext(scope, [io, jo], rows_cols("update"))
+        row, col = rows_cols("update")
+        translator = Translator({"_0": row, "_1": col, rname: prim.Variable(k)},
+                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        term = translator(reduction.inner)
+        acc = self._fresh("_ft_acc")
+        self.temporaries[acc] = lp.TemporaryVariable(
+            acc, storage_dtype(node.dtype), shape=(ti, tj),
+            address_space=lp.AddressSpace.PRIVATE)
+
+        def acc_at(role):
+            return prim.Subscript(prim.Variable(acc), tuple(
+                prim.Variable(v) for v in blocks[role]))
+        init_id, update_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
+        insns = [
+            lp.Assignment(acc_at("init"), node.dtype.type(0), id=init_id,
+                          within_inames=frozenset([io, jo, *blocks["init"]]),
+                          within_inames_is_final=True),
+            lp.Assignment(acc_at("update"), acc_at("update") + term, id=update_id,
+                          within_inames=frozenset([io, jo, k, *blocks["update"]]),
+                          within_inames_is_final=True,
+                          depends_on=frozenset(ctx.deps) | {init_id}),
+            lp.Assignment(prim.Subscript(prim.Variable(name), rows_cols("store")),
+                          acc_at("store"), id=self._fresh(name + "_store"),
+                          within_inames=frozenset([io, jo, *blocks["store"]]),
+                          within_inames_is_final=True,
+                          depends_on=frozenset({update_id}))]
+        return ctx.pending + insns, ctx.reads
+
+    def _emit_split_reduction(self, node: IndexLambda, name: str, scope: Scope,
+                              reduction: Any) -> tuple[list[Any], set[Node]]:
+        """``out[...] = op_r f(..., r)`` with :data:`REDUCTION_LANES`
+        independent private accumulators (lane ``v`` takes ``r = 8*ro + v``),
+        combined at the end: one dependent chain of adds is latency-bound,
+        several keep a core's floating-point units and memory busy."""
+        (rname, _, kext), = reduction.bounds
+        lanes = REDUCTION_LANES
+        inames, index = self._loop_nest(node.shape, scope, cheap=False)
+        ctx = StoreContext(scope, inames, index, node.shape)
+        ro = self._fresh("_ft_ro")
+        self._add_domain([ro], [kext // lanes])
+        lane = {}
+        for role in ("init", "update", "final"):
+            lane[role] = self._fresh("_ft_lane")
+            self._add_domain([lane[role]], [lanes])
+        self.iname_tags[lane["init"]] = "unr"
+        self.iname_tags[lane["update"]] = "ilp"
+        self.priorities.append((ro, lane["update"]))
+        position = prim.Variable(ro) * lanes + prim.Variable(lane["update"])
+        index_map = {f"_{i}": idx for i, idx in enumerate(index)}
+        index_map[rname] = position
+        translator = Translator(index_map, node.bindings,
+                                lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        term = translator(reduction.inner)
+        dtype = storage_dtype(node.dtype)
+        acc = self._fresh("_ft_acc")
+        self.temporaries[acc] = lp.TemporaryVariable(
+            acc, dtype, shape=(lanes,), address_space=lp.AddressSpace.PRIVATE)
+
+        def at(role):
+            return prim.Subscript(prim.Variable(acc), (prim.Variable(lane[role]),))
+        combine = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b,
+                   "max": lambda a, b: prim.Max((a, b)),
+                   "min": lambda a, b: prim.Min((a, b))}[reduction.op]
+        from ftlazy.target.loopy.lowering import neutral_element
+        outer = frozenset(scope.outer_inames) | frozenset(inames)
+        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
+        insns = [
+            lp.Assignment(at("init"), neutral_element(reduction.op, node.dtype),
+                          id=init_id, within_inames=outer | {lane["init"]},
+                          within_inames_is_final=True),
+            lp.Assignment(at("update"), combine(at("update"), term), id=upd_id,
+                          within_inames=outer | {ro, lane["update"]},
+                          within_inames_is_final=True,
+                          depends_on=frozenset(ctx.deps) | {init_id}),
+            lp.Assignment(prim.Subscript(prim.Variable(name), index or (0,)),
+                          Reduction(reduction.op, (lane["final"],), at("final")),
+                          id=self._fresh(name + "_store"), within_inames=outer,
+                          within_inames_is_final=True,
+                          depends_on=frozenset({upd_id}))]
+        return ctx.pending + insns, ctx.reads
+
+
+#: register block of a blocked matrix product (rows x columns per work item)
+BLOCK_ROWS, BLOCK_COLS = 8, 8
+
+
+def blockable_contraction(node: IndexLambda) -> tuple[Any, int, int] | None:
+    """The reduction and block sizes if *node* is a 2-D sum over one index
+    (``out[i, j] = sum_k f(i, j, k)``) of concrete, block-divisible shape
+    with a reduction long enough to pay for blocking."""
+    expr = node.expr
+    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)):
+        return None
+    ni, nj = node.shape
+    kext = expr.bounds[0][2]
+    if not (isinstance(ni, int) and isinstance(nj, int) and isinstance(kext, int)):
+        return None
+    if ni % BLOCK_ROWS or nj % BLOCK_COLS or kext < 16 or ni * nj < 4096:
+        return None
+    return expr, BLOCK_ROWS, BLOCK_COLS
+
+
+#: independent accumulators of a split reduction
+REDUCTION_LANES = 8
+
+
+def splittable_reduction(node: IndexLambda) -> Any:
+    """The reduction if *node* is ``op_r f(..., r)`` over one concrete axis
+    that splits evenly into :data:`REDUCTION_LANES` lanes."""
+    expr = node.expr
+    if (node.ndim == 0 or not isinstance(expr, Reduce)
+            or expr.op not in ("sum", "product", "max", "min")
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)
+            or node.dtype.kind not in "iuf"
+            # float max/min must propagate NaN, which Max/Min do not
+            or (node.dtype.kind == "f" and expr.op in ("max", "min"))):
+        return None
+    kext = expr.bounds[0][2]
+    if (not isinstance(kext, int) or kext % REDUCTION_LANES
+            or kext < 8 * REDUCTION_LANES):
+        return None
+    return expr

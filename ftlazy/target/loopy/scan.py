@@ -1,0 +1,431 @@
+# SPDX-License-Identifier: MIT
+"""Scans in the kernel: a sequential time loop in a kernel of its own.
+
+The carries live in a two-slot global buffer (read slot ``t % 2``, write
+slot ``(t+1) % 2``); the body's stored arrays are computed inside the loop
+with work-group barriers between dependency levels and at the end of each
+step, all instructions state their inames, and loop priorities keep the time
+loop outermost. One work group runs the loop, unless the carry rows evolve
+independently (:func:`independent_rows`): then each group runs it for its
+own block of rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Any, Callable
+
+import loopy as lp
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda, SizeParam
+from ftlazy.fractal import LoopResult, Scan
+from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import Reduce, index_var
+from ftlazy.target.loopy.expressions import Translator, storage_dtype
+from ftlazy.target.loopy.scopes import SCAN_LOCAL_SIZE, Scope, StoreContext
+from ftlazy.target.loopy.storage import StoragePlan, decide_storage, has_reduce
+
+
+class ScanEmitter:
+    """The scan part of :class:`~ftlazy.target.loopy.kernel.KernelBuilder`."""
+
+    def _emit_row_blocked_cpu(self, node: IndexLambda, name: str, scope: Scope,
+                              reduction: Any) -> tuple[list[Any], set[Node]]:
+        """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan on a CPU:
+        the group's single work item keeps a ``rows x columns`` accumulator
+        and runs ``for k: for row: for j: acc[row, j] += f(row, j, k)``, whose
+        contiguous innermost loop the OpenCL compiler vectorizes, and which
+        reads each weight row once per group and step."""
+        rows, per_group = scope.batch
+        (rname, _, kext), = reduction.bounds
+        ncols = node.shape[1]
+        group, item, k = (self._fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_k"))
+        self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
+                                                   "rows").to_expr()])
+        self._add_domain([item], [1])
+        self._add_domain([k], [kext])
+        self.iname_tags[group] = "g.0"
+        self.iname_tags[item] = "l.0"
+        loops = {}
+        for role in ("init", "update", "store"):
+            r, j = self._fresh("_ft_rr"), self._fresh("_ft_jj")
+            self._add_domain([r, j], [per_group, ncols])
+            loops[role] = (r, j)
+            self.priorities.extend((t, r) for t in scope.outer_inames)
+            self.priorities.append((r, j))
+        self.priorities.extend([(t, k) for t in scope.outer_inames]
+                               + [(k, loops["update"][0])])
+
+        def row(role):
+            return prim.Variable(group) * per_group + prim.Variable(loops[role][0])
+
+        def at(role):
+            return prim.Subscript(prim.Variable(acc), tuple(
+                prim.Variable(v) for v in loops[role]))
+        col = {role: prim.Variable(loops[role][1]) for role in loops}
+        ctx = StoreContext(scope, [group, item], (row("update"), col["update"]))
+        translator = Translator({"_0": row("update"), "_1": col["update"],
+                                 rname: prim.Variable(k)},
+                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        term = translator(reduction.inner)
+        acc = self._fresh("_ft_acc")
+        self.temporaries[acc] = lp.TemporaryVariable(
+            acc, storage_dtype(node.dtype), shape=(per_group, ncols),
+            address_space=lp.AddressSpace.PRIVATE)
+        base = frozenset(scope.outer_inames) | {group, item}
+        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
+        insns = [
+            lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
+                          within_inames=base | set(loops["init"]),
+                          within_inames_is_final=True),
+            lp.Assignment(at("update"), at("update") + term, id=upd_id,
+                          within_inames=base | {k, *loops["update"]},
+                          within_inames_is_final=True,
+                          depends_on=frozenset(ctx.deps) | {init_id}),
+            lp.Assignment(prim.Subscript(prim.Variable(name),
+                                         (row("store"), col["store"])),
+                          at("store"), id=self._fresh(name + "_store"),
+                          within_inames=base | set(loops["store"]),
+                          within_inames_is_final=True,
+                          depends_on=frozenset({upd_id}))]
+        return ctx.pending + insns, ctx.reads
+
+    def _emit_row_blocked(self, node: IndexLambda, name: str, scope: Scope,
+                          reduction: Any) -> tuple[list[Any], set[Node]]:
+        """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan: each
+        work item (a column ``j``) accumulates its group's rows in private
+        memory inside the ``k`` loop, so each loaded ``f`` operand that does
+        not depend on the row (a weight) is read once per group and step."""
+        rows, per_group = scope.batch
+        (rname, _, kext), = reduction.bounds
+        ncols = node.shape[1]
+        group = self._fresh("_ft_bg")
+        self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
+                                                   "rows").to_expr()])
+        self.iname_tags[group] = "g.0"
+        size = (min(SCAN_LOCAL_SIZE, ncols) if isinstance(ncols, int)
+                else SCAN_LOCAL_SIZE)
+        jo, jl = self._fresh("_ft_o"), self._fresh("_ft_l")
+        self._add_split_domain(jo, jl, size, ncols)
+        self.iname_tags[jl] = "l.0"
+        k = self._fresh("_ft_k")
+        self._add_domain([k], [kext])
+        lanes = {}
+        for role in ("init", "update", "store"):
+            lanes[role] = self._fresh("_ft_rr")
+            self._add_domain([lanes[role]], [per_group])
+            self.iname_tags[lanes[role]] = "ilp" if role == "update" else "unr"
+        t_inames = scope.outer_inames
+        self.priorities.extend([(t, jo) for t in t_inames] + [(t, k) for t in t_inames]
+                               + [(jo, k), (k, lanes["update"])])
+        col = prim.Variable(jo) * size + prim.Variable(jl)
+
+        def row(role):
+            return prim.Variable(group) * per_group + prim.Variable(lanes[role])
+
+        ctx = StoreContext(scope, [group, jo, jl], (row("update"), col))
+        translator = Translator({"_0": row("update"), "_1": col,
+                                 rname: prim.Variable(k)},
+                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
+                                self._fresh_reduction_iname)
+        term = translator(reduction.inner)
+        acc = self._fresh("_ft_acc")
+        self.temporaries[acc] = lp.TemporaryVariable(
+            acc, storage_dtype(node.dtype), shape=(per_group,),
+            address_space=lp.AddressSpace.PRIVATE)
+
+        def at(role):
+            return prim.Subscript(prim.Variable(acc), (prim.Variable(lanes[role]),))
+        base = frozenset(t_inames) | {group, jo, jl}
+        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
+        insns = [
+            lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
+                          within_inames=base | {lanes["init"]},
+                          within_inames_is_final=True),
+            lp.Assignment(at("update"), at("update") + term, id=upd_id,
+                          within_inames=base | {k, lanes["update"]},
+                          within_inames_is_final=True,
+                          depends_on=frozenset(ctx.deps) | {init_id}),
+            lp.Assignment(prim.Subscript(prim.Variable(name), (row("store"), col)),
+                          at("store"), id=self._fresh(name + "_store"),
+                          within_inames=base | {lanes["store"]},
+                          within_inames_is_final=True,
+                          depends_on=frozenset({upd_id}))]
+        return ctx.pending + insns, ctx.reads
+
+    def _batched_loop_nest(self, shape: tuple, scope: Scope
+                           ) -> tuple[list[str], tuple]:
+        """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
+        into the work group (g.0) and a sequential loop over its rows; the
+        last axis is spread over the group's work items (l.0)."""
+        rows, per_group = scope.batch
+        group, row = self._fresh("_ft_bg"), self._fresh("_ft_br")
+        self._add_split_domain(group, row, per_group, rows)
+        self.iname_tags[group] = "g.0"
+        inames = [group, row]
+        index: list[Any] = [prim.Variable(group) * per_group + prim.Variable(row)]
+        sequential = [row]
+        cpu = self.device_kind == "cpu"
+        for d, extent in enumerate(shape[1:], start=1):
+            if d == len(shape) - 1 and not cpu:
+                size = (min(SCAN_LOCAL_SIZE, extent) if isinstance(extent, int)
+                        else SCAN_LOCAL_SIZE)
+                outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
+                self._add_split_domain(outer, inner, max(size, 1), extent)
+                self.iname_tags[inner] = "l.0"
+                inames += [outer, inner]
+                index.append(prim.Variable(outer) * max(size, 1)
+                             + prim.Variable(inner))
+                sequential.append(outer)
+            else:
+                name = self._fresh(f"_ft_i{d}_")
+                self._add_domain([name], [extent])
+                inames.append(name)
+                index.append(prim.Variable(name))
+                sequential.append(name)
+        if len(shape) == 1 or cpu:
+            # one work item per group on CPUs: its contiguous loops vectorize
+            item = self._fresh("_ft_z")
+            self._add_domain([item], [1])
+            self.iname_tags[item] = "l.0"
+            inames.append(item)
+        self.priorities.extend((t, i) for t in scope.outer_inames for i in sequential)
+        return inames, tuple(index)
+
+    def _emit_scan(self, scan: Scan, outer: Scope, out_names: dict) -> None:
+        body = scan.body
+        if any(isinstance(n, (Scan, LoopResult))
+               for n in topological_order(list(body.outputs))):
+            raise NotImplementedError("code generation for a scan nested in a "
+                                      "scan body is not supported yet")
+        t = self._fresh("_ft_t")
+        length = scan.length
+        self._add_domain([t], [length])
+        tvar = prim.Variable(t)
+        # the scan runs in a kernel of its own: a level no other array shares
+        level = 1 + max((self.level[a] for a in scan.inputs
+                         if a in self.level), default=0) + 0.5
+        nc, ns = scan.num_carries, scan.num_scanned
+        carry_names = [self._fresh("_ft_carry") for _ in range(nc)]
+        for name, init in zip(carry_names, scan.inits):
+            self._global_temporary(name, (2,) + init.shape, init.dtype)
+
+        body_plan = decide_storage(list(body.outputs))
+        batch = independent_rows(scan, body_plan)
+        local = Scope(body_plan, {}, {}, (t,), "local", batch)
+        prologue_scope = Scope(outer.plan, outer.names, {}, (), "local", batch)
+
+        def outer_reader(a: Array) -> Callable[[tuple], Any]:
+            if isinstance(a, SizeParam):
+                return lambda idx: prim.Variable(a.name)
+            if a in self.packed:
+                return lambda idx: self._packed_read(a, idx)
+            name = outer.names[a]
+            return lambda idx: prim.Subscript(prim.Variable(name), idx or (0,))
+
+        for k, name in enumerate(carry_names):
+            local.params[k] = (lambda idx, name=name: prim.Subscript(
+                prim.Variable(name), (prim.Remainder(tvar, 2),) + idx))
+        for j, xs in enumerate(scan.scanned):
+            read = outer_reader(xs)
+            local.params[nc + j] = (lambda idx, read=read: read((tvar,) + idx))
+        for c, captured in enumerate(scan.captured):
+            local.params[nc + ns + c] = outer_reader(captured)
+
+        insns: list[Any] = []
+        pro_ids: set[str] = set()
+        for name, init in zip(carry_names, scan.inits):
+            read = outer_reader(init)
+            new = self._emit_copy(read, name, init.shape, prologue_scope,
+                                  frozenset(), (0,))
+            insns += new
+            pro_ids |= {i.id for i in new}
+        pro_barrier = self._local_barrier(pro_ids, ())
+        insns.append(pro_barrier)
+
+        # the body, level by level, inside the time loop
+        body_level: dict[Node, int] = {}
+        stored = [n for n in topological_order(list(body.outputs))
+                  if isinstance(n, IndexLambda) and n in local.plan.stored]
+        body_insns: dict[int, list[Any]] = defaultdict(list)
+        for n in stored:
+            name = self._storage_name(n)
+            self._global_temporary(name, n.shape, n.dtype)
+            reduction = (_row_blockable(n, batch) if batch is not None else None)
+            if reduction is not None and self.device_kind == "cpu":
+                new, reads = self._emit_row_blocked_cpu(n, name, local, reduction)
+            elif reduction is not None:
+                new, reads = self._emit_row_blocked(n, name, local, reduction)
+            else:
+                new, reads = self._emit_store(n, name, local)
+            lev = 1 + max((body_level[r] for r in reads if r in body_level),
+                          default=0)
+            body_level[n] = lev
+            local.names[n] = name
+            body_insns[lev].extend(new)
+        barrier_id = pro_barrier.id
+        step_ids: set[str] = set()
+        for lev in sorted(body_insns):
+            ids = set()
+            for insn in body_insns[lev]:
+                insn = insn.copy(depends_on=insn.depends_on | {barrier_id})
+                insns.append(insn)
+                ids.add(insn.id)
+            step_ids |= ids
+            barrier = self._local_barrier(ids, (t,))
+            insns.append(barrier)
+            barrier_id = barrier.id
+        # new carries (and the history for scan results)
+        final_ids: set[str] = set()
+        results = {}
+        for k, (name, out) in enumerate(zip(carry_names, body.outputs)):
+            src_name = local.names[out]
+
+            def src(idx, src_name=src_name):
+                return prim.Subscript(prim.Variable(src_name), idx or (0,))
+            new = self._emit_copy(src, name, out.shape, local,
+                                  frozenset({barrier_id}),
+                                  (prim.Remainder(tvar + 1, 2),))
+            if scan.keep_all:
+                result_name = self._scan_result_name(scan, k, out_names)
+                new += self._emit_copy(src, result_name, out.shape, local,
+                                       frozenset({barrier_id}), (tvar,))
+                results[k] = result_name
+            insns += new
+            final_ids |= {i.id for i in new}
+        end_barrier = self._local_barrier(final_ids | step_ids, (t,))
+        insns.append(end_barrier)
+        if not scan.keep_all:
+            for k, (name, init) in enumerate(zip(carry_names, scan.inits)):
+                result_name = self._scan_result_name(scan, k, out_names)
+                parity = prim.Remainder(length, 2)
+
+                def src(idx, name=name, parity=parity):
+                    return prim.Subscript(prim.Variable(name), (parity,) + idx)
+                insns += self._emit_copy(src, result_name, init.shape,
+                                         prologue_scope,
+                                         frozenset({end_barrier.id, pro_barrier.id}))
+                results[k] = result_name
+        # mark the group (by id prefix) for _declare_scan_nosync
+        prefix = self._fresh("_ft_scan") + "_"
+        self.scan_prefixes.append(prefix)
+        renames = {i.id: prefix + i.id for i in insns}
+        insns = [i.copy(id=renames[i.id], depends_on=frozenset(
+            renames.get(d, d) for d in i.depends_on)) for i in insns]
+        self.instructions.extend(((level, prefix), i) for i in insns)
+        self.level[scan] = level
+        for k, name in results.items():
+            outer.names[LoopResult(scan, k)] = name
+
+    def _scan_result_name(self, scan: Scan, k: int, out_names: dict) -> str:
+        result = LoopResult(scan, k)
+        name = out_names.get(result)
+        if name is None:
+            name = self._storage_name(result)
+            self._global_temporary(name, result.shape, result.dtype)
+        return name
+
+    def _local_barrier(self, deps: set[str], inames: tuple) -> Any:
+        return lp.BarrierInstruction(
+            id=self._fresh("_ft_lbarrier"), synchronization_kind="local",
+            mem_kind="global", depends_on=frozenset(deps),
+            within_inames=frozenset(inames), within_inames_is_final=True)
+
+
+#: elements of a private accumulator block (doubles: 32 KiB)
+MAX_PRIVATE_ACCUMULATOR = 4096
+
+
+def independent_rows(scan: Scan, plan: StoragePlan) -> tuple | None:
+    """``(rows, rows per work group)`` if the scan's carries share a leading
+    axis whose rows evolve independently (a batch): every body array that
+    depends on a carry, and every stored body array, has that leading axis
+    and is read only at the reader's own row ``_0``. Then work groups can
+    each run the time loop for their own rows with no synchronization
+    between groups."""
+    inits = scan.inits
+    if not inits or any(a.ndim == 0 for a in inits):
+        return None
+    rows = inits[0].shape[0]
+    if not all(sh.prove_equal(a.shape[0], rows) for a in inits):
+        return None
+    body = scan.body
+    order = topological_order(list(body.outputs))
+    tracked: set[Node] = set(body.params[:scan.num_carries])
+    for n in order:
+        if isinstance(n, IndexLambda) and (
+                n in plan.stored
+                or any(b in tracked for b in n.bindings.values())):
+            tracked.add(n)
+    for n in order:
+        if not isinstance(n, IndexLambda):
+            continue
+        if n in tracked and (n.ndim == 0 or not sh.prove_equal(n.shape[0], rows)):
+            return None
+        for e in _subexpressions(n.expr):
+            if isinstance(e, prim.Variable) and n.bindings.get(e.name) in tracked:
+                return None
+            if (isinstance(e, prim.Subscript)
+                    and n.bindings[e.aggregate.name] in tracked
+                    and e.index_tuple[0] != index_var(0)):
+                return None
+    # enough groups for the cores, enough rows per group to reuse weights
+    per_group = 1
+    if isinstance(rows, int):
+        per_group = next((p for p in (8, 4, 2) if rows % p == 0 and rows >= 2 * p), 1)
+    return rows, per_group
+
+
+def _row_blockable(node: IndexLambda, batch: tuple) -> Any:
+    """The reduction if *node* is ``sum_k f(b, j, k)`` over rows ``b`` of a
+    row-partitioned scan (see :meth:`KernelBuilder._emit_row_blocked`), with
+    a concrete number of columns (a private accumulator's size)."""
+    expr = node.expr
+    ncols = node.shape[1] if node.ndim == 2 else None
+    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)
+            or batch[1] == 1 or not isinstance(ncols, int)
+            or ncols * batch[1] > MAX_PRIVATE_ACCUMULATOR):
+        return None
+    return expr
+
+
+def _subexpressions(expr: Any) -> list[Any]:
+    result, stack = [], [expr]
+    while stack:
+        e = stack.pop()
+        result.append(e)
+        if isinstance(e, prim.Subscript):
+            stack.extend(e.index_tuple)
+        elif isinstance(e, prim.ExpressionNode) and not isinstance(e, prim.Variable):
+            for f in dataclasses.fields(e):
+                value = getattr(e, f.name)
+                stack.extend(v for v in (value if isinstance(value, tuple)
+                                         else (value,))
+                             if isinstance(v, prim.ExpressionNode))
+    return result
+
+
+def declare_scan_nosync(knl: lp.TranslationUnit, prefixes: list[str]
+                         ) -> lp.TranslationUnit:
+    """A scan runs in one work group, whose barriers order its accesses to
+    global memory; loopy cannot know that, so declare the scan's
+    instructions (including those that realizing its reductions creates)
+    free of global synchronization among themselves."""
+    knl = lp.preprocess_program(knl)
+    entry = knl.default_entrypoint
+    groups = {p: [i.id for i in entry.instructions if i.id.startswith(p)]
+              for p in prefixes}
+    new_insns = []
+    for insn in entry.instructions:
+        group = next((ids for p, ids in groups.items() if insn.id.startswith(p)),
+                     None)
+        if group is not None and not isinstance(insn, lp.BarrierInstruction):
+            insn = insn.copy(no_sync_with=insn.no_sync_with | frozenset(
+                (other, "global") for other in group if other != insn.id))
+        new_insns.append(insn)
+    return knl.with_kernel(entry.copy(instructions=new_insns))
