@@ -20,6 +20,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools as cltools
+import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, DictOfNamedArrays, IndexLambda
@@ -133,7 +134,6 @@ def _artifact(canon: CanonicalDAG, kind: str) -> tuple[CompiledArtifact, bool]:
 
 def _identity_copy(a: Array) -> IndexLambda:
     idx = tuple(index_var(i) for i in range(a.ndim))
-    import pymbolic.primitives as prim
     expr = prim.Subscript(prim.Variable("_in0"), idx) if idx else prim.Variable("_in0")
     return IndexLambda(expr, a.shape, a.dtype, {"_in0": a})
 
@@ -229,8 +229,9 @@ class BoundProgram:
         return pool
 
     def kernel_arguments(self, queue: cl.CommandQueue, inputs: dict[str, Any]
-                         ) -> dict[str, Any]:
-        """Validate user *inputs* and turn them into kernel arguments."""
+                         ) -> tuple[dict[str, Any], dict[str, int]]:
+        """Validate user *inputs*; return the kernel arguments and the values
+        of the (canonically named) size parameters."""
         canon = self.canon
         env, arrays = bind_inputs(canon.user_inputs, inputs, canon.size_names)
         args: dict[str, Any] = {}
@@ -250,16 +251,14 @@ class BoundProgram:
         for user_name, canon_name in canon.size_names.items():
             if canon_name in kernel_args:
                 args[canon_name] = np.int64(env[user_name])
-        self._env = env
-        return args
+        canon_env = {canon.size_names[k]: v for k, v in env.items()
+                     if k in canon.size_names}
+        return args, canon_env
 
     def __call__(self, queue: cl.CommandQueue, **inputs: Any) -> tuple[Any, Any]:
         art = self.artifact
-        args = self.kernel_arguments(queue, inputs)
+        args, canon_env = self.kernel_arguments(queue, inputs)
         out_host = not any(isinstance(v, cla.Array) for v in args.values())
-        env = self._env
-        canon_env = {self.canon.size_names[k]: v for k, v in env.items()
-                     if k in self.canon.size_names}
         if all(0 in sh.evaluate_shape(o.shape, canon_env) for o in art.outputs):
             results = {o.name: self._empty(o, canon_env, queue, out_host)
                        for o in art.outputs}
