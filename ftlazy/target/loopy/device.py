@@ -39,5 +39,9 @@ def device_kind(device: cl.Device) -> str:
 
 
 def silence_compiler_output() -> None:
-    """PoCL prints harmless build logs as warnings; keep test output clean."""
+    """PoCL prints harmless build logs as warnings, and loopy warns that it
+    cannot infer size parameters such as ``n`` from a ``2*n + 1`` shape,
+    which ftlazy always passes itself; keep user output clean."""
+    from loopy.diagnostic import ParameterFinderWarning
     warnings.filterwarnings("ignore", category=cl.CompilerWarning)
+    warnings.filterwarnings("ignore", category=ParameterFinderWarning)
