@@ -29,12 +29,14 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import ExprIdentityMapper, substitute
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
 from ftlazy.target.loopy.storage import (
     StoragePlan, decide_storage, has_reduce, identity_read_bindings)
-from ftlazy.target.loopy.vectorize import VECTOR_WIDTH, simd_safe, vector_view
+from ftlazy.target.loopy.vectorize import (
+    ELEMENTWISE_BUILTINS, VECTOR_WIDTH, has_vector_calls, simd_safe, vector_view)
 from ftlazy.target.loopy.scopes import (
     CPU_FLAT_LOCAL_SIZE, CPU_LOCAL_SIZE, GPU_LOCAL_SIZE, SCAN_LOCAL_SIZE, ArgSpec,
     Scope, StoreContext)
@@ -137,6 +139,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             # guarded by a condition the hoisted load would escape)
             if (index and index == ctx.index and ctx.shape is not None
                     and self.vector_length is None
+                    and not any(i.startswith("_ft_lane") for i in ctx.inames)
                     and sh.shapes_equal(node.shape, ctx.shape)):
                 return self._load_once(node, ref, ctx)
             return ref
@@ -227,8 +230,8 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
 
     # {{{ loop nests
 
-    def _loop_nest(self, shape: tuple, scope: Scope, cheap: bool = True
-                   ) -> tuple[list[str], tuple]:
+    def _loop_nest(self, shape: tuple, scope: Scope, cheap: bool = True,
+                   lanes: bool = False) -> tuple[list[str], tuple]:
         """Inames over *shape* and the index expressions of its axes.
 
         Every loop nest of a kernel must use the same hardware axes, so axis 0
@@ -245,7 +248,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         inames: list[str] = []
         index: list[Any] = []
         if scope.batch is not None:
-            return self._batched_loop_nest(shape, scope)
+            return self._batched_loop_nest(shape, scope, lanes)
         if not shape:
             group, item = self._fresh("_ft_z"), self._fresh("_ft_z")
             self._add_domain([group, item], [1, 1])
@@ -280,12 +283,89 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                 else:
                     self.iname_tags[outer] = "g.0"
             else:
-                name = self._fresh(f"_ft_i{d}_")
-                self._add_domain([name], [extent])
-                inames.append(name)
-                index.append(prim.Variable(name))
-                self.priorities.extend((t, name) for t in scope.outer_inames)
+                names, idx = self._sequential_axis(
+                    d, extent, lanes and d == len(shape) - 1)
+                inames += names
+                index.append(idx)
+                self.priorities.extend((t, n) for t in scope.outer_inames
+                                       for n in names)
         return inames, tuple(index)
+
+    def _sequential_axis(self, d: int, extent: Any, lanes: bool
+                         ) -> tuple[list[str], Any]:
+        """Inames and index of a sequential axis; with *lanes* (a CPU's
+        contiguous axis whose length the vector width divides) split into
+        ``VECTOR_WIDTH * outer + lane``, for :meth:`_vector_calls`."""
+        if lanes and isinstance(extent, int) and extent % VECTOR_WIDTH == 0:
+            outer, lane = self._fresh(f"_ft_i{d}_"), self._fresh("_ft_lane")
+            self._add_domain([outer, lane], [extent // VECTOR_WIDTH, VECTOR_WIDTH])
+            self.iname_tags[lane] = "unr"
+            self.priorities.append((outer, lane))
+            index = prim.Variable(outer) * VECTOR_WIDTH + prim.Variable(lane)
+            return [outer, lane], index
+        name = self._fresh(f"_ft_i{d}_")
+        self._add_domain([name], [extent])
+        return [name], prim.Variable(name)
+
+    def _vector_calls(self, expr: Any, ctx: StoreContext, dtype: np.dtype) -> Any:
+        """*expr* with each call of an elementwise math builtin computed on a
+        vector of :data:`VECTOR_WIDTH` consecutive elements: the arguments
+        are gathered lane by lane into a private vector, the call runs once
+        on the vector (PoCL's vector builtins are several times faster per
+        element than the scalar ones), and *expr* reads its lane of the
+        result. The loop nest's last axis must come from
+        :meth:`_sequential_axis` with lanes."""
+        lane = next((i for i in ctx.inames if i.startswith("_ft_lane")), None)
+        if lane is None:
+            return expr
+        base = frozenset(ctx.scope.outer_inames) | frozenset(
+            i for i in ctx.inames if i != lane)
+        builder = self
+
+        class _Calls(ExprIdentityMapper):
+            def map_call(self, e: prim.Call) -> Any:
+                params = [self.rec(p) for p in e.parameters]
+                if e.function.name not in ELEMENTWISE_BUILTINS:
+                    return prim.Call(e.function, tuple(params))
+                arg_ids, vectors = set(), []
+                for p in params:
+                    vec = builder._vector_temporary(dtype)
+                    insn_id = vec + "_lanes"
+                    # a lane loop of its own: loopy enters each loop once
+                    arg_lane = builder._fresh("_ft_al")
+                    builder._add_domain([arg_lane], [VECTOR_WIDTH])
+                    builder.iname_tags[arg_lane] = "unr"
+                    p = substitute(p, {lane: prim.Variable(arg_lane)})
+                    ctx.pending.append(lp.Assignment(
+                        prim.Subscript(prim.Variable(vec), (prim.Variable(arg_lane),)),
+                        p, id=insn_id, within_inames=base | {arg_lane},
+                        within_inames_is_final=True,
+                        depends_on=frozenset(ctx.deps)))
+                    arg_ids.add(insn_id)
+                    vectors.append(vec)
+                result = builder._vector_temporary(dtype)
+                vv = builder._fresh("_ft_vv")
+                builder._add_domain([vv], [VECTOR_WIDTH])
+                builder.iname_tags[vv] = "vec"
+                call_id = result + "_call"
+                ctx.pending.append(lp.Assignment(
+                    prim.Subscript(prim.Variable(result), (prim.Variable(vv),)),
+                    prim.Call(e.function, tuple(
+                        prim.Subscript(prim.Variable(v), (prim.Variable(vv),))
+                        for v in vectors)),
+                    id=call_id, within_inames=base | {vv},
+                    within_inames_is_final=True, depends_on=frozenset(arg_ids)))
+                ctx.deps.add(call_id)
+                return prim.Subscript(prim.Variable(result), (prim.Variable(lane),))
+
+        return _Calls()(expr)
+
+    def _vector_temporary(self, dtype: np.dtype) -> str:
+        name = self._fresh("_ft_vec")
+        self.temporaries[name] = lp.TemporaryVariable(
+            name, storage_dtype(dtype), shape=(VECTOR_WIDTH,), dim_tags="vec",
+            address_space=lp.AddressSpace.PRIVATE)
+        return name
 
 
     def _vector_length(self, plan: StoragePlan, placeholders: list) -> int | None:
@@ -348,14 +428,20 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     ) -> tuple[list[Any], set[Node]]:
         """Assignments computing *node* into array *name* (whose leading
         indices are *index_prefix*); returns them and the stored arrays read."""
+        lanes = (self.device_kind == "cpu" and node.dtype.kind == "f"
+                 and has_vector_calls(node.expr)
+                 and not self._reachable_privates(node, scope))
         inames, index = self._loop_nest(node.shape, scope,
-                                        cheap=not has_reduce(node.expr))
+                                        cheap=not has_reduce(node.expr),
+                                        lanes=lanes)
         ctx = StoreContext(scope, inames, index, node.shape)
         # private statements first, children before users, so that
         # translating one never recurses into the next (deep chains)
         for private in self._reachable_privates(node, scope):
             self._private(private, ctx)
         expr = self._translate(node, index, ctx)
+        if lanes:
+            expr = self._vector_calls(expr, ctx, node.dtype)
         lhs_index = index_prefix + index
         lhs = prim.Subscript(prim.Variable(name), lhs_index or (0,))
         ctx.pending.append(lp.Assignment(

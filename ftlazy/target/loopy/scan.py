@@ -157,7 +157,7 @@ class ScanEmitter:
                           depends_on=frozenset({upd_id}))]
         return ctx.pending + insns, ctx.reads
 
-    def _batched_loop_nest(self, shape: tuple, scope: Scope
+    def _batched_loop_nest(self, shape: tuple, scope: Scope, lanes: bool = False
                            ) -> tuple[list[str], tuple]:
         """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
         into the work group (g.0) and a sequential loop over its rows; the
@@ -182,11 +182,11 @@ class ScanEmitter:
                              + prim.Variable(inner))
                 sequential.append(outer)
             else:
-                name = self._fresh(f"_ft_i{d}_")
-                self._add_domain([name], [extent])
-                inames.append(name)
-                index.append(prim.Variable(name))
-                sequential.append(name)
+                names, idx = self._sequential_axis(
+                    d, extent, lanes and cpu and d == len(shape) - 1)
+                inames += names
+                index.append(idx)
+                sequential.extend(names)
         if len(shape) == 1 or cpu:
             # one work item per group on CPUs: its contiguous loops vectorize
             item = self._fresh("_ft_z")

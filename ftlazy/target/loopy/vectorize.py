@@ -78,6 +78,28 @@ def simd_safe(expr: Any) -> bool:
     return True
 
 
+def has_vector_calls(expr: Any) -> bool:
+    """Whether a float body calls math builtins that
+    :meth:`~ftlazy.target.loopy.kernel.KernelBuilder._vector_calls` can run
+    on vectors: the calls' dtype must be the body's, so bodies with casts or
+    reductions do not qualify."""
+    found = False
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, (TypeCast, Reduce)):
+            return False
+        if isinstance(e, prim.Call):
+            if C_FUNCTIONS.get(e.function.name) not in ELEMENTWISE_BUILTINS:
+                return False
+            found = True
+        if isinstance(e, prim.ExpressionNode):
+            for f in dataclasses.fields(e):
+                value = getattr(e, f.name)
+                stack.extend(value if isinstance(value, tuple) else [value])
+    return found
+
+
 def vector_view(knl: lp.TranslationUnit, names: list[str]) -> lp.TranslationUnit:
     """View the 1-D arrays *names* as ``(n / VECTOR_WIDTH, VECTOR_WIDTH)``
     with a vector axis."""
