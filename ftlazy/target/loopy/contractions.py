@@ -13,7 +13,6 @@ from loopy.symbolic import Reduction
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
 from ftlazy.scalar_expr import Reduce
-from ftlazy.target.loopy.expressions import Translator, storage_dtype
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 from ftlazy.target.loopy.storage import has_reduce
 
@@ -53,14 +52,10 @@ class ContractionEmitter:
 
         ctx = StoreContext(scope, [io, jo], rows_cols("update"))
         row, col = rows_cols("update")
-        translator = Translator({"_0": row, "_1": col, rname: prim.Variable(k)},
-                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
-                                self._fresh_reduction_iname)
-        term = translator(reduction.inner)
-        acc = self._fresh("_ft_acc")
-        self.temporaries[acc] = lp.TemporaryVariable(
-            acc, storage_dtype(node.dtype), shape=(ti, tj),
-            address_space=lp.AddressSpace.PRIVATE)
+        term = self._translate_expr(
+            reduction.inner, node, {"_0": row, "_1": col, rname: prim.Variable(k)},
+            ctx)
+        acc = self._private_array("_ft_acc", node.dtype, (ti, tj))
 
         def acc_at(role):
             return prim.Subscript(prim.Variable(acc), tuple(
@@ -103,14 +98,8 @@ class ContractionEmitter:
         position = prim.Variable(ro) * lanes + prim.Variable(lane["update"])
         index_map = {f"_{i}": idx for i, idx in enumerate(index)}
         index_map[rname] = position
-        translator = Translator(index_map, node.bindings,
-                                lambda b, idx: self._read(b, idx, ctx),
-                                self._fresh_reduction_iname)
-        term = translator(reduction.inner)
-        dtype = storage_dtype(node.dtype)
-        acc = self._fresh("_ft_acc")
-        self.temporaries[acc] = lp.TemporaryVariable(
-            acc, dtype, shape=(lanes,), address_space=lp.AddressSpace.PRIVATE)
+        term = self._translate_expr(reduction.inner, node, index_map, ctx)
+        acc = self._private_array("_ft_acc", node.dtype, (lanes,))
 
         def at(role):
             return prim.Subscript(prim.Variable(acc), (prim.Variable(lane[role]),))

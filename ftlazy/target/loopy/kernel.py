@@ -160,10 +160,26 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
 
     def _translate(self, node: IndexLambda, index: tuple, ctx: StoreContext) -> Any:
         index_map = {f"_{i}": idx for i, idx in enumerate(index)}
+        return self._translate_expr(node.expr, node, index_map, ctx)
+
+    def _translate_expr(self, expr: Any, node: IndexLambda,
+                        index_map: dict[str, Any], ctx: StoreContext) -> Any:
+        """*expr* (part of *node*'s body) as a loopy expression, with the
+        variables of *index_map* substituted and bindings read via
+        :meth:`_read` in *ctx*."""
         translator = Translator(index_map, node.bindings,
                                 lambda b, idx: self._read(b, idx, ctx),
                                 self._fresh_reduction_iname)
-        return translator(node.expr)
+        return translator(expr)
+
+    def _private_array(self, prefix: str, dtype: np.dtype, shape: tuple,
+                       dim_tags: Any = None) -> str:
+        """A fresh private temporary; returns its name."""
+        name = self._fresh(prefix)
+        self.temporaries[name] = lp.TemporaryVariable(
+            name, storage_dtype(dtype), shape=shape, dim_tags=dim_tags,
+            address_space=lp.AddressSpace.PRIVATE)
+        return name
 
     def _load_once(self, node: Array, ref: Any, ctx: StoreContext) -> Any:
         """An element read at the loop nest's own index, loaded into a
@@ -180,11 +196,8 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                            expr: Any, deps: set[str], ctx: StoreContext) -> str:
         """``private = expr`` in the loop nest of *ctx*, remembered under
         *key*; returns the statement's id."""
-        name = self._fresh(prefix)
+        name = self._private_array(prefix, dtype, ())
         insn_id = name + "_insn"
-        self.temporaries[name] = lp.TemporaryVariable(
-            name, storage_dtype(dtype), shape=(),
-            address_space=lp.AddressSpace.PRIVATE)
         ctx.pending.append(lp.Assignment(
             prim.Variable(name), expr, id=insn_id,
             within_inames=frozenset(ctx.scope.outer_inames) | frozenset(ctx.inames),
@@ -361,11 +374,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         return _Calls()(expr)
 
     def _vector_temporary(self, dtype: np.dtype) -> str:
-        name = self._fresh("_ft_vec")
-        self.temporaries[name] = lp.TemporaryVariable(
-            name, storage_dtype(dtype), shape=(VECTOR_WIDTH,), dim_tags="vec",
-            address_space=lp.AddressSpace.PRIVATE)
-        return name
+        return self._private_array("_ft_vec", dtype, (VECTOR_WIDTH,), "vec")
 
 
     def _vector_length(self, plan: StoragePlan, placeholders: list) -> int | None:

@@ -24,7 +24,6 @@ from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import LoopResult, Scan
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import Reduce, index_var
-from ftlazy.target.loopy.expressions import Translator, storage_dtype
 from ftlazy.target.loopy.scopes import SCAN_LOCAL_SIZE, Scope, StoreContext
 from ftlazy.target.loopy.storage import StoragePlan, decide_storage, has_reduce
 
@@ -67,15 +66,10 @@ class ScanEmitter:
                 prim.Variable(v) for v in loops[role]))
         col = {role: prim.Variable(loops[role][1]) for role in loops}
         ctx = StoreContext(scope, [group, item], (row("update"), col["update"]))
-        translator = Translator({"_0": row("update"), "_1": col["update"],
-                                 rname: prim.Variable(k)},
-                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
-                                self._fresh_reduction_iname)
-        term = translator(reduction.inner)
-        acc = self._fresh("_ft_acc")
-        self.temporaries[acc] = lp.TemporaryVariable(
-            acc, storage_dtype(node.dtype), shape=(per_group, ncols),
-            address_space=lp.AddressSpace.PRIVATE)
+        term = self._translate_expr(
+            reduction.inner, node,
+            {"_0": row("update"), "_1": col["update"], rname: prim.Variable(k)}, ctx)
+        acc = self._private_array("_ft_acc", node.dtype, (per_group, ncols))
         base = frozenset(scope.outer_inames) | {group, item}
         init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
         insns = [
@@ -128,15 +122,10 @@ class ScanEmitter:
             return prim.Variable(group) * per_group + prim.Variable(lanes[role])
 
         ctx = StoreContext(scope, [group, jo, jl], (row("update"), col))
-        translator = Translator({"_0": row("update"), "_1": col,
-                                 rname: prim.Variable(k)},
-                                node.bindings, lambda b, idx: self._read(b, idx, ctx),
-                                self._fresh_reduction_iname)
-        term = translator(reduction.inner)
-        acc = self._fresh("_ft_acc")
-        self.temporaries[acc] = lp.TemporaryVariable(
-            acc, storage_dtype(node.dtype), shape=(per_group,),
-            address_space=lp.AddressSpace.PRIVATE)
+        term = self._translate_expr(
+            reduction.inner, node,
+            {"_0": row("update"), "_1": col, rname: prim.Variable(k)}, ctx)
+        acc = self._private_array("_ft_acc", node.dtype, (per_group,))
 
         def at(role):
             return prim.Subscript(prim.Variable(acc), (prim.Variable(lanes[role]),))
