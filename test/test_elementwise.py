@@ -88,11 +88,11 @@ class _TypeChecker:
             self.same(expr, (expr.left, expr.right))
             return np.dtype(bool)
         if isinstance(expr, (prim.LogicalAnd, prim.LogicalOr)):
-            if self.same(expr, expr.children) != bool:
+            if self.same(expr, expr.children) != np.bool_:
                 self.fail(expr, "logical operation on non-bools")
             return np.dtype(bool)
         if isinstance(expr, prim.LogicalNot):
-            if self(expr.child) != bool:
+            if self(expr.child) != np.bool_:
                 self.fail(expr, "logical not of a non-bool")
             return np.dtype(bool)
         if isinstance(expr, (prim.BitwiseAnd, prim.BitwiseOr, prim.BitwiseXor)):
@@ -106,7 +106,7 @@ class _TypeChecker:
                 self.fail(expr, f"bitwise not of {dtype}")
             return dtype
         if isinstance(expr, prim.If):
-            if self(expr.condition) != bool:
+            if self(expr.condition) != np.bool_:
                 self.fail(expr, "a non-bool condition")
             return self.same(expr, (expr.then, expr.else_))
         if isinstance(expr, prim.Call):
@@ -122,7 +122,7 @@ class _TypeChecker:
             return dtype
         if isinstance(expr, Reduce):
             dtype = self(expr.inner)
-            if expr.op in ("any", "all") and dtype != bool:
+            if expr.op in ("any", "all") and dtype != np.bool_:
                 self.fail(expr, f"{expr.op} of {dtype}")
             return dtype
         self.fail(expr, f"unknown expression type {type(expr).__name__}")
@@ -165,7 +165,7 @@ def random_array(rng: np.random.Generator, shape, dtype, low=-5, high=6,
                  nonzero=False) -> np.ndarray:
     """Small values of *dtype* (no zeros if *nonzero*)."""
     dtype = np.dtype(dtype)
-    if dtype == bool:
+    if dtype == np.bool_:
         values = rng.integers(0, 2, shape).astype(bool)
         return np.ones(shape, bool) if nonzero else values
     if dtype.kind == "u":

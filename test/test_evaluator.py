@@ -46,7 +46,8 @@ def test_contradictory_size_param():
 
 
 def test_mis_typed_input():
-    with pytest.raises(TypeError, match="input 'x' has dtype float32, expected float64"):
+    with pytest.raises(TypeError,
+                       match="input .x. has dtype float32, expected float64"):
         ft.evaluate_numpy(expr, x=np.ones((4, 3), np.float32), y=np.ones(9))
     with pytest.raises(TypeError, match="size parameter 'n' must be an int"):
         ft.evaluate_numpy(expr, x=np.ones((4, 3)), y=np.ones(9), n=4.0)

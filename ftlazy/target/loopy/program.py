@@ -31,7 +31,7 @@ from ftlazy.target.binding import bind_inputs
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
 from ftlazy.target.loopy.kernel import ArgSpec, KernelBuilder
 from ftlazy.target.loopy.device import (
-    default_queue, device_kind, silence_compiler_output)
+    default_queue, device_kind, silence_compiler_output, warm_up_compiler)
 from ftlazy.target.loopy.vectorize import VECTOR_WIDTH
 from ftlazy.target.loopy.lowering import insert_index_checks, lower_for_codegen
 
@@ -359,6 +359,7 @@ def compile(result: Array | DictOfNamedArrays,
     Structurally equal DAGs (up to input names and wrapped data) share one
     compiled program. Size parameters are inferred from input shapes."""
     queue = queue or default_queue()
+    warm_up_compiler(queue)
     canon = _canonical(result)
     artifact, cached = _artifact(canon, device_kind(queue.device))
     prg = BoundProgram(canon, artifact, cached)
