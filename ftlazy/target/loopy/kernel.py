@@ -41,6 +41,7 @@ from ftlazy.target.loopy.scopes import (
     CPU_FLAT_LOCAL_SIZE, CPU_LOCAL_SIZE, GPU_LOCAL_SIZE, SCAN_LOCAL_SIZE, ArgSpec,
     Scope, StoreContext)
 from ftlazy.target.loopy.scan import ScanEmitter, declare_scan_nosync
+from ftlazy.target.loopy.rolling import MIN_RUN, roll_repeated_statements
 from ftlazy.target.loopy.contractions import (
     ContractionEmitter, blockable_contraction, splittable_reduction)
 
@@ -51,7 +52,8 @@ BOUNDS_CHECK_MAX_NODES = 500
 class KernelBuilder(ScanEmitter, ContractionEmitter):
     """Builds the loopy kernel for a canonical, lowered DAG."""
 
-    def __init__(self, outputs: dict[str, Array], device_kind: str = "cpu") -> None:
+    def __init__(self, outputs: dict[str, Array], device_kind: str = "cpu",
+                 vectorize: bool = True) -> None:
         self.outputs = outputs
         self.device_kind = device_kind
         self.order = topological_order(list(outputs.values()))
@@ -67,6 +69,9 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         self.vector_args: list[str] = []
         self.level: dict[Node, float] = {}
         self.params: set[str] = set()
+        #: private statements left in straight-line code (after rolling)
+        self.private_statements = 0
+        self.vectorize = vectorize
         self._counter = 0
 
     # {{{ names and domains
@@ -190,16 +195,33 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             self._private_statement(key, "_ft_v", node.dtype, ref, set(), ctx)
         name, insn_id = ctx.privates[key]
         ctx.deps.add(insn_id)
-        return prim.Variable(name)
+        return self._private_ref(name, ctx)
+
+    def _vector_lane(self, ctx: StoreContext) -> str | None:
+        """The loop nest's ``vec`` iname, if it runs on vectors."""
+        lane = ctx.inames[-1] if ctx.inames else None
+        return lane if self.iname_tags.get(lane) == "vec" else None
+
+    def _private_ref(self, name: str, ctx: StoreContext) -> Any:
+        """A private statement's value: a scalar, or on vector loop nests
+        this lane of a vector."""
+        lane = self._vector_lane(ctx)
+        if lane is None:
+            return prim.Variable(name)
+        return prim.Subscript(prim.Variable(name), (prim.Variable(lane),))
 
     def _private_statement(self, key: Any, prefix: str, dtype: np.dtype,
                            expr: Any, deps: set[str], ctx: StoreContext) -> str:
         """``private = expr`` in the loop nest of *ctx*, remembered under
         *key*; returns the statement's id."""
-        name = self._private_array(prefix, dtype, ())
+        if self._vector_lane(ctx) is None:
+            name = self._private_array(prefix, dtype, ())
+        else:
+            name = self._private_array(prefix, dtype, (VECTOR_WIDTH,), "vec")
         insn_id = name + "_insn"
+        self.private_statements += 1
         ctx.pending.append(lp.Assignment(
-            prim.Variable(name), expr, id=insn_id,
+            self._private_ref(name, ctx), expr, id=insn_id,
             within_inames=frozenset(ctx.scope.outer_inames) | frozenset(ctx.inames),
             within_inames_is_final=True, depends_on=frozenset(deps)))
         ctx.privates[key] = (name, insn_id)
@@ -231,13 +253,13 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         if node in ctx.privates:
             name, insn_id = ctx.privates[node]
             ctx.deps.add(insn_id)
-            return prim.Variable(name)
+            return self._private_ref(name, ctx)
         outer_deps, ctx.deps = ctx.deps, set()
         expr = self._translate(node, ctx.index, ctx)
         insn_id = self._private_statement(node, "_ft_p", node.dtype, expr,
                                           ctx.deps, ctx)
         ctx.deps = outer_deps | {insn_id}
-        return prim.Variable(ctx.privates[node][0])
+        return self._private_ref(ctx.privates[node][0], ctx)
 
     # }}}
 
@@ -380,7 +402,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
     def _vector_length(self, plan: StoragePlan, placeholders: list) -> int | None:
         """The common length n if the kernel is elementwise over (n,) with n
         divisible by the vector width (see :mod:`.vectorize`), else None."""
-        if self.device_kind != "cpu" or plan.private:
+        if self.device_kind != "cpu" or not self.vectorize:
             return None
         lengths = set()
         for n in self.order:
@@ -458,7 +480,31 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             within_inames=frozenset(scope.outer_inames) | frozenset(inames),
             within_inames_is_final=True,
             depends_on=frozenset(ctx.deps) | extra_deps))
-        return ctx.pending, ctx.reads
+        return self._roll(ctx), ctx.reads
+
+    def _roll(self, ctx: StoreContext) -> list[Any]:
+        """*ctx*'s instructions with repeated private statements rolled into
+        loops (see :mod:`.rolling`)."""
+        if len(ctx.privates) < MIN_RUN:
+            return ctx.pending
+        lane = self._vector_lane(ctx)
+        sequential = list(ctx.scope.outer_inames) + [
+            i for i in ctx.inames if i not in self.iname_tags]
+
+        def new_loop(count: int) -> str:
+            name = self._fresh("_ft_k")
+            self._add_domain([name], [count])
+            self.priorities.extend((i, name) for i in sequential)
+            if lane is not None:
+                self.priorities.append((name, lane))
+            return name
+
+        names = {name for name, _ in ctx.privates.values()}
+        insns, unused, _ = roll_repeated_statements(ctx.pending, names, new_loop)
+        for name in unused:
+            del self.temporaries[name]
+        self.private_statements -= len(unused)
+        return insns
 
 
     def _emit_copy(self, src: Callable[[tuple], Any], dst: str, shape: tuple,
@@ -605,6 +651,27 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
                                              | frozenset(self.priorities)))
         return knl
+
+
+#: a kernel on vectors keeps at most this many private statements in
+#: straight-line code: PoCL's compile time grows steeply with long straight
+#: runs of ``double8`` code (a 1,000-step chain takes 3 s against 0.7 s for
+#: scalar code), so such kernels stay scalar
+VECTOR_MAX_PRIVATE_STATEMENTS = 8
+
+
+def build_kernel(outputs: dict[str, Array], device_kind: str
+                 ) -> tuple[KernelBuilder, lp.TranslationUnit, list[ArgSpec],
+                            list[ArgSpec]]:
+    """Build the kernel for *outputs*; returns the builder (for its packing
+    and vector views), the translation unit and the argument specs."""
+    builder = KernelBuilder(outputs, device_kind)
+    t_unit, inputs, outs = builder.build()
+    if (builder.vector_length is not None
+            and builder.private_statements > VECTOR_MAX_PRIVATE_STATEMENTS):
+        builder = KernelBuilder(outputs, device_kind, vectorize=False)
+        t_unit, inputs, outs = builder.build()
+    return builder, t_unit, inputs, outs
 
 
 #: inputs of at most this many elements are packed into one argument per

@@ -29,7 +29,7 @@ from ftlazy.node import Node
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import bind_inputs
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
-from ftlazy.target.loopy.kernel import ArgSpec, KernelBuilder
+from ftlazy.target.loopy.kernel import ArgSpec, build_kernel
 from ftlazy.target.loopy.device import (
     default_queue, device_kind, silence_compiler_output, warm_up_compiler)
 from ftlazy.target.loopy.vectorize import VECTOR_WIDTH
@@ -118,8 +118,7 @@ def _artifact(canon: CanonicalDAG, kind: str) -> tuple[CompiledArtifact, bool]:
     outputs, output_args, checks = _kernel_outputs(canon)
     timings.dag_transforms = time.perf_counter() - start
     start = time.perf_counter()
-    builder = KernelBuilder(outputs, kind)
-    t_unit, inputs, outs = builder.build()
+    builder, t_unit, inputs, outs = build_kernel(outputs, kind)
     timings.kernel_creation = time.perf_counter() - start
     packs = {pack: [(ph.name, offset, int(np.prod(ph.shape)))
                     for ph, offset in members]

@@ -135,6 +135,10 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
     root_set = set(roots)
     depth: dict[Node, int] = {}
     has_private: dict[Node, bool] = {}
+    #: the inlined binding a node's depth comes from (the chain's spine)
+    deepest: dict[Node, Node] = {}
+    #: the depth at which a chain is cut, once tuned to its period
+    chain_limit: dict[Node, int] = {}
     for n in order:
         if not isinstance(n, IndexLambda):
             continue
@@ -155,21 +159,62 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
                 plan.stored.add(b)
                 plan.private.discard(b)
                 continue
-            d = max(d, depth[b] + 1)
+            if depth[b] + 1 > d:
+                d, deepest[n] = depth[b] + 1, b
             priv = priv or has_private[b]
         if n in plan.stored:
             depth[n], has_private[n] = 0, False
             continue
+        limit = chain_limit.get(deepest.get(n), MAX_INLINE_DEPTH)
+        if n in deepest and deepest[n] in chain_limit:
+            chain_limit[n] = limit
         all_identity = identity_users[n] == users[n]
-        if all_identity and (d > MAX_INLINE_DEPTH or users[n] > 1):
+        if all_identity and (d > limit or users[n] > 1):
             plan.private.add(n)
             depth[n], has_private[n] = 0, True
-        elif d > MAX_INLINE_DEPTH:
+            if d > limit and n not in chain_limit:
+                chain_limit[n] = _period_aligned_limit(n, deepest, depth)
+        elif d > limit:
             plan.stored.add(n)
             depth[n], has_private[n] = 0, False
         else:
             depth[n], has_private[n] = d, priv
     return plan
+
+
+def _step_signature(n: IndexLambda, spine: Node | None) -> tuple:
+    """What a node of a chain looks like, up to which inputs it reads."""
+    return (n.expr, n.shape, n.dtype, n.tags, tuple(sorted(
+        (name, "spine" if b is spine else (type(b).__name__, b.shape, b.dtype))
+        for name, b in n.bindings.items())))
+
+
+def _period_aligned_limit(n: IndexLambda, deepest: dict[Node, Node],
+                          depth: dict[Node, int]) -> int:
+    """Cut depth for the chain ending at *n* (cut there for the first time).
+
+    A chain that repeats a step of P nodes (an unrolled loop) is cut every
+    multiple of P nodes, so that all its private statements but the first
+    and last are the same expression and can be rolled into a loop (see
+    :mod:`.rolling`). P is found on the spine below *n*, the path of deepest
+    inlined bindings; the bottom of the chain may differ."""
+    signatures = []
+    node: Node | None = n
+    while isinstance(node, IndexLambda):
+        below = deepest.get(node)
+        signatures.append(_step_signature(node, below))
+        if below is None or depth.get(below, 0) == 0:
+            break
+        node = below
+    length = len(signatures)
+    for period in range(1, length // 2 + 1):
+        matching = 0
+        while (matching + period < length
+               and signatures[matching] == signatures[matching + period]):
+            matching += 1
+        if matching >= max(2 * period, length // 2):
+            return period * ((MAX_INLINE_DEPTH + 1) // period) - 1
+    return MAX_INLINE_DEPTH
 
 # }}}
 

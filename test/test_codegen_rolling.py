@@ -1,0 +1,226 @@
+# SPDX-License-Identifier: MIT
+"""Loop rolling: deep chains that repeat one step compile to a loop
+(:mod:`ftlazy.target.loopy.rolling`), with the same values as numpy."""
+
+from __future__ import annotations
+
+import re
+
+import loopy as lp
+import numpy as np
+import pymbolic.primitives as prim
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ftlazy as ft
+from ftlazy.target.loopy.rolling import roll_repeated_statements
+
+#: a loop that rolling introduced
+ROLLED_LOOP = re.compile(r"for \(int _ft_k\d+ = 0; _ft_k\d+ <= (\d+);")
+
+
+def _rolled_trip_counts(source: str) -> list[int]:
+    return [int(last) + 1 for last in ROLLED_LOOP.findall(source)]
+
+
+def _horner(degree: int, n: int | ft.Array) -> tuple[ft.Array, list[str]]:
+    x = ft.make_placeholder("x", (n,), np.float64)
+    names = [f"c{k}" for k in range(degree + 1)]
+    p = ft.make_placeholder(names[0], (), np.float64)
+    for name in names[1:]:
+        p = p * x + ft.make_placeholder(name, (), np.float64)
+    return p, names
+
+
+def _horner_inputs(names: list[str], n: int) -> tuple[dict, np.ndarray]:
+    rng = np.random.default_rng(3)
+    inputs = {name: np.array(rng.uniform(-1, 1)) for name in names}
+    inputs["x"] = rng.uniform(-1, 1, n)
+    expected = np.full(n, inputs[names[0]])
+    for name in names[1:]:
+        expected = expected * inputs["x"] + inputs[name]
+    return inputs, expected
+
+
+@pytest.mark.parametrize("n", [4096, 1001, 0])
+def test_horner_chain_rolls_into_one_loop(n: int) -> None:
+    """n = 4096 runs on double8 vectors, 1001 on scalars; both roll the
+    1,000-step chain into one loop of 32-step bodies; n = 0 launches
+    nothing."""
+    lazy, names = _horner(300, n)
+    f = ft.compile(lazy)
+    inputs, expected = _horner_inputs(names, n)
+    np.testing.assert_allclose(f(**inputs), expected, rtol=1e-12)
+    if n:
+        (trips,) = _rolled_trip_counts(f.source)
+        assert trips >= 5
+        assert ("double8" in f.source) == (n % 8 == 0)
+        # the source no longer grows with the chain: one statement a loop
+        assert len(f.source) < 20_000
+
+
+def test_horner_with_symbolic_length() -> None:
+    n = ft.make_size_param("n")
+    lazy, names = _horner(200, n)
+    f = ft.compile(lazy)
+    assert _rolled_trip_counts(f.source)
+    for length in (1, 37):
+        inputs, expected = _horner_inputs(names, length)
+        np.testing.assert_allclose(f(**inputs), expected, rtol=1e-12)
+
+
+def test_step_of_three_nodes_is_aligned() -> None:
+    """A step of three nodes (not a divisor of the inlining depth) is still
+    cut at step boundaries, so its statements roll."""
+    x = ft.make_placeholder("x", (64,), np.float64)
+    xv = np.linspace(0.1, 0.9, 64)
+    y, yv = x, xv
+    for _ in range(400):
+        y, yv = ft.sin(y) * 0.5 + x, np.sin(yv) * 0.5 + xv
+    f = ft.compile(y)
+    assert _rolled_trip_counts(f.source)
+    np.testing.assert_allclose(f(x=xv), yv, rtol=1e-12)
+
+
+def test_distinct_arrays_per_step_are_not_merged() -> None:
+    """Steps that read different (unpacked) arrays are different statements:
+    nothing rolls, and the values are right."""
+    n = 100
+    arrays = [ft.make_placeholder(f"a{k}", (n,), np.float64) for k in range(150)]
+    rng = np.random.default_rng(0)
+    values = {f"a{k}": rng.uniform(0, 1, n) for k in range(150)}
+    y, yv = arrays[0], values["a0"]
+    for k in range(1, 150):
+        y, yv = y * 0.5 + arrays[k], yv * 0.5 + values[f"a{k}"]
+    f = ft.compile(y)
+    assert not _rolled_trip_counts(f.source)
+    np.testing.assert_allclose(f(**values), yv, rtol=1e-12)
+
+
+def test_intermediate_result_of_a_chain_is_kept() -> None:
+    """An intermediate step that is also an output (interning makes the
+    degree-200 polynomial the very node inside the degree-400 chain)
+    interrupts the run and is stored."""
+    lazy, names = _horner(400, 256)
+    x = ft.make_placeholder("x", (256,), np.float64)
+    half, half_names = _horner(200, 256)
+    both = ft.make_dict_of_named_arrays({"full": lazy, "half": half * x})
+    f = ft.compile(both)
+    inputs, expected = _horner_inputs(names, 256)
+    half_expected = np.full(256, inputs["c0"])
+    for name in half_names[1:]:
+        half_expected = half_expected * inputs["x"] + inputs[name]
+    out = f(**inputs)
+    np.testing.assert_allclose(out["full"], expected, rtol=1e-12)
+    np.testing.assert_allclose(out["half"], half_expected * inputs["x"], rtol=1e-12)
+
+
+def test_deep_chain_in_a_scan_body() -> None:
+    """Rolling also applies to the loop nests of a scan body."""
+    xs = ft.make_placeholder("xs", (5, 16), np.float64)
+    h0 = ft.make_placeholder("h0", (16,), np.float64)
+
+    def step(h, x):
+        for _ in range(300):
+            h = h * 0.99 + x
+        return h
+
+    f = ft.compile(ft.fold(step, xs, h0))
+    assert _rolled_trip_counts(f.source)
+    rng = np.random.default_rng(1)
+    xv, hv = rng.uniform(-1, 1, (5, 16)), rng.uniform(-1, 1, 16)
+    expected = hv
+    for t in range(5):
+        for _ in range(300):
+            expected = expected * 0.99 + xv[t]
+    np.testing.assert_allclose(f(xs=xv, h0=hv), expected, rtol=1e-10)
+
+
+STEP_OPS = {
+    "mul": (lambda y, c, x: y * c, lambda y, c, x: y * c),
+    "add_x": (lambda y, c, x: y + x * 0.25, lambda y, c, x: y + x * 0.25),
+    "sub_c": (lambda y, c, x: y - c, lambda y, c, x: y - c),
+    "tanh": (lambda y, c, x: ft.tanh(y), lambda y, c, x: np.tanh(y)),
+    "cos": (lambda y, c, x: ft.cos(y + c), lambda y, c, x: np.cos(y + c)),
+}
+
+
+@settings(max_examples=8)
+@given(ops=st.lists(st.sampled_from(sorted(STEP_OPS)), min_size=1, max_size=4),
+       steps=st.integers(40, 160), n=st.sampled_from([8, 13, 4096]))
+def test_random_repeated_steps(ops: list[str], steps: int, n: int) -> None:
+    """Unrolled loops of a random step reading a fresh packed coefficient
+    per step agree with numpy, rolled or not."""
+    if not {"mul", "sub_c", "cos"} & set(ops):
+        ops = [*ops, "sub_c"]  # every coefficient must be read
+    x = ft.make_placeholder("x", (n,), np.float64)
+    rng = np.random.default_rng(steps)
+    xv = rng.uniform(-1, 1, n)
+    inputs = {"x": xv}
+    y, yv = x, xv
+    for k in range(steps):
+        c = ft.make_placeholder(f"c{k}", (), np.float64)
+        inputs[f"c{k}"] = cv = np.array(rng.uniform(0.5, 1.0))
+        for op in ops:
+            lazy_op, numpy_op = STEP_OPS[op]
+            y, yv = lazy_op(y, c, x), numpy_op(yv, cv, xv)
+    out = ft.compile(y)(**inputs)
+    np.testing.assert_allclose(out, yv, rtol=1e-9, atol=1e-12)
+
+
+# {{{ the statement roller on hand-made statements
+
+def _statement(name: str, previous: str | None, offset: int,
+               reads: str = "a") -> lp.Assignment:
+    value = prim.Subscript(prim.Variable(reads), (offset,))
+    expr = value if previous is None else prim.Variable(previous) * 2 + value
+    return lp.Assignment(prim.Variable(name), expr, id=name + "_insn",
+                         depends_on=frozenset({previous + "_insn"} if previous
+                                              else set()))
+
+
+def _roll(insns: list, names: set[str]) -> tuple[list, set[str], list[str]]:
+    counts: list[int] = []
+
+    def new_loop(count: int) -> str:
+        counts.append(count)
+        return f"k{len(counts)}"
+    result, unused, loops = roll_repeated_statements(insns, names, new_loop)
+    return result, unused, counts
+
+
+def test_roller_needs_a_constant_stride() -> None:
+    offsets = [0, 1, 2, 3, 4, 6, 8]
+    names = [f"p{i}" for i in range(len(offsets))]
+    insns = [_statement(name, names[i - 1] if i else None, off)
+             for i, (name, off) in enumerate(zip(names, offsets))]
+    result, unused, counts = _roll(insns, set(names))
+    # p1..p4 advance by 1 and roll; p5 (stride 2) and p6 stay
+    assert counts == [4]
+    assert unused == {"p1", "p2", "p3"}
+    update = next(i for i in result if i.id == "p4_insn")
+    assert "k1" in update.within_inames
+    assert str(update.expression) == "p4*2 + a[1 + k1]"
+    assert [i.id for i in result][-2:] == ["p5_insn", "p6_insn"]
+
+
+def test_roller_keeps_statements_read_elsewhere() -> None:
+    names = [f"p{i}" for i in range(8)]
+    insns = [_statement(name, names[i - 1] if i else None, i)
+             for i, name in enumerate(names)]
+    reader = lp.Assignment(prim.Variable("out"), prim.Variable("p3"),
+                           id="out_insn", depends_on=frozenset({"p3_insn"}))
+    result, unused, counts = _roll(insns + [reader], set(names))
+    assert "p3" not in unused  # its value is read by another statement
+    assert any(i.id == "p3_insn" for i in result)
+
+
+def test_roller_leaves_different_arrays_alone() -> None:
+    names = [f"p{i}" for i in range(6)]
+    insns = [_statement(name, names[i - 1] if i else None, 0, reads=f"a{i}")
+             for i, name in enumerate(names)]
+    result, unused, counts = _roll(insns, set(names))
+    assert counts == [] and unused == set() and result == insns
+
+# }}}
