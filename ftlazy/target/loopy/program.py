@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import loopy as lp
@@ -73,6 +74,12 @@ class CompiledArtifact:
     #: arguments the kernel views as (n / width, width) vectors
     vector_args: tuple[str, ...] = ()
     executors: dict = field(default_factory=dict)
+
+    @cached_property
+    def packed_inputs(self) -> frozenset[str]:
+        """Canonical names of the inputs that travel in packs."""
+        return frozenset(name for members in self.packs.values()
+                         for name, _, _ in members)
 
     def executor(self, context: cl.Context) -> Any:
         ex = self.executors.get(context)
@@ -161,6 +168,31 @@ def _kernel_outputs(canon: CanonicalDAG) -> tuple[dict[str, Array], dict, dict]:
     return kernel_outputs, output_args, check_messages
 
 
+def _pack(parts: list[Any], queue: cl.CommandQueue) -> Any:
+    """One packed argument from its members: on the host when all are numpy
+    arrays, else on the device (one device-side copy per member, instead of
+    a blocking transfer to the host and back)."""
+    if not any(isinstance(p, cla.Array) for p in parts):
+        return np.concatenate([_to_kernel_form(p, queue).reshape(-1)
+                               for p in parts])
+    dtype = np.dtype(np.int8) if parts[0].dtype == np.bool_ else parts[0].dtype
+    packed = cla.empty(queue, sum(p.size for p in parts), dtype)
+    offset = 0
+    for p in parts:
+        nbytes = p.size * dtype.itemsize
+        if nbytes:
+            if isinstance(p, cla.Array) and p.flags.c_contiguous:
+                cl.enqueue_copy(queue, packed.base_data, p.base_data,
+                                byte_count=nbytes, dst_offset=offset,
+                                src_offset=p.offset)
+            else:
+                host = p.get() if isinstance(p, cla.Array) else p
+                cl.enqueue_copy(queue, packed.base_data,
+                                _to_kernel_form(host, queue), dst_offset=offset)
+        offset += nbytes
+    return packed
+
+
 def _to_kernel_form(value: Any, queue: cl.CommandQueue) -> Any:
     if isinstance(value, np.generic):
         value = np.asarray(value)
@@ -234,18 +266,17 @@ class BoundProgram:
         canon = self.canon
         env, arrays = bind_inputs(canon.user_inputs, inputs, canon.size_names)
         args: dict[str, Any] = {}
+        packed = self.artifact.packed_inputs
         for user_name, value in arrays.items():
-            args[canon.input_names[user_name]] = _to_kernel_form(value, queue)
+            name = canon.input_names[user_name]
+            args[name] = value if name in packed else _to_kernel_form(value, queue)
         for name, data in canon.data.items():
             args[name] = _to_kernel_form(data, queue)
         for name in self.artifact.vector_args:
             if name in args:
                 args[name] = args[name].reshape(-1, VECTOR_WIDTH)
         for pack, members in self.artifact.packs.items():
-            parts = [args.pop(name) for name, _, _ in members]
-            args[pack] = np.concatenate([
-                (p.get() if isinstance(p, cla.Array) else p).reshape(-1)
-                for p in parts])
+            args[pack] = _pack([args.pop(name) for name, _, _ in members], queue)
         kernel_args = {a.name for a in self.artifact.t_unit.default_entrypoint.args}
         for user_name, canon_name in canon.size_names.items():
             if canon_name in kernel_args:
