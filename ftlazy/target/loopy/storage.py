@@ -15,6 +15,7 @@ which are computed inside their readers.
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,7 @@ def _expr_children(e: Any) -> list[Any]:
     return result
 
 
+@lru_cache(maxsize=2**16)
 def _expr_cost(expr: Any) -> int:
     """Operation count of a body, calls weighted as expensive."""
     cost, stack = 0, [expr]
@@ -62,6 +64,7 @@ def _expr_cost(expr: Any) -> int:
     return cost
 
 
+@lru_cache(maxsize=2**16)
 def has_reduce(expr: Any) -> bool:
     stack = [expr]
     while stack:
@@ -73,7 +76,8 @@ def has_reduce(expr: Any) -> bool:
     return False
 
 
-def identity_read_bindings(node: IndexLambda) -> set[str]:
+@lru_cache(maxsize=2**16)
+def identity_read_bindings(node: IndexLambda) -> frozenset[str]:
     """Names of bindings that *node* reads only at its own output indices
     (``b[_0, ..., _k]`` with equal shapes), outside any reduction."""
     ident = tuple(index_var(i) for i in range(node.ndim))
@@ -101,7 +105,7 @@ def identity_read_bindings(node: IndexLambda) -> set[str]:
             continue
         if isinstance(e, prim.ExpressionNode):
             stack.extend((c, in_reduce) for c in _expr_children(e))
-    return good - bad
+    return frozenset(good - bad)
 
 
 @dataclass

@@ -16,6 +16,7 @@ unpatched code).
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 from typing import Any
 
 import loopy as lp
@@ -57,6 +58,7 @@ _SIMD_UNSAFE = (prim.Comparison, prim.If, prim.LogicalAnd, prim.LogicalOr,
                 Reduce)
 
 
+@lru_cache(maxsize=2**16)
 def simd_safe(expr: Any) -> bool:
     """Whether a body means the same on vectors: OpenCL vector comparisons
     give -1 for true and vector conditionals select by sign bit, so bodies
@@ -78,6 +80,7 @@ def simd_safe(expr: Any) -> bool:
     return True
 
 
+@lru_cache(maxsize=2**16)
 def has_vector_calls(expr: Any) -> bool:
     """Whether a float body calls math builtins that
     :meth:`~ftlazy.target.loopy.kernel.KernelBuilder._vector_calls` can run
