@@ -83,6 +83,36 @@ def test_step_of_three_nodes_is_aligned() -> None:
     np.testing.assert_allclose(f(x=xv), yv, rtol=1e-12)
 
 
+def test_two_dimensional_chain_rolls_inside_the_row_loop() -> None:
+    """Loop nests with a sequential axis keep the rolled loop inside it."""
+    x = ft.make_placeholder("x", (6, 24), np.float64)
+    rng = np.random.default_rng(2)
+    xv = rng.uniform(-1, 1, (6, 24))
+    inputs = {"x": xv}
+    y, yv = x, xv
+    for k in range(300):
+        c = ft.make_placeholder(f"c{k}", (), np.float64)
+        inputs[f"c{k}"] = cv = np.array(rng.uniform(-1, 1))
+        y, yv = y * 0.75 + c, yv * 0.75 + cv
+    f = ft.compile(y)
+    assert _rolled_trip_counts(f.source)
+    np.testing.assert_allclose(f(**inputs), yv, rtol=1e-12)
+
+
+def test_unrollable_deep_chain_stays_scalar() -> None:
+    """A deep chain whose steps differ (constants) cannot roll; on vectors
+    its straight-line code would compile slowly, so it runs on scalars."""
+    x = ft.make_placeholder("x", (4096,), np.float64)
+    xv = np.linspace(-1, 1, 4096)
+    y, yv = x, xv
+    for k in range(800):
+        y, yv = y * 0.999 + k, yv * 0.999 + k
+    f = ft.compile(y)
+    assert not _rolled_trip_counts(f.source)
+    assert "double8" not in f.source
+    np.testing.assert_allclose(f(x=xv), yv, rtol=1e-12)
+
+
 def test_distinct_arrays_per_step_are_not_merged() -> None:
     """Steps that read different (unpacked) arrays are different statements:
     nothing rolls, and the values are right."""
@@ -116,10 +146,11 @@ def test_intermediate_result_of_a_chain_is_kept() -> None:
     np.testing.assert_allclose(out["half"], half_expected * inputs["x"], rtol=1e-12)
 
 
-def test_deep_chain_in_a_scan_body() -> None:
+@pytest.mark.parametrize("shape", [(16,), (4, 16)])
+def test_deep_chain_in_a_scan_body(shape: tuple[int, ...]) -> None:
     """Rolling also applies to the loop nests of a scan body."""
-    xs = ft.make_placeholder("xs", (5, 16), np.float64)
-    h0 = ft.make_placeholder("h0", (16,), np.float64)
+    xs = ft.make_placeholder("xs", (5, *shape), np.float64)
+    h0 = ft.make_placeholder("h0", shape, np.float64)
 
     def step(h, x):
         for _ in range(300):
@@ -129,7 +160,7 @@ def test_deep_chain_in_a_scan_body() -> None:
     f = ft.compile(ft.fold(step, xs, h0))
     assert _rolled_trip_counts(f.source)
     rng = np.random.default_rng(1)
-    xv, hv = rng.uniform(-1, 1, (5, 16)), rng.uniform(-1, 1, 16)
+    xv, hv = rng.uniform(-1, 1, (5, *shape)), rng.uniform(-1, 1, shape)
     expected = hv
     for t in range(5):
         for _ in range(300):
