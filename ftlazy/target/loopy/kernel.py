@@ -42,6 +42,7 @@ from ftlazy.target.loopy.scopes import (
     Scope, StoreContext)
 from ftlazy.target.loopy.scan import ScanEmitter, declare_scan_nosync
 from ftlazy.target.loopy.rolling import MIN_RUN, roll_repeated_statements
+from ftlazy.target.loopy.target import FtlazyOpenCLTarget
 from ftlazy.target.loopy.contractions import (
     ContractionEmitter, blockable_contraction, splittable_reduction)
 
@@ -510,13 +511,20 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
     def _emit_copy(self, src: Callable[[tuple], Any], dst: str, shape: tuple,
                    scope: Scope, deps: frozenset, dst_prefix: tuple = ()
                    ) -> list[Any]:
+        return self._emit_copies(src, [(dst, dst_prefix)], shape, scope, deps)
+
+    def _emit_copies(self, src: Callable[[tuple], Any],
+                     destinations: list[tuple[str, tuple]], shape: tuple,
+                     scope: Scope, deps: frozenset) -> list[Any]:
+        """Copy *src* to each ``(array, leading indices)`` of *destinations*
+        in one loop nest."""
         inames, index = self._loop_nest(shape, scope)
         return [lp.Assignment(
             prim.Subscript(prim.Variable(dst), (dst_prefix + index) or (0,)),
             src(index), id=self._fresh(dst + "_copy"),
             within_inames=frozenset(scope.outer_inames) | frozenset(inames),
             within_inames_is_final=True,
-            depends_on=deps)]
+            depends_on=deps) for dst, dst_prefix in destinations]
 
     # }}}
 
@@ -625,6 +633,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
             name="ftlazy_kernel", seq_dependencies=False,
+            target=FtlazyOpenCLTarget(),
             silenced_warnings=["v1_scheduler_fallback",
                                "insn_count_subdomains_order", "write_race*"],
             options=lp.Options(

@@ -28,6 +28,10 @@ from ftlazy.target.loopy.scopes import SCAN_LOCAL_SIZE, Scope, StoreContext
 from ftlazy.target.loopy.storage import StoragePlan, decide_storage, has_reduce
 
 
+#: reduction steps per accumulator update in row-blocked CPU scans
+K_UNROLL = 4
+
+
 class ScanEmitter:
     """The scan part of :class:`~ftlazy.target.loopy.kernel.KernelBuilder`."""
 
@@ -41,11 +45,15 @@ class ScanEmitter:
         rows, per_group = scope.batch
         (rname, _, kext), = reduction.bounds
         ncols = node.shape[1]
+        # k steps summed per accumulator update: fewer loads and stores of
+        # the accumulator per multiply-add
+        unroll = (K_UNROLL if isinstance(kext, int) and kext % K_UNROLL == 0
+                  else 1)
         group, item, k = (self._fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_k"))
         self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
                                                    "rows").to_expr()])
         self._add_domain([item], [1])
-        self._add_domain([k], [kext])
+        self._add_domain([k], [kext // unroll if unroll > 1 else kext])
         self.iname_tags[group] = "g.0"
         self.iname_tags[item] = "l.0"
         loops = {}
@@ -66,9 +74,13 @@ class ScanEmitter:
                 prim.Variable(v) for v in loops[role]))
         col = {role: prim.Variable(loops[role][1]) for role in loops}
         ctx = StoreContext(scope, [group, item], (row("update"), col["update"]))
-        term = self._translate_expr(
-            reduction.inner, node,
-            {"_0": row("update"), "_1": col["update"], rname: prim.Variable(k)}, ctx)
+        terms = tuple(
+            self._translate_expr(
+                reduction.inner, node,
+                {"_0": row("update"), "_1": col["update"],
+                 rname: (prim.Variable(k) * unroll + step if unroll > 1
+                         else prim.Variable(k))}, ctx)
+            for step in range(unroll))
         acc = self._private_array("_ft_acc", node.dtype, (per_group, ncols))
         base = frozenset(scope.outer_inames) | {group, item}
         init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
@@ -76,7 +88,7 @@ class ScanEmitter:
             lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
                           within_inames=base | set(loops["init"]),
                           within_inames_is_final=True),
-            lp.Assignment(at("update"), at("update") + term, id=upd_id,
+            lp.Assignment(at("update"), prim.Sum((at("update"), *terms)), id=upd_id,
                           within_inames=base | {k, *loops["update"]},
                           within_inames_is_final=True,
                           depends_on=frozenset(ctx.deps) | {init_id}),
@@ -183,6 +195,8 @@ class ScanEmitter:
             self.iname_tags[item] = "l.0"
             inames.append(item)
         self.priorities.extend((t, i) for t in scope.outer_inames for i in sequential)
+        # rows outside, the contiguous last axis innermost
+        self.priorities.extend(zip(sequential, sequential[1:]))
         return inames, tuple(index)
 
     def _emit_scan(self, scan: Scan, outer: Scope, out_names: dict) -> None:
@@ -276,14 +290,13 @@ class ScanEmitter:
 
             def src(idx, src_name=src_name):
                 return prim.Subscript(prim.Variable(src_name), idx or (0,))
-            new = self._emit_copy(src, name, out.shape, local,
-                                  frozenset({barrier_id}),
-                                  (prim.Remainder(tvar + 1, 2),))
+            destinations = [(name, (prim.Remainder(tvar + 1, 2),))]
             if scan.keep_all:
                 result_name = self._scan_result_name(scan, k, out_names)
-                new += self._emit_copy(src, result_name, out.shape, local,
-                                       frozenset({barrier_id}), (tvar,))
+                destinations.append((result_name, (tvar,)))
                 results[k] = result_name
+            new = self._emit_copies(src, destinations, out.shape, local,
+                                    frozenset({barrier_id}))
             insns += new
             final_ids |= {i.id for i in new}
         end_barrier = self._local_barrier(final_ids | step_ids, (t,))
