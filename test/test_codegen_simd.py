@@ -34,6 +34,19 @@ def test_flat_elementwise_is_vectorized_and_correct(dtype):
         np.testing.assert_allclose(out[name], ref[name], rtol=rtol, atol=atol)
 
 
+def test_shared_subexpressions_on_vectors():
+    """A value used several times becomes a private statement; on the
+    vector path it is a private vector."""
+    x = ft.make_placeholder("x", (N,), np.float64)
+    shared = ft.sin(x) * 3 + 1
+    f = ft.compile(shared * shared - ft.exp(shared) / (shared + 5))
+    assert "double8" in f.source
+    assert "double8 _ft_p" in f.source
+    xv = rng.random(N)
+    sv = np.sin(xv) * 3 + 1
+    np.testing.assert_allclose(f(x=xv), sv * sv - np.exp(sv) / (sv + 5), rtol=1e-13)
+
+
 def test_comparisons_and_conditionals_stay_scalar():
     x = ft.make_placeholder("x", (N,), np.float64)
     d = ft.make_dict_of_named_arrays({

@@ -65,6 +65,8 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         self.iname_tags: dict[str, str] = {}
         self.priorities: list[tuple[str, str]] = []
         self.scan_prefixes: list[str] = []
+        #: set per scan: its work groups are single work items
+        self._single_item_groups = False
         self.vector_length: int | None = None
         #: arguments passed as (n / VECTOR_WIDTH, VECTOR_WIDTH) views
         self.vector_args: list[str] = []

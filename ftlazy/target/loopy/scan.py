@@ -219,6 +219,7 @@ class ScanEmitter:
 
         body_plan = decide_storage(list(body.outputs))
         batch = independent_rows(scan, body_plan)
+        self._single_item_groups = batch is not None and self.device_kind == "cpu"
         local = Scope(body_plan, {}, {}, (t,), "local", batch)
         prologue_scope = Scope(outer.plan, outer.names, {}, (), "local", batch)
 
@@ -332,6 +333,14 @@ class ScanEmitter:
         return name
 
     def _local_barrier(self, deps: set[str], inames: tuple) -> Any:
+        """A work-group barrier after *deps*; where every group of the scan
+        is a single work item (row blocks on CPUs), program order already
+        orders its accesses, and the barrier is only a point to depend on
+        (barriers in loops cost PoCL's kernel compiler time)."""
+        if self._single_item_groups:
+            return lp.NoOpInstruction(
+                id=self._fresh("_ft_lbarrier"), depends_on=frozenset(deps),
+                within_inames=frozenset(inames), within_inames_is_final=True)
         return lp.BarrierInstruction(
             id=self._fresh("_ft_lbarrier"), synchronization_kind="local",
             mem_kind="global", depends_on=frozenset(deps),

@@ -15,7 +15,7 @@ from ftlazy.target.loopy.storage import StoragePlan
 #: work-group size for the axis a scan body parallelizes over
 SCAN_LOCAL_SIZE = 256
 #: work items per work group along axis 0 outside scans, on CPUs and GPUs
-CPU_LOCAL_SIZE = 2
+CPU_LOCAL_SIZE = 1
 GPU_LOCAL_SIZE = 64
 #: work items per work group for one-dimensional arrays on CPUs (PoCL
 #: vectorizes across the work items of a group)
