@@ -100,16 +100,69 @@ def test_two_dimensional_chain_rolls_inside_the_row_loop() -> None:
 
 
 def test_unrollable_deep_chain_stays_scalar() -> None:
-    """A deep chain whose steps differ (constants) cannot roll; on vectors
-    its straight-line code would compile slowly, so it runs on scalars."""
+    """A deep chain whose steps follow no period cannot roll; on vectors its
+    straight-line code would compile slowly, so it runs on scalars."""
     x = ft.make_placeholder("x", (4096,), np.float64)
     xv = np.linspace(-1, 1, 4096)
     y, yv = x, xv
-    for k in range(800):
-        y, yv = y * 0.999 + k, yv * 0.999 + k
+    for choice in np.random.default_rng(4).integers(0, 3, 600):
+        if choice == 0:
+            y, yv = y * 0.999, yv * 0.999
+        elif choice == 1:
+            y, yv = y + x, yv + xv
+        else:
+            y, yv = ft.cos(y), np.cos(yv)
     f = ft.compile(y)
     assert not _rolled_trip_counts(f.source)
     assert "double8" not in f.source
+    np.testing.assert_allclose(f(x=xv), yv, rtol=1e-12)
+
+
+def test_constants_that_differ_per_step_come_from_a_table() -> None:
+    """Horner with literal coefficients (and a step adding the loop
+    counter): the constants become a table the loop reads; special values
+    survive the trip through the generated source."""
+    x = ft.make_placeholder("x", (4096,), np.float64)
+    xv = np.linspace(-1, 1, 4096)
+    coefficients = np.random.default_rng(6).uniform(-1, 1, 500)
+    coefficients[[3, 77, 301]] = [-0.0, 5e-324, 1e300]
+    y, yv = x * 0 + 1.0, np.ones(4096)
+    for c in coefficients:
+        y, yv = y * x + float(c), yv * xv + c
+    for k in range(200):
+        y, yv = y * 0.5 + k, yv * 0.5 + k
+    f = ft.compile(y)
+    assert len(_rolled_trip_counts(f.source)) == 2
+    assert "__constant double _ft_steps" in f.source
+    np.testing.assert_allclose(f(x=xv), yv, rtol=1e-12)
+
+
+def test_float32_constants_table() -> None:
+    x = ft.make_placeholder("x", (1000,), np.float32)
+    xv = np.linspace(-1, 1, 1000, dtype=np.float32)
+    y, yv = x, xv
+    for k in range(300):
+        c = np.float32(0.5 + k / 1000)
+        y, yv = y * c + np.float32(0.25), yv * c + np.float32(0.25)
+    f = ft.compile(y)
+    assert _rolled_trip_counts(f.source)
+    assert "__constant float _ft_steps" in f.source
+    out = f(x=xv)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, yv, rtol=1e-5, atol=1e-6)
+
+
+def test_long_tables_are_split_between_loops() -> None:
+    """A table is capped (OpenCL guarantees 64 KiB of constant memory): a
+    3,000-step chain with a constant per step rolls into several loops."""
+    x = ft.make_placeholder("x", (64,), np.float64)
+    xv = np.linspace(-1, 1, 64)
+    coefficients = np.random.default_rng(8).uniform(-1, 1, 3000)
+    y, yv = x, xv
+    for c in coefficients:
+        y, yv = y * 0.5 + float(c), yv * 0.5 + c
+    f = ft.compile(y)
+    assert len(_rolled_trip_counts(f.source)) >= 2
     np.testing.assert_allclose(f(x=xv), yv, rtol=1e-12)
 
 
@@ -217,7 +270,10 @@ def _roll(insns: list, names: set[str]) -> tuple[list, set[str], list[str]]:
     def new_loop(count: int) -> str:
         counts.append(count)
         return f"k{len(counts)}"
-    result, unused, loops = roll_repeated_statements(insns, names, new_loop)
+    def new_table(values: np.ndarray) -> str:
+        raise AssertionError("these statements have no constants")
+    result, unused, loops = roll_repeated_statements(insns, names, new_loop,
+                                                     new_table)
     return result, unused, counts
 
 
@@ -255,3 +311,27 @@ def test_roller_leaves_different_arrays_alone() -> None:
     assert counts == [] and unused == set() and result == insns
 
 # }}}
+
+
+def test_roller_reads_varying_constants_from_a_table() -> None:
+    names = [f"p{i}" for i in range(6)]
+    values = [np.float64(v) for v in (0.5, 1.5, 2.5, 3.5, 4.5, 5.5)]
+    insns = [lp.Assignment(
+        prim.Variable(name),
+        values[i] if i == 0 else prim.Variable(names[i - 1]) * np.float64(2)
+        + values[i],
+        id=name + "_insn",
+        depends_on=frozenset({names[i - 1] + "_insn"} if i else set()))
+        for i, name in enumerate(names)]
+    tables: list[np.ndarray] = []
+
+    def new_table(table: np.ndarray) -> str:
+        tables.append(table)
+        return "tbl"
+    result, unused, _ = roll_repeated_statements(
+        insns, set(names), lambda count: "k", new_table)
+    (table,) = tables
+    np.testing.assert_array_equal(table, [1.5, 2.5, 3.5, 4.5, 5.5])
+    update = next(i for i in result if i.id == "p5_insn")
+    assert str(update.expression) == "p5*2.0 + tbl[k]"
+    assert unused == {"p1", "p2", "p3", "p4"}

@@ -502,8 +502,17 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                 self.priorities.append((name, lane))
             return name
 
+        def new_table(values: np.ndarray) -> str:
+            name = self._fresh("_ft_steps")
+            self.temporaries[name] = lp.TemporaryVariable(
+                name, values.dtype, shape=values.shape,
+                address_space=lp.AddressSpace.GLOBAL, initializer=values,
+                read_only=True)
+            return name
+
         names = {name for name, _ in ctx.privates.values()}
-        insns, unused, _ = roll_repeated_statements(ctx.pending, names, new_loop)
+        insns, unused, _ = roll_repeated_statements(ctx.pending, names, new_loop,
+                                                    new_table)
         for name in unused:
             del self.temporaries[name]
         self.private_statements -= len(unused)

@@ -11,7 +11,10 @@ constant stride, such as the element of a packed argument each one reads::
     p6 = ((p5 * x + pack[66]) * x + pack[67]) ...
 
 Such a run becomes ``p = p_before`` and one statement in a sequential loop,
-``p = ((p * x + pack[34 + 32*k]) * x + pack[35 + 32*k]) ...``. Loopy, the
+``p = ((p * x + pack[34 + 32*k]) * x + pack[35 + 32*k]) ...``.
+Floating-point constants may differ between steps too (Horner with literal
+coefficients, ``y = y * 0.5 + k`` for a Python loop counter): those that do
+are read from a ``__constant`` table laid out step by step. Loopy, the
 OpenCL compiler and the work-group compiler then see a few small statements
 instead of thousands of operations: compile time stops growing with the
 chain's length, and the loop body is still a straight run of several steps.
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import loopy as lp
+import numpy as np
 import pymbolic.primitives as prim
 from loopy.symbolic import UncachedIdentityMapper
 
@@ -31,6 +35,15 @@ MIN_RUN = 3
 
 _HOLE = "_ft_roll_previous"
 _OFFSET = "_ft_roll_offset"
+_CONSTANT = "_ft_roll_constant"
+
+#: largest table of per-step constants a rolled loop reads (bytes; OpenCL
+#: guarantees 64 KiB of constant memory)
+MAX_TABLE_BYTES = 16384
+
+
+def _is_float_constant(expr: Any) -> bool:
+    return isinstance(expr, (float, np.floating))
 
 
 class _Template(UncachedIdentityMapper):
@@ -42,7 +55,14 @@ class _Template(UncachedIdentityMapper):
         super().__init__()
         self.previous = previous
         self.offsets: list[int] = []
+        self.constants: list[Any] = []
         self.reads_previous = False
+
+    def map_constant(self, expr: Any) -> Any:
+        if not _is_float_constant(expr):
+            return expr
+        self.constants.append(expr)
+        return prim.Variable(f"{_CONSTANT}{len(self.constants) - 1}")
 
     def map_variable(self, expr: prim.Variable) -> Any:
         if expr.name == self.previous:
@@ -73,18 +93,23 @@ def _split_integer(idx: Any) -> tuple[Any, int]:
 
 
 class _Fill(UncachedIdentityMapper):
-    """The inverse of :class:`_Template`: fills the hole and the offsets."""
+    """The inverse of :class:`_Template`: fills the hole, the offsets and
+    the constants."""
 
-    def __init__(self, hole: Any, offsets: list[Any]) -> None:
+    def __init__(self, hole: Any, offsets: list[Any], constants: list[Any]
+                 ) -> None:
         super().__init__()
         self.hole = hole
         self.offsets = offsets
+        self.constants = constants
 
     def map_variable(self, expr: prim.Variable) -> Any:
         if expr.name == _HOLE:
             return self.hole
         if expr.name.startswith(_OFFSET):
             return self.offsets[int(expr.name[len(_OFFSET):])]
+        if expr.name.startswith(_CONSTANT):
+            return self.constants[int(expr.name[len(_CONSTANT):])]
         return expr
 
     def map_subscript(self, expr: prim.Subscript) -> Any:
@@ -102,7 +127,10 @@ class _Step:
     insn: lp.Assignment
     template: Any
     offsets: tuple[int, ...]
-    #: everything but the variable and the offsets that must match
+    #: the floating-point constants, in traversal order
+    constants: tuple[Any, ...]
+    #: everything but the variable, the offsets and the constants' values
+    #: that must match
     key: tuple
 
 
@@ -121,19 +149,26 @@ def _step(insn: lp.Assignment, previous: lp.Assignment) -> _Step | None:
     if not template_of.reads_previous or previous.id not in insn.depends_on:
         return None
     lhs_shape = type(insn.assignee).__name__
-    key = (template, lhs_shape, insn.within_inames,
+    constant_types = tuple(np.asarray(c).dtype for c in template_of.constants)
+    key = (template, lhs_shape, constant_types, insn.within_inames,
            insn.depends_on - {previous.id}, insn.predicates)
-    return _Step(insn, template, tuple(template_of.offsets), key)
+    return _Step(insn, template, tuple(template_of.offsets),
+                 tuple(template_of.constants), key)
 
 
 def roll_repeated_statements(
         insns: list[Any], private_names: set[str],
-        new_loop: Callable[[int], str]) -> tuple[list[Any], set[str], list[str]]:
+        new_loop: Callable[[int], str],
+        new_table: Callable[[np.ndarray], str]
+        ) -> tuple[list[Any], set[str], list[str]]:
     """Replace each run of at least :data:`MIN_RUN` repeated private
     statements in *insns* (a loop nest's instructions, in order) by a loop.
 
     :arg private_names: the variables private statements assign.
     :arg new_loop: makes a sequential iname over ``range(count)``.
+    :arg new_table: makes a read-only array holding the given values (the
+        floating-point constants that differ between steps); returns its
+        name.
     :returns: the instructions, the private variables no longer used, and
         the inames of the new loops.
     """
@@ -162,7 +197,8 @@ def roll_repeated_statements(
             i += 1
             continue
         steps, stride = run
-        init, update, loop = _rolled(steps, insns[i - 1], stride, new_loop)
+        init, update, loop = _rolled(steps, insns[i - 1], stride, new_loop,
+                                     new_table)
         result += [init, update]
         loops.append(loop)
         unused |= {_assigned_name(s.insn) for s in steps[:-1]}
@@ -203,13 +239,33 @@ def _run_at(insns: list[Any], start: int, is_private: Callable,
             break
         steps.append(step)
         j += 1
+    steps = steps[:_max_steps(steps)]
     if len(steps) < MIN_RUN:
         return None
     return steps, stride
 
 
+def _max_steps(steps: list[_Step]) -> int:
+    """How many steps one loop may take, given the bytes of table each step
+    adds (see :data:`MAX_TABLE_BYTES`)."""
+    varying = _varying_constants(steps)
+    per_step = sum(np.asarray(steps[0].constants[j]).dtype.itemsize
+                   for j in varying)
+    return MAX_TABLE_BYTES // per_step if per_step else len(steps)
+
+
+def _varying_constants(steps: list[_Step]) -> list[int]:
+    """Indices of the constants whose value (bit pattern) differs between
+    steps."""
+    first = steps[0].constants
+    return [j for j in range(len(first))
+            if any(np.asarray(s.constants[j]).tobytes()
+                   != np.asarray(first[j]).tobytes() for s in steps[1:])]
+
+
 def _rolled(steps: list[_Step], before: lp.Assignment, stride: tuple,
-            new_loop: Callable[[int], str]) -> tuple[Any, Any, str]:
+            new_loop: Callable[[int], str],
+            new_table: Callable[[np.ndarray], str]) -> tuple[Any, Any, str]:
     """``last = before`` and the loop statement replacing *steps*."""
     last = steps[-1].insn
     first = steps[0]
@@ -217,6 +273,7 @@ def _rolled(steps: list[_Step], before: lp.Assignment, stride: tuple,
     k = prim.Variable(loop)
     offsets = [off + (k if dk == 1 else dk * k) if dk else off
                for off, dk in zip(first.offsets, stride)]
+    constants = _constant_reads(steps, k, new_table)
     target = last.assignee
     previous_value = _rename_aggregate(target, _assigned_name(before))
     init = lp.Assignment(
@@ -224,13 +281,34 @@ def _rolled(steps: list[_Step], before: lp.Assignment, stride: tuple,
         within_inames=first.insn.within_inames, within_inames_is_final=True,
         depends_on=frozenset({before.id}), predicates=first.insn.predicates)
     update = lp.Assignment(
-        target, _Fill(prim.Variable(_assigned_name(last)), offsets)(first.template),
+        target, _Fill(prim.Variable(_assigned_name(last)), offsets,
+                      constants)(first.template),
         id=last.id,
         within_inames=first.insn.within_inames | {loop},
         within_inames_is_final=True,
         depends_on=(first.insn.depends_on - {before.id}) | {init.id},
         predicates=first.insn.predicates)
     return init, update, loop
+
+
+def _constant_reads(steps: list[_Step], k: prim.Variable,
+                    new_table: Callable[[np.ndarray], str]) -> list[Any]:
+    """What each constant of the template becomes in the loop: itself when
+    all steps share it, else a read of a table (one per dtype) laid out
+    step by step."""
+    result = list(steps[0].constants)
+    by_dtype: dict[np.dtype, list[int]] = {}
+    for j in _varying_constants(steps):
+        by_dtype.setdefault(np.asarray(result[j]).dtype, []).append(j)
+    for dtype, slots in by_dtype.items():
+        values = np.array([[s.constants[j] for j in slots] for s in steps],
+                          dtype=dtype)
+        table = prim.Variable(new_table(values.reshape(-1)))
+        width = len(slots)
+        for pos, j in enumerate(slots):
+            index = k if width == 1 else (k * width + pos if pos else k * width)
+            result[j] = prim.Subscript(table, (index,))
+    return result
 
 
 def _rename_aggregate(lhs: Any, name: str) -> Any:

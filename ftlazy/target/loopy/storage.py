@@ -20,12 +20,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda
 from ftlazy.node import Node, iter_children, topological_order
-from ftlazy.scalar_expr import Reduce, index_var
+from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.tags import ImplInlined, ImplStored, Named, PrefixNamed
 
 #: an inlined chain deeper than this is cut into private statements
@@ -186,9 +187,28 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
     return plan
 
 
+class _AbstractConstants(ExprIdentityMapper):
+    """A body with each floating-point constant replaced by its dtype: steps
+    of an unrolled loop often differ only in such constants (``p * x +
+    0.37``), which rolling reads from a table."""
+
+    def map_constant(self, expr: Any) -> Any:
+        if isinstance(expr, (float, np.floating)):
+            return prim.Variable(f"_ft_constant_{np.asarray(expr).dtype}")
+        return expr
+
+    map_numpy_scalar = map_constant
+
+
+@lru_cache(maxsize=2**16)
+def _abstract_constants(expr: Any) -> Any:
+    return _AbstractConstants()(expr)
+
+
 def _step_signature(n: IndexLambda, spine: Node | None) -> tuple:
-    """What a node of a chain looks like, up to which inputs it reads."""
-    return (n.expr, n.shape, n.dtype, n.tags, tuple(sorted(
+    """What a node of a chain looks like, up to which inputs it reads and
+    the values of its floating-point constants."""
+    return (_abstract_constants(n.expr), n.shape, n.dtype, n.tags, tuple(sorted(
         (name, "spine" if b is spine else (type(b).__name__, b.shape, b.dtype))
         for name, b in n.bindings.items())))
 
