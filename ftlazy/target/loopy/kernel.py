@@ -407,6 +407,9 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         divisible by the vector width (see :mod:`.vectorize`), else None."""
         if self.device_kind != "cpu" or not self.vectorize:
             return None
+        if (len(plan.private) > VECTOR_MAX_PRIVATE_STATEMENTS
+                and not plan.repeating_chains):
+            return None  # see VECTOR_MAX_PRIVATE_STATEMENTS
         lengths = set()
         for n in self.order:
             if isinstance(n, (Scan, LoopResult, BodyParam)):

@@ -115,6 +115,9 @@ class StoragePlan:
 
     stored: set[Node] = field(default_factory=set)
     private: set[Node] = field(default_factory=set)
+    #: whether some chain was cut into statements that repeat a step (so
+    #: that :mod:`.rolling` can turn them into a loop)
+    repeating_chains: bool = False
 
 
 def decide_storage(roots: list[Array], order: list[Node] | None = None
@@ -143,7 +146,7 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
     #: the inlined binding a node's depth comes from (the chain's spine)
     deepest: dict[Node, Node] = {}
     #: the depth at which a chain is cut, once tuned to its period
-    chain_limit: dict[Node, int] = {}
+    chain_limit: dict[Node, int | None] = {}
     for n in order:
         if not isinstance(n, IndexLambda):
             continue
@@ -170,15 +173,16 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
         if n in plan.stored:
             depth[n], has_private[n] = 0, False
             continue
-        limit = chain_limit.get(deepest.get(n), MAX_INLINE_DEPTH)
+        limit = chain_limit.get(deepest.get(n)) or MAX_INLINE_DEPTH
         if n in deepest and deepest[n] in chain_limit:
-            chain_limit[n] = limit
+            chain_limit[n] = chain_limit[deepest[n]]
         all_identity = identity_users[n] == users[n]
         if all_identity and (d > limit or users[n] > 1):
             plan.private.add(n)
             depth[n], has_private[n] = 0, True
             if d > limit and n not in chain_limit:
                 chain_limit[n] = _period_aligned_limit(n, deepest, depth)
+                plan.repeating_chains |= chain_limit[n] is not None
         elif d > limit:
             plan.stored.add(n)
             depth[n], has_private[n] = 0, False
@@ -214,8 +218,9 @@ def _step_signature(n: IndexLambda, spine: Node | None) -> tuple:
 
 
 def _period_aligned_limit(n: IndexLambda, deepest: dict[Node, Node],
-                          depth: dict[Node, int]) -> int:
-    """Cut depth for the chain ending at *n* (cut there for the first time).
+                          depth: dict[Node, int]) -> int | None:
+    """Cut depth for the chain ending at *n* (cut there for the first time),
+    or None if the chain does not repeat a step.
 
     A chain that repeats a step of P nodes (an unrolled loop) is cut every
     multiple of P nodes, so that all its private statements but the first
@@ -238,7 +243,7 @@ def _period_aligned_limit(n: IndexLambda, deepest: dict[Node, Node],
             matching += 1
         if matching >= max(2 * period, length // 2):
             return period * ((MAX_INLINE_DEPTH + 1) // period) - 1
-    return MAX_INLINE_DEPTH
+    return None
 
 # }}}
 
