@@ -31,6 +31,9 @@ from ftlazy.tags import ImplInlined, ImplStored, Named, PrefixNamed
 
 #: an inlined chain deeper than this is cut into private statements
 MAX_INLINE_DEPTH = 64
+#: extra depth a function call adds: loopy resolves each call by expanding
+#: and hashing its whole argument, so nested calls cost it quadratically
+CALL_DEPTH = 3
 #: arrays with several users whose body has more operations are stored
 RECOMPUTE_COST_LIMIT = 12
 
@@ -167,8 +170,8 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
                 plan.stored.add(b)
                 plan.private.discard(b)
                 continue
-            if depth[b] + 1 > d:
-                d, deepest[n] = depth[b] + 1, b
+            if depth[b] + _depth_weight(n.expr) > d:
+                d, deepest[n] = depth[b] + _depth_weight(n.expr), b
             priv = priv or has_private[b]
         if n in plan.stored:
             depth[n], has_private[n] = 0, False
@@ -242,8 +245,23 @@ def _period_aligned_limit(n: IndexLambda, deepest: dict[Node, Node],
                and signatures[matching] == signatures[matching + period]):
             matching += 1
         if matching >= max(2 * period, length // 2):
-            return period * ((MAX_INLINE_DEPTH + 1) // period) - 1
+            # the depth one step adds (nodes weighted as in decide_storage)
+            step = sum(_depth_weight(sig[0]) for sig in signatures[:period])
+            return step * max(1, (MAX_INLINE_DEPTH + 1) // step) - 1
     return None
+
+
+@lru_cache(maxsize=2**16)
+def _depth_weight(expr: Any) -> int:
+    """The depth a node with body *expr* adds to an inlined chain."""
+    calls, stack = 0, [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, prim.Call):
+            calls += 1
+        if isinstance(e, prim.ExpressionNode):
+            stack.extend(_expr_children(e))
+    return 1 + CALL_DEPTH * calls
 
 # }}}
 
