@@ -205,10 +205,11 @@ def test_deep_chain_of_1000_adds() -> None:
 def test_nested_calls_are_cut_sooner() -> None:
     """Each call counts as several levels of depth (loopy's cost of
     resolving a call grows with the size of its argument): 100 nested sines
-    become several private statements, with the right values."""
+    and cosines become several private statements, with the right values."""
     lazy, value = X, XV
-    for _ in range(100):
-        lazy, value = ft.sin(lazy), np.sin(value)
+    for choice in np.random.default_rng(2).integers(0, 2, 100):  # no period
+        lazy, value = ((ft.sin(lazy), np.sin(value)) if choice
+                       else (ft.cos(lazy), np.cos(value)))
     f = ft.compile(lazy)
     assert len(set(re.findall(r"\b_ft_p\d+\b", f.source))) >= 5
     np.testing.assert_allclose(f(x=XV), value, rtol=1e-12)
