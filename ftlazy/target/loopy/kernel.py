@@ -532,7 +532,8 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                      scope: Scope, deps: frozenset) -> list[Any]:
         """Copy *src* to each ``(array, leading indices)`` of *destinations*
         in one loop nest."""
-        inames, index = self._loop_nest(shape, scope)
+        inames, index = (self._flat_row_block_nest(shape, scope)
+                         or self._loop_nest(shape, scope))
         return [lp.Assignment(
             prim.Subscript(prim.Variable(dst), (dst_prefix + index) or (0,)),
             src(index), id=self._fresh(dst + "_copy"),

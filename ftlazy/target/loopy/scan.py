@@ -57,22 +57,31 @@ class ScanEmitter:
         self.iname_tags[group] = "g.0"
         self.iname_tags[item] = "l.0"
         loops = {}
-        for role in ("init", "update", "store"):
-            r, j = self._fresh("_ft_rr"), self._fresh("_ft_jj")
-            self._add_domain([r, j], [per_group, ncols])
-            loops[role] = (r, j)
-            self.priorities.extend((t, r) for t in scope.outer_inames)
-            self.priorities.append((r, j))
-        self.priorities.extend([(t, k) for t in scope.outer_inames]
-                               + [(k, loops["update"][0])])
+        r, j = self._fresh("_ft_rr"), self._fresh("_ft_jj")
+        self._add_domain([r, j], [per_group, ncols])
+        loops["update"] = (r, j)
+        self.priorities.extend([(t, r) for t in scope.outer_inames]
+                               + [(r, j)] + [(t, k) for t in scope.outer_inames]
+                               + [(k, r)])
+        # zeroing and storing the block run over it as one flat loop (the
+        # group's rows are contiguous in the row-major result)
+        block = per_group * ncols
+        for role in ("init", "store"):
+            flat = self._fresh("_ft_ff")
+            self._add_domain([flat], [block])
+            loops[role] = (flat,)
+            self.priorities.extend((t, flat) for t in scope.outer_inames)
 
         def row(role):
             return prim.Variable(group) * per_group + prim.Variable(loops[role][0])
 
         def at(role):
-            return prim.Subscript(prim.Variable(acc), tuple(
-                prim.Variable(v) for v in loops[role]))
-        col = {role: prim.Variable(loops[role][1]) for role in loops}
+            if role == "update":
+                return prim.Subscript(prim.Variable(acc), (
+                    prim.Variable(r), prim.Variable(j)))
+            flat = prim.Variable(loops[role][0])
+            return prim.Subscript(prim.Variable(acc), (flat // ncols, flat % ncols))
+        col = {"update": prim.Variable(j)}
         ctx = StoreContext(scope, [group, item], (row("update"), col["update"]))
         terms = tuple(
             self._translate_expr(
@@ -92,8 +101,10 @@ class ScanEmitter:
                           within_inames=base | {k, *loops["update"]},
                           within_inames_is_final=True,
                           depends_on=frozenset(ctx.deps) | {init_id}),
-            lp.Assignment(prim.Subscript(prim.Variable(name),
-                                         (row("store"), col["store"])),
+            lp.Assignment(prim.Subscript(prim.Variable(name), (
+                              (prim.Variable(group) * per_group
+                               + prim.Variable(loops["store"][0]) // ncols),
+                              prim.Variable(loops["store"][0]) % ncols)),
                           at("store"), id=self._fresh(name + "_store"),
                           within_inames=base | set(loops["store"]),
                           within_inames_is_final=True,
@@ -157,6 +168,27 @@ class ScanEmitter:
                           within_inames_is_final=True,
                           depends_on=frozenset({upd_id}))]
         return ctx.pending + insns, ctx.reads
+
+    def _flat_row_block_nest(self, shape: tuple, scope: Scope
+                             ) -> tuple[list[str], tuple] | None:
+        """For copies in a row-partitioned scan on a CPU: one flat loop over
+        the group's block of a 2-D array (its rows are contiguous), or None
+        where that does not apply."""
+        if (scope.batch is None or self.device_kind != "cpu" or len(shape) != 2
+                or not isinstance(shape[1], int)):
+            return None
+        rows, per_group = scope.batch
+        ncols = shape[1]
+        group, item, flat = (self._fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_ff"))
+        self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
+                                                   "rows").to_expr()])
+        self._add_domain([item], [1])
+        self._add_domain([flat], [per_group * ncols])
+        self.iname_tags.update({group: "g.0", item: "l.0"})
+        self.priorities.extend((t, flat) for t in scope.outer_inames)
+        f = prim.Variable(flat)
+        return [group, item, flat], (prim.Variable(group) * per_group + f // ncols,
+                                     f % ncols)
 
     def _batched_loop_nest(self, shape: tuple, scope: Scope, lanes: bool = False
                            ) -> tuple[list[str], tuple]:
