@@ -12,7 +12,10 @@ Workloads (full sizes; ``--quick`` uses smaller ones):
 * W5: Horner evaluation of a degree-1000 polynomial whose coefficients are
   1001 shape-``()`` placeholders, on 2**16 elements (about 2000 operation
   nodes; build, codegen and first call reported separately, plus a
-  structurally equal rebuilt DAG compiled from the cache);
+  structurally equal rebuilt DAG compiled from the cache); W5-literal, the
+  same polynomial with literal coefficients; W5-irregular, 2000 elementwise
+  operations in an order that repeats no step (cannot be rolled into a
+  loop: the worst case for compile time);
 * W6: vanilla RNN ``h = tanh(W h + U x_t + b)`` with ``ft.scan``, T=64,
   hidden 256, batch 32, input 128, against a numpy loop.
 
@@ -191,10 +194,50 @@ def w5(degree: int, n: int) -> list[Workload]:
             p = p * x + i[f"c{k}"]
         return p
 
-    return [Workload(
-        "W5", f"Horner, degree {degree} with {degree + 1} shape-() "
-        f"placeholder coefficients, n={n}", build, inputs, ref,
-        flops=2.0 * degree * n)]
+    coefficients = _rng().uniform(-1, 1, degree + 1)
+
+    def build_literal(prefix: str) -> Any:
+        x = ft.make_placeholder(prefix + "x", (n,), np.float64)
+        p = x * 0 + float(coefficients[0])
+        for c in coefficients[1:]:
+            p = p * x + float(c)
+        return p
+
+    def ref_literal(i: dict) -> np.ndarray:
+        p = np.full_like(i["x"], coefficients[0])
+        for c in coefficients[1:]:
+            p = p * i["x"] + c
+        return p
+
+    # 2 * degree operations that repeat no step: nothing can be rolled
+    choices = _rng().integers(0, 3, 2 * degree)
+
+    def build_irregular(prefix: str) -> Any:
+        x = ft.make_placeholder(prefix + "x", (n,), np.float64)
+        y = x
+        for choice in choices:
+            y = y * 0.999 if choice == 0 else (y + x if choice == 1 else ft.cos(y))
+        return y
+
+    def ref_irregular(i: dict) -> np.ndarray:
+        x = y = i["x"]
+        for choice in choices:
+            y = y * 0.999 if choice == 0 else (y + x if choice == 1 else np.cos(y))
+        return y
+
+    def x_only() -> dict:
+        return {"x": _rng().uniform(-1, 1, n)}
+
+    return [
+        Workload("W5", f"Horner, degree {degree} with {degree + 1} shape-() "
+                 f"placeholder coefficients, n={n}", build, inputs, ref,
+                 flops=2.0 * degree * n),
+        Workload("W5-literal", f"Horner, degree {degree} with literal float "
+                 f"coefficients, n={n}", build_literal, x_only, ref_literal,
+                 flops=2.0 * degree * n),
+        Workload("W5-irregular", f"{2 * degree} elementwise ops (*0.999, +x, "
+                 f"cos) in an order that repeats no step, n={n}",
+                 build_irregular, x_only, ref_irregular)]
 
 
 def w6(steps: int, hidden: int, batch: int, features: int) -> list[Workload]:
