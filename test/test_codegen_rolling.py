@@ -166,6 +166,25 @@ def test_long_tables_are_split_between_loops() -> None:
     np.testing.assert_allclose(f(x=xv), yv, rtol=1e-12)
 
 
+def test_integer_chain_rolls_and_stays_exact() -> None:
+    """Integer steps (with numpy's modulo) roll too; integer constants that
+    differ between steps are not tabled, so those chains stay unrolled."""
+    x = ft.make_placeholder("x", (256,), np.int64)
+    xv = np.arange(-128, 128, dtype=np.int64)
+    y, yv = x, xv
+    for _ in range(300):
+        y, yv = (y * 3 + x) % 1009, (yv * 3 + xv) % 1009
+    f = ft.compile(y)
+    assert _rolled_trip_counts(f.source)
+    np.testing.assert_array_equal(f(x=xv), yv)
+    z, zv = x, xv
+    for k in range(200):
+        z, zv = (z + k) % 997, (zv + k) % 997
+    g = ft.compile(z)
+    assert not _rolled_trip_counts(g.source)
+    np.testing.assert_array_equal(g(x=xv), zv)
+
+
 def test_distinct_arrays_per_step_are_not_merged() -> None:
     """Steps that read different (unpacked) arrays are different statements:
     nothing rolls, and the values are right."""
