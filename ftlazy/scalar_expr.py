@@ -192,6 +192,22 @@ def _field_values(e: prim.ExpressionNode) -> list:
     return [getattr(e, n) for n in names]
 
 
+def iter_subexpressions(expr):
+    """*expr* and every expression node below it (an iterative walk, so
+    deep bodies do not hit the recursion limit)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        yield e
+        if isinstance(e, prim.ExpressionNode):
+            for value in _field_values(e):
+                if isinstance(value, tuple):
+                    stack.extend(c for c in value
+                                 if isinstance(c, prim.ExpressionNode))
+                elif isinstance(value, prim.ExpressionNode):
+                    stack.append(value)
+
+
 def constant_signature(expr) -> tuple:
     """The type and bit pattern of every constant in *expr*, in walk order.
     Expressions compare constants with ``==``, under which ``-0.0 == 0.0``

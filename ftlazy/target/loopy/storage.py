@@ -26,7 +26,8 @@ import pymbolic.primitives as prim
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda
 from ftlazy.node import Node, iter_children, topological_order
-from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
+from ftlazy.scalar_expr import (
+    ExprIdentityMapper, Reduce, index_var, iter_subexpressions)
 from ftlazy.tags import ImplInlined, ImplStored, Named, PrefixNamed
 
 #: an inlined chain deeper than this is cut into private statements
@@ -55,29 +56,14 @@ def _expr_children(e: Any) -> list[Any]:
 @lru_cache(maxsize=2**16)
 def _expr_cost(expr: Any) -> int:
     """Operation count of a body, calls weighted as expensive."""
-    cost, stack = 0, [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, prim.Call):
-            cost += 8
-        if isinstance(e, Reduce):
-            cost += 100
-        if isinstance(e, prim.ExpressionNode):
-            cost += 1
-            stack.extend(_expr_children(e))
-    return cost
+    return sum(1 + 8 * isinstance(e, prim.Call) + 100 * isinstance(e, Reduce)
+               for e in iter_subexpressions(expr)
+               if isinstance(e, prim.ExpressionNode))
 
 
 @lru_cache(maxsize=2**16)
 def has_reduce(expr: Any) -> bool:
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Reduce):
-            return True
-        if isinstance(e, prim.ExpressionNode):
-            stack.extend(_expr_children(e))
-    return False
+    return any(isinstance(e, Reduce) for e in iter_subexpressions(expr))
 
 
 @lru_cache(maxsize=2**16)
@@ -254,13 +240,7 @@ def _period_aligned_limit(n: IndexLambda, deepest: dict[Node, Node],
 @lru_cache(maxsize=2**16)
 def _depth_weight(expr: Any) -> int:
     """The depth a node with body *expr* adds to an inlined chain."""
-    calls, stack = 0, [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, prim.Call):
-            calls += 1
-        if isinstance(e, prim.ExpressionNode):
-            stack.extend(_expr_children(e))
+    calls = sum(isinstance(e, prim.Call) for e in iter_subexpressions(expr))
     return 1 + CALL_DEPTH * calls
 
 # }}}

@@ -15,7 +15,6 @@ unpatched code).
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
 from typing import Any
 
@@ -23,7 +22,7 @@ import loopy as lp
 import pymbolic.primitives as prim
 from loopy.expression import VectorizabilityChecker
 
-from ftlazy.scalar_expr import Reduce, TypeCast
+from ftlazy.scalar_expr import Reduce, TypeCast, iter_subexpressions
 from ftlazy.target.loopy.expressions import C_FUNCTIONS
 
 #: elements per vector
@@ -63,9 +62,7 @@ def simd_safe(expr: Any) -> bool:
     """Whether a body means the same on vectors: OpenCL vector comparisons
     give -1 for true and vector conditionals select by sign bit, so bodies
     with comparisons, conditionals, min/max or integer casts stay scalar."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
+    for e in iter_subexpressions(expr):
         if isinstance(e, _SIMD_UNSAFE):
             return False
         if isinstance(e, TypeCast) and e.dtype.kind != "f":
@@ -73,10 +70,6 @@ def simd_safe(expr: Any) -> bool:
         if isinstance(e, prim.Call) and (
                 C_FUNCTIONS.get(e.function.name) not in ELEMENTWISE_BUILTINS):
             return False
-        if isinstance(e, prim.ExpressionNode):
-            for f in dataclasses.fields(e):
-                value = getattr(e, f.name)
-                stack.extend(value if isinstance(value, tuple) else [value])
     return True
 
 
@@ -87,19 +80,13 @@ def has_vector_calls(expr: Any) -> bool:
     on vectors: the calls' dtype must be the body's, so bodies with casts or
     reductions do not qualify."""
     found = False
-    stack = [expr]
-    while stack:
-        e = stack.pop()
+    for e in iter_subexpressions(expr):
         if isinstance(e, (TypeCast, Reduce)):
             return False
         if isinstance(e, prim.Call):
             if C_FUNCTIONS.get(e.function.name) not in ELEMENTWISE_BUILTINS:
                 return False
             found = True
-        if isinstance(e, prim.ExpressionNode):
-            for f in dataclasses.fields(e):
-                value = getattr(e, f.name)
-                stack.extend(value if isinstance(value, tuple) else [value])
     return found
 
 
