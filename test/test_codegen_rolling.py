@@ -291,8 +291,7 @@ def _roll(insns: list, names: set[str]) -> tuple[list, set[str], list[str]]:
         return f"k{len(counts)}"
     def new_table(values: np.ndarray) -> str:
         raise AssertionError("these statements have no constants")
-    result, unused, loops = roll_repeated_statements(insns, names, new_loop,
-                                                     new_table)
+    result, unused = roll_repeated_statements(insns, names, new_loop, new_table)
     return result, unused, counts
 
 
@@ -347,7 +346,7 @@ def test_roller_reads_varying_constants_from_a_table() -> None:
     def new_table(table: np.ndarray) -> str:
         tables.append(table)
         return "tbl"
-    result, unused, _ = roll_repeated_statements(
+    result, unused = roll_repeated_statements(
         insns, set(names), lambda count: "k", new_table)
     (table,) = tables
     np.testing.assert_array_equal(table, [1.5, 2.5, 3.5, 4.5, 5.5])

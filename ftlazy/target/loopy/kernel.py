@@ -514,8 +514,8 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             return name
 
         names = {name for name, _ in ctx.privates.values()}
-        insns, unused, _ = roll_repeated_statements(ctx.pending, names, new_loop,
-                                                    new_table)
+        insns, unused = roll_repeated_statements(ctx.pending, names, new_loop,
+                                                 new_table)
         for name in unused:
             del self.temporaries[name]
         self.private_statements -= len(unused)

@@ -160,7 +160,7 @@ def roll_repeated_statements(
         insns: list[Any], private_names: set[str],
         new_loop: Callable[[int], str],
         new_table: Callable[[np.ndarray], str]
-        ) -> tuple[list[Any], set[str], list[str]]:
+        ) -> tuple[list[Any], set[str]]:
     """Replace each run of at least :data:`MIN_RUN` repeated private
     statements in *insns* (a loop nest's instructions, in order) by a loop.
 
@@ -169,8 +169,7 @@ def roll_repeated_statements(
     :arg new_table: makes a read-only array holding the given values (the
         floating-point constants that differ between steps); returns its
         name.
-    :returns: the instructions, the private variables no longer used, and
-        the inames of the new loops.
+    :returns: the instructions and the private variables no longer used.
     """
     readers: dict[str, int] = {}
     for insn in insns:
@@ -186,7 +185,6 @@ def roll_repeated_statements(
 
     result: list[Any] = []
     unused: set[str] = set()
-    loops: list[str] = []
     #: ids of rolled-away statements -> the loop statement's id
     replaced: dict[str, str] = {}
     i = 0
@@ -197,16 +195,14 @@ def roll_repeated_statements(
             i += 1
             continue
         steps, stride = run
-        init, update, loop = _rolled(steps, insns[i - 1], stride, new_loop,
-                                     new_table)
+        init, update = _rolled(steps, insns[i - 1], stride, new_loop, new_table)
         result += [init, update]
-        loops.append(loop)
         unused |= {_assigned_name(s.insn) for s in steps[:-1]}
         replaced.update((s.insn.id, update.id) for s in steps[:-1])
         i += len(steps)
     if replaced:
         result = [_redirect_dependencies(insn, replaced) for insn in result]
-    return result, unused, loops
+    return result, unused
 
 
 def _redirect_dependencies(insn: Any, replaced: dict[str, str]) -> Any:
@@ -265,7 +261,7 @@ def _varying_constants(steps: list[_Step]) -> list[int]:
 
 def _rolled(steps: list[_Step], before: lp.Assignment, stride: tuple,
             new_loop: Callable[[int], str],
-            new_table: Callable[[np.ndarray], str]) -> tuple[Any, Any, str]:
+            new_table: Callable[[np.ndarray], str]) -> tuple[Any, Any]:
     """``last = before`` and the loop statement replacing *steps*."""
     last = steps[-1].insn
     first = steps[0]
@@ -288,7 +284,7 @@ def _rolled(steps: list[_Step], before: lp.Assignment, stride: tuple,
         within_inames_is_final=True,
         depends_on=(first.insn.depends_on - {before.id}) | {init.id},
         predicates=first.insn.predicates)
-    return init, update, loop
+    return init, update
 
 
 def _constant_reads(steps: list[_Step], k: prim.Variable,
