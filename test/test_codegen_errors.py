@@ -217,3 +217,9 @@ def test_program_attributes() -> None:
     np.testing.assert_array_equal(out, [True])
 
 # }}}
+
+
+def test_compile_rejects_a_queue_that_is_not_one() -> None:
+    with pytest.raises(TypeError, match="queue must be a pyopencl.CommandQueue, "
+                                        "got str 'gpu0'"):
+        ft.compile(Y + 1, queue="gpu0")

@@ -388,6 +388,9 @@ def compile(result: Array | DictOfNamedArrays,
 
     Structurally equal DAGs (up to input names and wrapped data) share one
     compiled program. Size parameters are inferred from input shapes."""
+    if queue is not None and not isinstance(queue, cl.CommandQueue):
+        raise TypeError("ft.compile: queue must be a pyopencl.CommandQueue, got "
+                        f"{type(queue).__name__} {queue!r}")
     queue = queue or default_queue()
     warm_up_compiler(queue)
     canon = _canonical(result)
