@@ -630,6 +630,17 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             result.append(insn)
         self.final_instructions = result
 
+    def _shared_arrays(self) -> tuple[str, ...]:
+        """Global arrays written inside a scan: its work items exchange them
+        through barriers, so they must not be declared ``__restrict__``."""
+        names: set[str] = set()
+        for insn in self.final_instructions:
+            if insn.id.startswith(tuple(self.scan_prefixes)):
+                names |= set(insn.assignee_var_names())
+        return tuple(sorted(n for n in names if n not in self.temporaries
+                            or self.temporaries[n].address_space
+                            == lp.AddressSpace.GLOBAL))
+
     def _make_kernel(self, inputs: list[ArgSpec], outputs: list[ArgSpec]
                      ) -> lp.TranslationUnit:
         args: list[Any] = []
@@ -648,7 +659,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
             name="ftlazy_kernel", seq_dependencies=False,
-            target=FtlazyOpenCLTarget(),
+            target=FtlazyOpenCLTarget(self._shared_arrays()),
             silenced_warnings=["v1_scheduler_fallback",
                                "insn_count_subdomains_order", "write_race*"],
             options=lp.Options(
