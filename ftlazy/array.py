@@ -301,13 +301,54 @@ class Array(Node):
         from ftlazy import ops
         return ops.invert(self)
 
-    # structural equality and hashing come from Node: == is identity of
-    # interned nodes; elementwise comparison is ft.equal
-    __eq__ = Node.__eq__
-    __ne__ = Node.__ne__
+    # structural equality and hashing come from Node: == between arrays is
+    # identity of interned nodes (dictionaries and sets rely on it);
+    # elementwise comparison is ft.equal. Comparing an array with a value
+    # numpy would compare elementwise is an error rather than a silent False.
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Array):
+            return self is other
+        _check_not_elementwise_comparison(self, other, "==", "ft.equal")
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, Array):
+            return self is not other
+        _check_not_elementwise_comparison(self, other, "!=", "ft.not_equal")
+        return NotImplemented
+
     __hash__ = Node.__hash__
 
     # }}}
+
+
+def _is_array_like_value(value: object) -> bool:
+    """Whether numpy would compare *value* with an array elementwise: a
+    number, a numpy scalar or array, a device array, or a list or tuple."""
+    if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray,
+                          list, tuple)):
+        return True
+    return (type(value).__module__.startswith("pyopencl")
+            and hasattr(value, "dtype"))
+
+
+def _check_not_elementwise_comparison(array: Array, other: object, op: str,
+                                      function: str) -> None:
+    if _is_array_like_value(other):
+        if hasattr(other, "shape") and getattr(other, "ndim", 0):
+            shown = (f"an array ({type(other).__name__}) of shape "
+                     f"{tuple(other.shape)} "
+                     f"and dtype {other.dtype}")
+        else:
+            text = repr(other)
+            shown = (f"{type(other).__name__} "
+                     f"{text if len(text) <= 60 else text[:57] + '...'}")
+        raise TypeError(
+            f"cannot compare the lazy array {array!r} with {shown} by "
+            f"'{op}': '{op}' on ftlazy "
+            "arrays compares graphs, not values; use "
+            f"{function}(x, y) for an elementwise comparison")
 
 
 def _check_direct_input_names(node: Node) -> None:

@@ -156,9 +156,10 @@ def node(children: tuple[str, ...] = (), bodies: tuple[str, ...] = ()
                                  if f.init)
         if "mapper_method" not in cls.__dict__ or not cls.__dict__["mapper_method"]:
             cls.mapper_method = "map_" + _snake_case(cls.__name__)
-        cls.__hash__ = Node.__hash__
-        cls.__eq__ = Node.__eq__
-        cls.__ne__ = Node.__ne__
+        # comparisons are inherited (Array refines them); a class that
+        # defines __eq__ without __hash__ would otherwise be unhashable
+        if cls.__hash__ is None:
+            cls.__hash__ = Node.__hash__
         NODE_CLASSES.append(cls)
         return cls
     return wrap

@@ -147,7 +147,9 @@ def arange(start: Any, stop: Any = None, step: Any = None,
 
 
 def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> IndexLambda:
-    if step not in (None, 1) or not isinstance(start, (int, np.integer)) \
+    step_is_one = step is None or (is_scalar(step) and not isinstance(
+        step, (bool, np.bool_)) and step == 1)
+    if not step_is_one or not isinstance(start, (int, np.integer)) \
             or isinstance(start, (bool, np.bool_)):
         raise ValueError(f"arange with a symbolic stop ({stop!r}) needs an "
                          f"integer start and step 1, got start={start!r}, "
