@@ -120,7 +120,7 @@ class Array(Node):
     def __post_init__(self) -> None:
         self._infer()
         if self._child_fields:
-            _check_direct_input_names(self)
+            check_direct_input_names(self)
         tags = self.tags
         if not isinstance(tags, frozenset) or not all(isinstance(t, Tag) for t in tags):
             object.__setattr__(self, "tags", normalize_tags(tags))
@@ -351,10 +351,12 @@ def _check_not_elementwise_comparison(array: Array, other: object, op: str,
             f"{function}(x, y) for an elementwise comparison")
 
 
-def _check_direct_input_names(node: Node) -> None:
-    """Cheap build-time check that no two different inputs among *node*'s
-    direct children share a name (the whole DAG is checked when it is
-    evaluated or compiled)."""
+def check_direct_input_names(node: Node) -> None:
+    """Cheap build-time check that the inputs *node* meets directly can be
+    bound by name: no two different input nodes among its children share a
+    name, and no placeholder or data wrapper among them has the name of a
+    size parameter in the shape of *node* or of a child. (The whole DAG is
+    checked when it is evaluated or compiled.)"""
     from ftlazy.node import iter_children
     seen: dict[str, Node] = {}
     for child in iter_children(node):
@@ -366,6 +368,36 @@ def _check_direct_input_names(node: Node) -> None:
         if other is not child:
             raise ValueError(f"two different inputs are named {name!r}: "
                              f"{other!r} and {child!r}")
+    data_names = {name for name, child in seen.items()
+                  if not isinstance(child, SizeParam)}
+    if not data_names:
+        return
+    for array in (*iter_children(node), node):
+        clash = _size_names_in_shape(getattr(array, "shape", ())) & data_names
+        if clash:
+            name = min(clash)
+            raise ValueError(
+                f"two different inputs are named {name!r}: {seen[name]!r} and "
+                f"the size parameter {name!r} in the shape "
+                f"{sh.shape_str(array.shape)} of {array!r}")
+
+
+def _size_names_in_shape(shape: Any) -> frozenset[str]:
+    names: frozenset[str] = frozenset()
+    for c in shape:
+        if not isinstance(c, int):
+            names = names | sh.size_param_names(c)
+    return names
+
+
+def _check_own_shape_names(node: Array, what: str) -> None:
+    """An input named like a size parameter of its own shape
+    (``make_placeholder("n", (n,), ...)``) cannot be bound."""
+    if node.name is not None and node.name in _size_names_in_shape(node.shape):
+        raise ValueError(
+            f"two different inputs are named {node.name!r}: the {what} "
+            f"{node.name!r} of shape {sh.shape_str(node.shape)} and the size "
+            f"parameter {node.name!r} in its shape")
 
 
 # {{{ inputs
@@ -382,6 +414,7 @@ class Placeholder(Array):
         check_identifier(self.name, "placeholder")
         object.__setattr__(self, "shape", sh.normalize_shape(self.shape))
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
+        _check_own_shape_names(self, "placeholder")
 
     def _repr_extra(self) -> str:
         return f", name={self.name!r}"
@@ -430,6 +463,7 @@ class DataWrapper(Array):
                 for s, d in zip(self.shape, self.data.shape)):
             raise ValueError(f"data wrapper shape {sh.shape_str(self.shape)} does "
                              f"not match the data's shape {self.data.shape}")
+        _check_own_shape_names(self, "data wrapper")
 
 # }}}
 

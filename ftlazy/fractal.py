@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, normalize_dtype
+from ftlazy.array import Array, check_direct_input_names, normalize_dtype
 from ftlazy.node import (
     IdentityKey, Node, iter_children, map_children, node, topological_order)
 from ftlazy.shapes import Shape, ShapeComponent
@@ -123,6 +123,7 @@ class Map(Loop):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
+        check_direct_input_names(self)
         _check_lengths(self.inputs[:self.num_mapped], "map")
         _check_params(self.body, [a.shape[1:] for a in self.mapped]
                       + [a.shape for a in self.captured],
@@ -168,6 +169,7 @@ class Scan(Loop):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
+        check_direct_input_names(self)
         _check_lengths(self.scanned, "scan")
         _check_params(self.body, [a.shape for a in self.inits]
                       + [a.shape[1:] for a in self.scanned]

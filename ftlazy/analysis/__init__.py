@@ -17,20 +17,23 @@ once *per scope* it occurs in.
 .. autofunction:: get_inputs
 .. autofunction:: get_users
 .. autofunction:: check_unique_input_names
+.. autofunction:: check_inputs_against_size_names
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from ftlazy.array import (
     Array, DataWrapper, DictOfNamedArrays, Placeholder, SizeParam)
-from ftlazy.fractal import Body
+from ftlazy.fractal import Body, Loop
 from ftlazy.node import Node, iter_children, topological_order
 from ftlazy.shapes import shape_str, size_param_names
 from ftlazy.transform.mappers import CachedWalkMapper, CombineMapper
 
 __all__ = [
     "ArrayOrNames", "InputNode", "get_num_nodes", "get_inputs", "get_users",
-    "check_unique_input_names",
+    "check_unique_input_names", "check_inputs_against_size_names",
 ]
 
 #: what the analyses accept: one array or several named results
@@ -146,10 +149,11 @@ def check_unique_input_names(expr: ArrayOrNames) -> None:
       :class:`~ftlazy.SizeParam` or named :class:`~ftlazy.DataWrapper`) have
       the same name, e.g. a placeholder ``'x'`` of shape ``(3,)`` and another
       of shape ``(4,)``;
-    * a size parameter name used in a shape is also the name of a
-      placeholder or data wrapper.
+    * a size parameter name used in a shape (of any node, loop bodies
+      included) is also the name of a placeholder or data wrapper.
 
-    The message names the clashing name and describes both nodes.
+    The message says ``two different inputs are named 'n'`` and describes
+    both.
     """
     _check_expr(expr, "check_unique_input_names")
     inputs = _collect_inputs(expr)
@@ -162,14 +166,58 @@ def check_unique_input_names(expr: ArrayOrNames) -> None:
             raise ValueError(
                 f"two different inputs are named {inp.name!r}: "
                 f"{_describe_input(other)} and {_describe_input(inp)}")
-    for n in topological_order([expr]):
-        for name in sorted(_shape_names(n)):
-            inp = by_name.get(name)
-            if inp is not None and not isinstance(inp, SizeParam):
-                raise ValueError(
-                    f"name {name!r} is used as a size parameter in shape "
-                    f"{shape_str(n.shape)} and is also the name of "
-                    f"{_describe_input(inp)}")
+    _check_data_names_against_shapes(inputs, _nodes_with_bodies([expr]))
+
+
+def check_inputs_against_size_names(inputs: Iterable[Node],
+                                    size_names: Iterable[str],
+                                    roots: Iterable[Node] = ()) -> None:
+    """Raise :class:`ValueError` ``two different inputs are named 'n'`` if a
+    :class:`~ftlazy.Placeholder` or named :class:`~ftlazy.DataWrapper` among
+    *inputs* has a name in *size_names* (the size parameters used in
+    shapes, which are not nodes of the DAG).
+
+    For callers that have collected both already (the evaluators, before
+    binding inputs by name): the check is a set intersection. *roots*, the
+    DAG's roots, are only walked when there is a clash, to name a shape in
+    which the size parameter occurs.
+    """
+    size_names = set(size_names)
+    for inp in inputs:
+        if (isinstance(inp, (Placeholder, DataWrapper)) and inp.name is not None
+                and inp.name in size_names):
+            _check_data_names_against_shapes([inp], _nodes_with_bodies(roots))
+            raise ValueError(
+                f"two different inputs are named {inp.name!r}: {inp.name!r} is "
+                "used as a size parameter in a shape and is also the name of "
+                f"{_describe_input(inp)}")
+
+
+def _nodes_with_bodies(roots: Iterable[Node]) -> Iterator[Node]:
+    """Every node reachable from *roots*, loop bodies included (a node
+    shared between scopes may come more than once)."""
+    stack = [list(roots)]
+    while stack:
+        for n in topological_order(stack.pop()):
+            yield n
+            if isinstance(n, Loop):
+                stack.append(list(n.body.outputs))
+
+
+def _check_data_names_against_shapes(inputs: Iterable[Node],
+                                     nodes: Iterable[Node]) -> None:
+    data_inputs = {inp.name: inp for inp in inputs
+                   if isinstance(inp, (Placeholder, DataWrapper))
+                   and inp.name is not None}
+    if not data_inputs:
+        return
+    for n in nodes:
+        for name in sorted(_shape_names(n) & data_inputs.keys()):
+            raise ValueError(
+                f"two different inputs are named {name!r}: {name!r} is used as "
+                f"a size parameter in shape {shape_str(n.shape)} (of a "
+                f"{type(n).__name__}) and is also the name of "
+                f"{_describe_input(data_inputs[name])}")
 
 
 def _describe_input(inp: InputNode) -> str:

@@ -18,6 +18,7 @@ import pymbolic.primitives as prim
 from pymbolic.mapper import Mapper as ExprMapper
 
 from ftlazy import shapes as sh
+from ftlazy.analysis import check_inputs_against_size_names
 from ftlazy.array import (
     AdvancedIndex, Array, AxisPermutation, BasicIndex, Concatenate, DataWrapper,
     DictOfNamedArrays, Einsum, IndexLambda, NormalizedSlice, Placeholder, Reshape,
@@ -361,8 +362,12 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, **inputs: Any) -> Any:
     else:
         raise TypeError(f"evaluate_numpy expects an Array or DictOfNamedArrays, "
                         f"got {type(result).__name__}")
-    env, arrays = bind_inputs(collect_inputs(roots), inputs,
-                              collect_size_names(roots))
+    input_nodes = collect_inputs(roots)
+    size_names = collect_size_names(roots)
+    # size params that occur only in shapes are not nodes: collect_inputs
+    # cannot see that a placeholder has the name of one
+    check_inputs_against_size_names(input_nodes, size_names, roots)
+    env, arrays = bind_inputs(input_nodes, inputs, size_names)
     evaluator = NumpyEvaluator(env, arrays)
     if isinstance(result, DictOfNamedArrays):
         return {name: evaluator.rec(a) for name, a in result.items()}
