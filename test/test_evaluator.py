@@ -92,3 +92,21 @@ def test_dict_of_named_arrays():
 def test_evaluate_rejects_non_arrays():
     with pytest.raises(TypeError, match="Array or DictOfNamedArrays"):
         ft.evaluate_numpy(np.ones(3))
+
+
+@pytest.mark.parametrize("name", ["result", "self", "inputs"])
+def test_inputs_may_be_named_like_the_evaluators_parameters(name):
+    a = ft.make_placeholder(name, (3,), np.float64)
+    out = ft.evaluate_numpy(2 * a, **{name: np.arange(3.0)})
+    np.testing.assert_array_equal(out, [0.0, 2.0, 4.0])
+
+
+def test_size_param_named_result():
+    result = ft.make_size_param("result")
+    z = ft.make_placeholder("z", (result,), np.float64)
+    assert ft.evaluate_numpy(ft.sum(z) + result, result=2, z=np.ones(2)) == 4.0
+
+
+def test_result_is_positional_only():
+    with pytest.raises(TypeError, match="positional"):
+        ft.evaluate_numpy(result=x)

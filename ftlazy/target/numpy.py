@@ -346,9 +346,11 @@ class NumpyEvaluator(CachedMapper[Any]):
                      for k in range(expr.num_outputs))
 
 
-def evaluate_numpy(result: Array | DictOfNamedArrays, **inputs: Any) -> Any:
+def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     """Evaluate *result* with numpy.
 
+    :arg result: positional only, so that inputs may have any name
+        (``result``, ``self``, ...).
     :arg inputs: a value per placeholder name (numpy arrays of exactly the
         declared dtype), and optionally size parameters by name (others are
         inferred from the input shapes).
