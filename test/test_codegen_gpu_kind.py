@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
-from ftlazy.target.loopy import program as program_module
 from ftlazy.target.loopy.device import default_queue
+from ftlazy.target.loopy.profile import synthetic_profile
+
+
+GPU = synthetic_profile("gpu", vector_width=1)
 
 
 def _run_as_gpu(result, **inputs):
-    canon = program_module._canonical(result)
-    artifact, _ = program_module._artifact(canon, "gpu")
-    prg = program_module.BoundProgram(canon, artifact, False)
+    prg = ft.generate_loopy(result, profile=GPU)
     _, outputs = prg(default_queue(), **inputs)
     return outputs
 

@@ -12,9 +12,7 @@ from loopy.symbolic import Reduction
 
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
-from ftlazy.scalar_expr import Reduce
 from ftlazy.target.loopy.scopes import Scope, StoreContext
-from ftlazy.target.loopy.storage import has_reduce
 
 
 class ContractionEmitter:
@@ -22,12 +20,13 @@ class ContractionEmitter:
     :class:`~ftlazy.target.loopy.kernel.KernelBuilder`."""
 
     def _emit_blocked_contraction(self, node: IndexLambda, name: str,
-                                  scope: Scope, reduction: Any, ti: int, tj: int
+                                  scope: Scope, ti: int, tj: int
                                   ) -> tuple[list[Any], set[Node]]:
         """``out[i, j] = sum_k f(i, j, k)`` (a matrix product) with register
         blocking: each work item accumulates a ``ti x tj`` block of outputs in
         private memory over a sequential ``k`` loop, so each loaded operand
         element is reused ``ti`` or ``tj`` times."""
+        reduction = node.expr
         (rname, _, kext), = reduction.bounds
         ni, nj = node.shape
         io, jo, k = (self._fresh(p) for p in ("_ft_bi", "_ft_bj", "_ft_bk"))
@@ -77,13 +76,13 @@ class ContractionEmitter:
         return ctx.pending + insns, ctx.reads
 
     def _emit_split_reduction(self, node: IndexLambda, name: str, scope: Scope,
-                              reduction: Any) -> tuple[list[Any], set[Node]]:
-        """``out[...] = op_r f(..., r)`` with :data:`REDUCTION_LANES`
-        independent private accumulators (lane ``v`` takes ``r = 8*ro + v``),
-        combined at the end: one dependent chain of adds is latency-bound,
-        several keep a core's floating-point units and memory busy."""
+                              lanes: int) -> tuple[list[Any], set[Node]]:
+        """``out[...] = op_r f(..., r)`` with *lanes* independent private
+        accumulators (lane ``v`` takes ``r = lanes*ro + v``), combined at the
+        end: one dependent chain of adds is latency-bound, several keep a
+        core's floating-point units and memory busy."""
+        reduction = node.expr
         (rname, _, kext), = reduction.bounds
-        lanes = REDUCTION_LANES
         inames, index = self._loop_nest(node.shape, scope, cheap=False)
         ctx = StoreContext(scope, inames, index, node.shape)
         ro = self._fresh("_ft_ro")
@@ -123,46 +122,3 @@ class ContractionEmitter:
                           within_inames_is_final=True,
                           depends_on=frozenset({upd_id}))]
         return ctx.pending + insns, ctx.reads
-
-
-#: register block of a blocked matrix product (rows x columns per work item)
-BLOCK_ROWS, BLOCK_COLS = 8, 8
-
-
-def blockable_contraction(node: IndexLambda) -> tuple[Any, int, int] | None:
-    """The reduction and block sizes if *node* is a 2-D sum over one index
-    (``out[i, j] = sum_k f(i, j, k)``) of concrete, block-divisible shape
-    with a reduction long enough to pay for blocking."""
-    expr = node.expr
-    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
-            or len(expr.bounds) != 1 or has_reduce(expr.inner)):
-        return None
-    ni, nj = node.shape
-    kext = expr.bounds[0][2]
-    if not (isinstance(ni, int) and isinstance(nj, int) and isinstance(kext, int)):
-        return None
-    if ni % BLOCK_ROWS or nj % BLOCK_COLS or kext < 16 or ni * nj < 4096:
-        return None
-    return expr, BLOCK_ROWS, BLOCK_COLS
-
-
-#: independent accumulators of a split reduction
-REDUCTION_LANES = 8
-
-
-def splittable_reduction(node: IndexLambda) -> Any:
-    """The reduction if *node* is ``op_r f(..., r)`` over one concrete axis
-    that splits evenly into :data:`REDUCTION_LANES` lanes."""
-    expr = node.expr
-    if (node.ndim == 0 or not isinstance(expr, Reduce)
-            or expr.op not in ("sum", "product", "max", "min")
-            or len(expr.bounds) != 1 or has_reduce(expr.inner)
-            or node.dtype.kind not in "iuf"
-            # float max/min must propagate NaN, which Max/Min do not
-            or (node.dtype.kind == "f" and expr.op in ("max", "min"))):
-        return None
-    kext = expr.bounds[0][2]
-    if (not isinstance(kext, int) or kext % REDUCTION_LANES
-            or kext < 8 * REDUCTION_LANES):
-        return None
-    return expr

@@ -2,6 +2,9 @@
 """From a lowered DAG (IndexLambdas over placeholders and size params, plus
 Scans) to one loopy translation unit.
 
+* :func:`build_kernel` plans first (:mod:`.plan`: a strategy per stored
+  array, from the device profile), then :class:`KernelBuilder` emits loopy
+  statements from the plan; it decides nothing about the device itself.
 * Every stored array (see :mod:`.storage`) becomes an assignment in its own
   loop nest, with its readers' inlined bodies substituted in.
 * Stored arrays are grouped into segments by dependency level and grid
@@ -17,7 +20,7 @@ Scans) to one loopy translation unit.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import dataclasses
 from typing import Any, Callable
 
 import islpy as isl
@@ -33,32 +36,28 @@ from ftlazy.scalar_expr import ExprIdentityMapper, substitute
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
-from ftlazy.target.loopy.storage import (
-    StoragePlan, decide_storage, has_reduce, identity_read_bindings)
-from ftlazy.target.loopy.vectorize import (
-    ELEMENTWISE_BUILTINS, VECTOR_WIDTH, has_vector_calls, simd_safe, vector_view)
-from ftlazy.target.loopy.scopes import (
-    CPU_FLAT_LOCAL_SIZE, CPU_LOCAL_SIZE, GPU_LOCAL_SIZE, SCAN_LOCAL_SIZE, ArgSpec,
-    Scope, StoreContext)
+from ftlazy.target.loopy.storage import has_reduce
+from ftlazy.target.loopy.vectorize import ELEMENTWISE_BUILTINS, vector_view
+from ftlazy.target.loopy.scopes import ArgSpec, Scope, StoreContext
 from ftlazy.target.loopy.scan import ScanEmitter, declare_scan_nosync
 from ftlazy.target.loopy.rolling import MIN_RUN, roll_repeated_statements
 from ftlazy.target.loopy.target import FtlazyOpenCLTarget
-from ftlazy.target.loopy.contractions import (
-    ContractionEmitter, blockable_contraction, splittable_reduction)
-
-#: DAGs with more nodes skip loopy's array-bounds proof (see _make_kernel)
-BOUNDS_CHECK_MAX_NODES = 500
+from ftlazy.target.loopy.contractions import ContractionEmitter
+from ftlazy.target.loopy.plan import KernelPlan, local_size, plan_kernel
+from ftlazy.target.loopy.profile import DeviceProfile
 
 
 class KernelBuilder(ScanEmitter, ContractionEmitter):
-    """Builds the loopy kernel for a canonical, lowered DAG."""
+    """Emits the loopy kernel for a canonical, lowered DAG from its
+    :class:`~ftlazy.target.loopy.plan.KernelPlan`."""
 
-    def __init__(self, outputs: dict[str, Array], device_kind: str = "cpu",
-                 vectorize: bool = True) -> None:
+    def __init__(self, outputs: dict[str, Array], plan: KernelPlan,
+                 order: list[Node]) -> None:
         self.outputs = outputs
-        self.device_kind = device_kind
-        self.order = topological_order(list(outputs.values()))
-        _check_dtypes(self.order)
+        self.plan = plan
+        self.profile = plan.profile
+        self.device_kind = plan.profile.kind
+        self.order = order
         self.domains: list[str] = []
         self.instructions: list[tuple[float, Any]] = []
         self.temporaries: dict[str, Any] = {}
@@ -67,14 +66,15 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         self.scan_prefixes: list[str] = []
         #: set per scan: its work groups are single work items
         self._single_item_groups = False
-        self.vector_length: int | None = None
-        #: arguments passed as (n / VECTOR_WIDTH, VECTOR_WIDTH) views
+        self.vector_length = plan.vector_length
+        #: arguments passed as (n / width, width) views (flat vector kernels)
         self.vector_args: list[str] = []
+        #: vector width of the row loop being emitted (1: none)
+        self._row_width = 1
         self.level: dict[Node, float] = {}
         self.params: set[str] = set()
         #: private statements left in straight-line code (after rolling)
         self.private_statements = 0
-        self.vectorize = vectorize
         self._counter = 0
 
     # {{{ names and domains
@@ -118,10 +118,13 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             if isinstance(t, Named):
                 if t.name in self.temporaries:
                     raise ValueError(f"two arrays are tagged Named({t.name!r})")
+                self.plan.names[n] = t.name
                 return t.name
             if isinstance(t, PrefixNamed):
-                return self._fresh(t.prefix + "_")
-        return self._fresh("_ft_t")
+                self.plan.names[n] = name = self._fresh(t.prefix + "_")
+                return name
+        self.plan.names[n] = name = self._fresh("_ft_t")
+        return name
 
     def _global_temporary(self, name: str, shape: tuple, dtype: np.dtype) -> None:
         self.temporaries[name] = lp.TemporaryVariable(
@@ -220,7 +223,8 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         if self._vector_lane(ctx) is None:
             name = self._private_array(prefix, dtype, ())
         else:
-            name = self._private_array(prefix, dtype, (VECTOR_WIDTH,), "vec")
+            name = self._private_array(prefix, dtype, (self.plan.vector_width,),
+                                       "vec")
         insn_id = name + "_insn"
         self.private_statements += 1
         ctx.pending.append(lp.Assignment(
@@ -269,7 +273,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
     # {{{ loop nests
 
     def _loop_nest(self, shape: tuple, scope: Scope, cheap: bool = True,
-                   lanes: bool = False) -> tuple[list[str], tuple]:
+                   lanes: int = 1) -> tuple[list[str], tuple]:
         """Inames over *shape* and the index expressions of its axes.
 
         Every loop nest of a kernel must use the same hardware axes, so axis 0
@@ -297,14 +301,15 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                 self.iname_tags[group] = "g.0"
             return [group, item], ()
         if self.vector_length is not None and not local:
+            width = self.plan.vector_width
             group, item, lane = (self._fresh(p) for p in ("_ft_o", "_ft_l", "_ft_v"))
-            groups = shape[0] // VECTOR_WIDTH
+            groups = shape[0] // width
             self.domains.append(
                 f"{{ [{group}, {item}, {lane}]: 0 <= {item} < {size} and "
-                f"0 <= {lane} < {VECTOR_WIDTH} and "
+                f"0 <= {lane} < {width} and "
                 f"0 <= {size}*{group} + {item} < {groups} }}")
             self.iname_tags.update({group: "g.0", item: "l.0", lane: "vec"})
-            flat = ((prim.Variable(group) * size + prim.Variable(item)) * VECTOR_WIDTH
+            flat = ((prim.Variable(group) * size + prim.Variable(item)) * width
                     + prim.Variable(lane))
             return [group, item, lane], (flat,)
         for d, extent in enumerate(shape):
@@ -322,24 +327,24 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     self.iname_tags[outer] = "g.0"
             else:
                 names, idx = self._sequential_axis(
-                    d, extent, lanes and d == len(shape) - 1)
+                    d, extent, lanes if d == len(shape) - 1 else 1)
                 inames += names
                 index.append(idx)
                 self.priorities.extend((t, n) for t in scope.outer_inames
                                        for n in names)
         return inames, tuple(index)
 
-    def _sequential_axis(self, d: int, extent: Any, lanes: bool
+    def _sequential_axis(self, d: int, extent: Any, lanes: int
                          ) -> tuple[list[str], Any]:
-        """Inames and index of a sequential axis; with *lanes* (a CPU's
-        contiguous axis whose length the vector width divides) split into
-        ``VECTOR_WIDTH * outer + lane``, for :meth:`_vector_calls`."""
-        if lanes and isinstance(extent, int) and extent % VECTOR_WIDTH == 0:
+        """Inames and index of a sequential axis; with *lanes* > 1 (a CPU's
+        contiguous axis whose length that vector width divides) split into
+        ``lanes * outer + lane``, for :meth:`_vector_calls`."""
+        if lanes > 1 and isinstance(extent, int) and extent % lanes == 0:
             outer, lane = self._fresh(f"_ft_i{d}_"), self._fresh("_ft_lane")
-            self._add_domain([outer, lane], [extent // VECTOR_WIDTH, VECTOR_WIDTH])
+            self._add_domain([outer, lane], [extent // lanes, lanes])
             self.iname_tags[lane] = "unr"
             self.priorities.append((outer, lane))
-            index = prim.Variable(outer) * VECTOR_WIDTH + prim.Variable(lane)
+            index = prim.Variable(outer) * lanes + prim.Variable(lane)
             return [outer, lane], index
         name = self._fresh(f"_ft_i{d}_")
         self._add_domain([name], [extent])
@@ -347,7 +352,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
 
     def _vector_calls(self, expr: Any, ctx: StoreContext, dtype: np.dtype) -> Any:
         """*expr* with each call of an elementwise math builtin computed on a
-        vector of :data:`VECTOR_WIDTH` consecutive elements: the arguments
+        vector of the row loop's width of consecutive elements: the arguments
         are gathered lane by lane into a private vector, the call runs once
         on the vector (PoCL's vector builtins are several times faster per
         element than the scalar ones), and *expr* reads its lane of the
@@ -371,7 +376,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     insn_id = vec + "_lanes"
                     # a lane loop of its own: loopy enters each loop once
                     arg_lane = builder._fresh("_ft_al")
-                    builder._add_domain([arg_lane], [VECTOR_WIDTH])
+                    builder._add_domain([arg_lane], [builder._row_width])
                     builder.iname_tags[arg_lane] = "unr"
                     p = substitute(p, {lane: prim.Variable(arg_lane)})
                     ctx.pending.append(lp.Assignment(
@@ -383,7 +388,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     vectors.append(vec)
                 result = builder._vector_temporary(dtype)
                 vv = builder._fresh("_ft_vv")
-                builder._add_domain([vv], [VECTOR_WIDTH])
+                builder._add_domain([vv], [builder._row_width])
                 builder.iname_tags[vv] = "vec"
                 call_id = result + "_call"
                 ctx.pending.append(lp.Assignment(
@@ -399,56 +404,12 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         return _Calls()(expr)
 
     def _vector_temporary(self, dtype: np.dtype) -> str:
-        return self._private_array("_ft_vec", dtype, (VECTOR_WIDTH,), "vec")
+        return self._private_array("_ft_vec", dtype, (self._row_width,), "vec")
 
-
-    def _vector_length(self, plan: StoragePlan, placeholders: list) -> int | None:
-        """The common length n if the kernel is elementwise over (n,) with n
-        divisible by the vector width (see :mod:`.vectorize`), else None."""
-        if self.device_kind != "cpu" or not self.vectorize:
-            return None
-        if (len(plan.private) > VECTOR_MAX_PRIVATE_STATEMENTS
-                and not plan.repeating_chains):
-            return None  # see VECTOR_MAX_PRIVATE_STATEMENTS
-        lengths = set()
-        for n in self.order:
-            if isinstance(n, (Scan, LoopResult, BodyParam)):
-                return None
-            if isinstance(n, Placeholder):
-                if n.ndim == 1:
-                    if n.dtype.kind != "f":
-                        return None
-                    lengths.add(n.shape[0])
-                elif n.ndim > 1:
-                    return None
-                continue
-            if not isinstance(n, IndexLambda):
-                continue
-            if n.ndim != 1 or n.dtype.kind != "f" or not simd_safe(n.expr):
-                return None
-            lengths.add(n.shape[0])
-            ident = identity_read_bindings(n)
-            if any(b.ndim and name not in ident for name, b in n.bindings.items()):
-                return None
-        if len(lengths) != 1:
-            return None
-        (length,) = lengths
-        if not isinstance(length, int) or length % VECTOR_WIDTH or length < 4096:
-            return None
-        stored = [n for n in self.order if n in plan.stored]
-        if len(stored) != len(set(self.outputs.values())):
-            return None  # temporaries would need vector views too
-        return length
 
     def _local_size(self, shape: tuple, scope: Scope, cheap: bool) -> int:
         """Work items per group along axis 0 (see :meth:`_loop_nest`)."""
-        if scope.parallel == "local":
-            return SCAN_LOCAL_SIZE
-        if self.device_kind != "cpu":
-            return GPU_LOCAL_SIZE
-        # PoCL vectorizes cheap one-dimensional work across a group's items;
-        # rows, and elements that are reductions, run best one per item
-        return CPU_FLAT_LOCAL_SIZE if len(shape) == 1 and cheap else CPU_LOCAL_SIZE
+        return local_size(self.profile, shape, cheap, scope.parallel)
 
     def _grid_key(self, node: IndexLambda, scope: Scope) -> str:
         """Arrays can share one kernel's grid when their work groups have the
@@ -465,9 +426,9 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     ) -> tuple[list[Any], set[Node]]:
         """Assignments computing *node* into array *name* (whose leading
         indices are *index_prefix*); returns them and the stored arrays read."""
-        lanes = (self.device_kind == "cpu" and node.dtype.kind == "f"
-                 and has_vector_calls(node.expr)
-                 and not self._reachable_privates(node, scope))
+        array_plan = self.plan.arrays.get(node)
+        lanes = array_plan.vector_width if array_plan is not None else 1
+        self._row_width = lanes
         inames, index = self._loop_nest(node.shape, scope,
                                         cheap=not has_reduce(node.expr),
                                         lanes=lanes)
@@ -477,7 +438,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         for private in self._reachable_privates(node, scope):
             self._private(private, ctx)
         expr = self._translate(node, index, ctx)
-        if lanes:
+        if lanes > 1:
             expr = self._vector_calls(expr, ctx, node.dtype)
         lhs_index = index_prefix + index
         lhs = prim.Subscript(prim.Variable(name), lhs_index or (0,))
@@ -546,12 +507,10 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
     def build(self) -> tuple[lp.TranslationUnit, list[ArgSpec], list[ArgSpec]]:
         """The translation unit, its input and its output arguments.
         :attr:`packs` then tells which inputs travel packed in one argument."""
-        roots = list(self.outputs.values())
-        plan = decide_storage(roots, self.order)
-        scope = Scope(plan, {})
+        plan = self.plan
+        scope = Scope(plan.storage, {})
         inputs: list[ArgSpec] = []
-        placeholders = [n for n in self.order if isinstance(n, Placeholder)]
-        self.packs = _plan_packing(placeholders)
+        self.packs = plan.packs
         self.packed = {ph: (pack, offset) for pack, members in self.packs.items()
                        for ph, offset in members}
         for pack, members in self.packs.items():
@@ -565,28 +524,28 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     inputs.append(ArgSpec(n.name, n.shape, n.dtype))
             elif isinstance(n, SizeParam):
                 self.params.add(n.name)
-        self.vector_length = self._vector_length(plan, placeholders)
         out_names = {a: name for name, a in reversed(list(self.outputs.items()))}
         outputs = [ArgSpec(name, a.shape, a.dtype) for name, a in self.outputs.items()]
         for n in self.order:
             if isinstance(n, Scan):
                 self._emit_scan(n, scope, out_names)
-            elif isinstance(n, IndexLambda) and n in plan.stored:
+            elif isinstance(n, IndexLambda) and n in plan.storage.stored:
                 name = out_names.get(n) or self._storage_name(n)
+                plan.names[n] = name
                 if n not in out_names:
                     self._global_temporary(name, n.shape, n.dtype)
-                if 0 in n.shape:  # statically empty: nothing to compute
+                array_plan = plan.arrays[n]
+                if array_plan.strategy == "empty":  # nothing to compute
                     scope.names[n] = name
                     self.level[n] = 0
                     continue
-                blocked = blockable_contraction(n)
-                split = splittable_reduction(n) if blocked is None else None
-                if split is not None:
-                    insns, reads = self._emit_split_reduction(n, name, scope, split)
+                if array_plan.strategy == "split_reduction":
+                    insns, reads = self._emit_split_reduction(
+                        n, name, scope, array_plan.block[0])
                     grid_key = self._grid_key(n, scope)
-                elif blocked is not None:
+                elif array_plan.strategy == "blocked_contraction":
                     insns, reads = self._emit_blocked_contraction(
-                        n, name, scope, *blocked)
+                        n, name, scope, *array_plan.block)
                     grid_key = f"~{name}"  # a kernel of its own
                 else:
                     insns, reads = self._emit_store(n, name, scope)
@@ -669,7 +628,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                 # where compile time dominates (generated indices are in
                 # bounds by construction; data-dependent reads are guarded)
                 enforce_array_accesses_within_bounds=(
-                    True if len(self.order) <= BOUNDS_CHECK_MAX_NODES
+                    True if len(self.order) <= self.profile.bounds_check_max_nodes
                     else "no_check")))
         knl = register_builtins(knl)
         if self.iname_tags:
@@ -680,7 +639,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             self.vector_args = [a.name for a in inputs + outputs
                                 if a.shape == (self.vector_length,)
                                 and a.name not in self.packs]
-            knl = vector_view(knl, self.vector_args)
+            knl = vector_view(knl, self.vector_args, self.plan.vector_width)
         if self.priorities:
             entry = knl.default_entrypoint
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
@@ -688,52 +647,23 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         return knl
 
 
-#: a kernel on vectors keeps at most this many private statements in
-#: straight-line code: PoCL's compile time grows steeply with long straight
-#: runs of ``double8`` code (a 1,000-step chain takes 3 s against 0.7 s for
-#: scalar code), so such kernels stay scalar
-VECTOR_MAX_PRIVATE_STATEMENTS = 8
-
-
-def build_kernel(outputs: dict[str, Array], device_kind: str
+def build_kernel(outputs: dict[str, Array], profile: DeviceProfile
                  ) -> tuple[KernelBuilder, lp.TranslationUnit, list[ArgSpec],
                             list[ArgSpec]]:
-    """Build the kernel for *outputs*; returns the builder (for its packing
-    and vector views), the translation unit and the argument specs."""
-    builder = KernelBuilder(outputs, device_kind)
+    """Plan, then emit the kernel for *outputs*; returns the builder (for its
+    plan, packing and vector views), the translation unit and the argument
+    specs."""
+    order = topological_order(list(outputs.values()))
+    _check_dtypes(order)
+    builder = KernelBuilder(outputs, plan_kernel(outputs, profile, order), order)
     t_unit, inputs, outs = builder.build()
-    if (builder.vector_length is not None
-            and builder.private_statements > VECTOR_MAX_PRIVATE_STATEMENTS):
-        builder = KernelBuilder(outputs, device_kind, vectorize=False)
+    if (builder.vector_length is not None and builder.private_statements
+            > profile.vector_max_private_statements):
+        # rolling left long straight-line code: vectors would compile slowly
+        scalar = dataclasses.replace(profile, vectorize=False)
+        builder = KernelBuilder(outputs, plan_kernel(outputs, scalar, order), order)
         t_unit, inputs, outs = builder.build()
     return builder, t_unit, inputs, outs
-
-
-#: inputs of at most this many elements are packed into one argument per
-#: dtype when there are at least PACK_MIN_COUNT of them (OpenCL devices cap
-#: the size of kernel parameters, and each argument costs host time)
-PACK_MAX_SIZE = 64
-PACK_MIN_COUNT = 16
-
-
-def _plan_packing(placeholders: list[Placeholder]
-                  ) -> dict[str, list[tuple[Placeholder, int]]]:
-    """Packed argument name -> its members and their offsets."""
-    small: dict[np.dtype, list[Placeholder]] = defaultdict(list)
-    for ph in placeholders:
-        if all(isinstance(d, int) for d in ph.shape) and (
-                int(np.prod(ph.shape)) <= PACK_MAX_SIZE):
-            small[ph.dtype].append(ph)
-    packs = {}
-    for dtype, members in small.items():
-        if len(members) < PACK_MIN_COUNT:
-            continue
-        offset, entries = 0, []
-        for ph in members:
-            entries.append((ph, offset))
-            offset += int(np.prod(ph.shape))
-        packs[f"_ft_pack_{dtype.name}"] = entries
-    return packs
 
 
 #: names generated code must not use for arrays (C and OpenCL C keywords,

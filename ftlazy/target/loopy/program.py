@@ -32,8 +32,10 @@ from ftlazy.target.binding import bind_inputs
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
 from ftlazy.target.loopy.kernel import ArgSpec, build_kernel
 from ftlazy.target.loopy.device import (
-    default_queue, device_kind, silence_compiler_output, warm_up_compiler)
-from ftlazy.target.loopy.vectorize import VECTOR_WIDTH
+    default_queue, silence_compiler_output, warm_up_compiler)
+from ftlazy.target.loopy.plan import KernelPlan
+from ftlazy.target.loopy.profile import (
+    CodegenOptions, DeviceProfile, as_options, device_profile)
 from ftlazy.target.loopy.lowering import insert_index_checks, lower_for_codegen
 
 silence_compiler_output()
@@ -73,7 +75,14 @@ class CompiledArtifact:
     packs: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     #: arguments the kernel views as (n / width, width) vectors
     vector_args: tuple[str, ...] = ()
+    #: the plan the kernel was emitted from
+    plan: KernelPlan | None = None
     executors: dict = field(default_factory=dict)
+
+    @property
+    def vector_width(self) -> int:
+        """Elements per vector of the views of :attr:`vector_args`."""
+        return self.plan.vector_width if self.plan is not None else 1
 
     @cached_property
     def packed_inputs(self) -> frozenset[str]:
@@ -115,8 +124,9 @@ def _canonical(result: Array | DictOfNamedArrays) -> CanonicalDAG:
     return canon
 
 
-def _artifact(canon: CanonicalDAG, kind: str) -> tuple[CompiledArtifact, bool]:
-    key = (canon.outputs, kind)
+def _artifact(canon: CanonicalDAG, profile: DeviceProfile
+              ) -> tuple[CompiledArtifact, bool]:
+    key = (canon.outputs, profile)
     art = _CACHE.get(key)
     if art is not None:
         return art, True
@@ -125,13 +135,13 @@ def _artifact(canon: CanonicalDAG, kind: str) -> tuple[CompiledArtifact, bool]:
     outputs, output_args, checks = _kernel_outputs(canon)
     timings.dag_transforms = time.perf_counter() - start
     start = time.perf_counter()
-    builder, t_unit, inputs, outs = build_kernel(outputs, kind)
+    builder, t_unit, inputs, outs = build_kernel(outputs, profile)
     timings.kernel_creation = time.perf_counter() - start
     packs = {pack: [(ph.name, offset, int(np.prod(ph.shape)))
                     for ph, offset in members]
              for pack, members in builder.packs.items()}
     art = CompiledArtifact(t_unit, inputs, outs, output_args, checks, timings,
-                           packs, tuple(builder.vector_args))
+                           packs, tuple(builder.vector_args), builder.plan)
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = art
@@ -243,6 +253,12 @@ class BoundProgram:
         return self.artifact.timings
 
     @property
+    def plan(self) -> KernelPlan:
+        """The :class:`~ftlazy.target.loopy.plan.KernelPlan` the kernel was
+        emitted from: a strategy per stored array; ``print`` it."""
+        return self.artifact.plan
+
+    @property
     def source(self) -> str:
         """The generated OpenCL C source."""
         return lp.generate_code_v2(self.artifact.t_unit).device_code()
@@ -274,7 +290,7 @@ class BoundProgram:
             args[name] = _to_kernel_form(data, queue)
         for name in self.artifact.vector_args:
             if name in args:
-                args[name] = args[name].reshape(-1, VECTOR_WIDTH)
+                args[name] = args[name].reshape(-1, self.artifact.vector_width)
         for pack, members in self.artifact.packs.items():
             args[pack] = _pack([args.pop(name) for name, _, _ in members], queue)
         kernel_args = {a.name for a in self.artifact.t_unit.default_entrypoint.args}
@@ -334,18 +350,30 @@ class BoundProgram:
                 raise IndexError(message)
 
 
-def generate_loopy(result: Array | DictOfNamedArrays, options: Any = None
-                   ) -> BoundProgram:
+def _profile(queue: cl.CommandQueue, options: Any) -> DeviceProfile:
+    options = as_options(options)
+    return device_profile(queue.device).with_options(options)
+
+
+def generate_loopy(result: Array | DictOfNamedArrays,
+                   options: CodegenOptions | dict | None = None,
+                   profile: DeviceProfile | None = None) -> BoundProgram:
     """Compile *result* to a loopy program bound for OpenCL execution.
 
-    :arg options: reserved for code generation options (must be ``None``).
+    :arg options: :class:`~ftlazy.CodegenOptions` (or a dict of its fields)
+        pinning choices such as the vector width.
+    :arg profile: the device profile to plan for (default: the probed
+        profile of the default device); the generated OpenCL runs on any
+        device, so a forced profile tests strategies this machine would not
+        choose.
     :returns: a :class:`BoundProgram`; call it as ``prg(queue, **inputs)``.
     """
-    if options is not None:
-        raise TypeError("generate_loopy: options are not supported yet; pass None")
-    queue_kind = device_kind(default_queue().device)
+    if profile is None:
+        profile = _profile(default_queue(), options)
+    else:
+        profile = profile.with_options(as_options(options))
     canon = _canonical(result)
-    artifact, cached = _artifact(canon, queue_kind)
+    artifact, cached = _artifact(canon, profile)
     return BoundProgram(canon, artifact, cached)
 
 
@@ -373,6 +401,11 @@ class CompiledFunction:
         """Whether the compiled program came from the cache."""
         return self.program.from_cache
 
+    @property
+    def plan(self) -> KernelPlan:
+        """The plan the kernel was emitted from (see :class:`BoundProgram`)."""
+        return self.program.plan
+
     def __call__(self, **inputs: Any) -> Any:
         _, outputs = self.program(self.queue, **inputs)
         if self.single:
@@ -383,18 +416,24 @@ class CompiledFunction:
 
 
 def compile(result: Array | DictOfNamedArrays,
-            queue: cl.CommandQueue | None = None) -> CompiledFunction:
+            queue: cl.CommandQueue | None = None,
+            options: CodegenOptions | dict | None = None) -> CompiledFunction:
     """Compile *result* for *queue* (default: :func:`default_queue`).
 
     Structurally equal DAGs (up to input names and wrapped data) share one
-    compiled program. Size parameters are inferred from input shapes."""
+    compiled program. Size parameters are inferred from input shapes.
+
+    :arg options: :class:`~ftlazy.CodegenOptions` (or a dict of its fields),
+        e.g. ``{"vector_width": 4}`` or ``{"vectorize": False}``; by default
+        every choice comes from the device's probed profile."""
     if queue is not None and not isinstance(queue, cl.CommandQueue):
         raise TypeError("ft.compile: queue must be a pyopencl.CommandQueue, got "
                         f"{type(queue).__name__} {queue!r}")
     queue = queue or default_queue()
     warm_up_compiler(queue)
+    profile = _profile(queue, options)
     canon = _canonical(result)
-    artifact, cached = _artifact(canon, device_kind(queue.device))
+    artifact, cached = _artifact(canon, profile)
     prg = BoundProgram(canon, artifact, cached)
     artifact.executor(queue.context)
     return CompiledFunction(prg, queue, isinstance(result, Array))

@@ -5,14 +5,14 @@ The carries live in a two-slot global buffer (read slot ``t % 2``, write
 slot ``(t+1) % 2``); the body's stored arrays are computed inside the loop
 with work-group barriers between dependency levels and at the end of each
 step, all instructions state their inames, and loop priorities keep the time
-loop outermost. One work group runs the loop, unless the carry rows evolve
-independently (:func:`independent_rows`): then each group runs it for its
+loop outermost. The scan's flavour comes from its plan
+(:class:`~ftlazy.target.loopy.plan.ScanPlan`): one work group runs the loop,
+or, where the carry rows evolve independently, each group runs it for its
 own block of rows.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -23,13 +23,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import LoopResult, Scan
 from ftlazy.node import Node, topological_order
-from ftlazy.scalar_expr import Reduce, index_var
-from ftlazy.target.loopy.scopes import SCAN_LOCAL_SIZE, Scope, StoreContext
-from ftlazy.target.loopy.storage import StoragePlan, decide_storage, has_reduce
-
-
-#: reduction steps per accumulator update in row-blocked CPU scans
-K_UNROLL = 4
+from ftlazy.target.loopy.scopes import Scope, StoreContext
 
 
 class ScanEmitter:
@@ -47,8 +41,7 @@ class ScanEmitter:
         ncols = node.shape[1]
         # k steps summed per accumulator update: fewer loads and stores of
         # the accumulator per multiply-add
-        unroll = (K_UNROLL if isinstance(kext, int) and kext % K_UNROLL == 0
-                  else 1)
+        unroll = self.plan.arrays[node].block[1]
         group, item, k = (self._fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_k"))
         self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
                                                    "rows").to_expr()])
@@ -124,8 +117,7 @@ class ScanEmitter:
         self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
                                                    "rows").to_expr()])
         self.iname_tags[group] = "g.0"
-        size = (min(SCAN_LOCAL_SIZE, ncols) if isinstance(ncols, int)
-                else SCAN_LOCAL_SIZE)
+        size = self.plan.arrays[node].local_size
         jo, jl = self._fresh("_ft_o"), self._fresh("_ft_l")
         self._add_split_domain(jo, jl, size, ncols)
         self.iname_tags[jl] = "l.0"
@@ -174,7 +166,7 @@ class ScanEmitter:
         """For copies in a row-partitioned scan on a CPU: one flat loop over
         the group's block of a 2-D array (its rows are contiguous), or None
         where that does not apply."""
-        if (scope.batch is None or self.device_kind != "cpu" or len(shape) != 2
+        if (scope.batch is None or not self._single_item_groups or len(shape) != 2
                 or not isinstance(shape[1], int)):
             return None
         rows, per_group = scope.batch
@@ -190,7 +182,7 @@ class ScanEmitter:
         return [group, item, flat], (prim.Variable(group) * per_group + f // ncols,
                                      f % ncols)
 
-    def _batched_loop_nest(self, shape: tuple, scope: Scope, lanes: bool = False
+    def _batched_loop_nest(self, shape: tuple, scope: Scope, lanes: int = 1
                            ) -> tuple[list[str], tuple]:
         """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
         into the work group (g.0) and a sequential loop over its rows; the
@@ -202,11 +194,13 @@ class ScanEmitter:
         inames = [group, row]
         index: list[Any] = [prim.Variable(group) * per_group + prim.Variable(row)]
         sequential = [row]
-        cpu = self.device_kind == "cpu"
+        # one work item per group (CPUs): its contiguous loops vectorize
+        cpu = self._single_item_groups
         for d, extent in enumerate(shape[1:], start=1):
             if d == len(shape) - 1 and not cpu:
-                size = (min(SCAN_LOCAL_SIZE, extent) if isinstance(extent, int)
-                        else SCAN_LOCAL_SIZE)
+                scan_size = self.profile.scan_local_size
+                size = (min(scan_size, extent) if isinstance(extent, int)
+                        else scan_size)
                 outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
                 self._add_split_domain(outer, inner, max(size, 1), extent)
                 self.iname_tags[inner] = "l.0"
@@ -216,7 +210,7 @@ class ScanEmitter:
                 sequential.append(outer)
             else:
                 names, idx = self._sequential_axis(
-                    d, extent, lanes and cpu and d == len(shape) - 1)
+                    d, extent, lanes if cpu and d == len(shape) - 1 else 1)
                 inames += names
                 index.append(idx)
                 sequential.extend(names)
@@ -249,9 +243,10 @@ class ScanEmitter:
         for name, init in zip(carry_names, scan.inits):
             self._global_temporary(name, (2,) + init.shape, init.dtype)
 
-        body_plan = decide_storage(list(body.outputs))
-        batch = independent_rows(scan, body_plan)
-        self._single_item_groups = batch is not None and self.device_kind == "cpu"
+        scan_plan = self.plan.scans[scan]
+        body_plan = scan_plan.storage
+        batch = scan_plan.batch
+        self._single_item_groups = scan_plan.single_item_groups
         local = Scope(body_plan, {}, {}, (t,), "local", batch)
         prologue_scope = Scope(outer.plan, outer.names, {}, (), "local", batch)
 
@@ -291,11 +286,11 @@ class ScanEmitter:
         for n in stored:
             name = self._storage_name(n)
             self._global_temporary(name, n.shape, n.dtype)
-            reduction = (_row_blockable(n, batch) if batch is not None else None)
-            if reduction is not None and self.device_kind == "cpu":
-                new, reads = self._emit_row_blocked_cpu(n, name, local, reduction)
-            elif reduction is not None:
-                new, reads = self._emit_row_blocked(n, name, local, reduction)
+            self.plan.names[n] = name
+            if self.plan.arrays[n].strategy == "row_blocked_product":
+                emit = (self._emit_row_blocked_cpu if self._single_item_groups
+                        else self._emit_row_blocked)
+                new, reads = emit(n, name, local, n.expr)
             else:
                 new, reads = self._emit_store(n, name, local)
             lev = 1 + max((body_level[r] for r in reads if r in body_level),
@@ -377,80 +372,6 @@ class ScanEmitter:
             id=self._fresh("_ft_lbarrier"), synchronization_kind="local",
             mem_kind="global", depends_on=frozenset(deps),
             within_inames=frozenset(inames), within_inames_is_final=True)
-
-
-#: elements of a private accumulator block (doubles: 32 KiB)
-MAX_PRIVATE_ACCUMULATOR = 4096
-
-
-def independent_rows(scan: Scan, plan: StoragePlan) -> tuple | None:
-    """``(rows, rows per work group)`` if the scan's carries share a leading
-    axis whose rows evolve independently (a batch): every body array that
-    depends on a carry, and every stored body array, has that leading axis
-    and is read only at the reader's own row ``_0``. Then work groups can
-    each run the time loop for their own rows with no synchronization
-    between groups."""
-    inits = scan.inits
-    if not inits or any(a.ndim == 0 for a in inits):
-        return None
-    rows = inits[0].shape[0]
-    if not all(sh.prove_equal(a.shape[0], rows) for a in inits):
-        return None
-    body = scan.body
-    order = topological_order(list(body.outputs))
-    tracked: set[Node] = set(body.params[:scan.num_carries])
-    for n in order:
-        if isinstance(n, IndexLambda) and (
-                n in plan.stored
-                or any(b in tracked for b in n.bindings.values())):
-            tracked.add(n)
-    for n in order:
-        if not isinstance(n, IndexLambda):
-            continue
-        if n in tracked and (n.ndim == 0 or not sh.prove_equal(n.shape[0], rows)):
-            return None
-        for e in _subexpressions(n.expr):
-            if isinstance(e, prim.Variable) and n.bindings.get(e.name) in tracked:
-                return None
-            if (isinstance(e, prim.Subscript)
-                    and n.bindings[e.aggregate.name] in tracked
-                    and e.index_tuple[0] != index_var(0)):
-                return None
-    # enough groups for the cores, enough rows per group to reuse weights
-    per_group = 1
-    if isinstance(rows, int):
-        per_group = next((p for p in (8, 4, 2) if rows % p == 0 and rows >= 2 * p), 1)
-    return rows, per_group
-
-
-def _row_blockable(node: IndexLambda, batch: tuple) -> Any:
-    """The reduction if *node* is ``sum_k f(b, j, k)`` over rows ``b`` of a
-    row-partitioned scan (see :meth:`KernelBuilder._emit_row_blocked`), with
-    a concrete number of columns (a private accumulator's size)."""
-    expr = node.expr
-    ncols = node.shape[1] if node.ndim == 2 else None
-    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
-            or len(expr.bounds) != 1 or has_reduce(expr.inner)
-            or batch[1] == 1 or not isinstance(ncols, int)
-            or ncols * batch[1] > MAX_PRIVATE_ACCUMULATOR):
-        return None
-    return expr
-
-
-def _subexpressions(expr: Any) -> list[Any]:
-    result, stack = [], [expr]
-    while stack:
-        e = stack.pop()
-        result.append(e)
-        if isinstance(e, prim.Subscript):
-            stack.extend(e.index_tuple)
-        elif isinstance(e, prim.ExpressionNode) and not isinstance(e, prim.Variable):
-            for f in dataclasses.fields(e):
-                value = getattr(e, f.name)
-                stack.extend(v for v in (value if isinstance(value, tuple)
-                                         else (value,))
-                             if isinstance(v, prim.ExpressionNode))
-    return result
 
 
 def declare_scan_nosync(knl: lp.TranslationUnit, prefixes: list[str]

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Shared vocabulary of kernel construction: work-group sizes, argument
-specs, and the context a loop nest is built in."""
+"""Shared vocabulary of kernel construction: argument specs, and the context
+a loop nest is built in."""
 
 from __future__ import annotations
 
@@ -11,16 +11,6 @@ import numpy as np
 
 from ftlazy.node import Node
 from ftlazy.target.loopy.storage import StoragePlan
-
-#: work-group size for the axis a scan body parallelizes over
-SCAN_LOCAL_SIZE = 256
-#: work items per work group along axis 0 outside scans, on CPUs and GPUs
-CPU_LOCAL_SIZE = 1
-GPU_LOCAL_SIZE = 64
-#: work items per work group for one-dimensional arrays on CPUs (PoCL
-#: vectorizes across the work items of a group)
-CPU_FLAT_LOCAL_SIZE = 64
-
 
 @dataclass(frozen=True)
 class ArgSpec:

@@ -3,9 +3,11 @@
 
 On CPUs, OpenCL's scalar math builtins (``exp``, ``sin``) are several times
 slower per element than their ``double8`` forms. When a whole kernel is
-elementwise over one concrete length divisible by :data:`VECTOR_WIDTH`, its
-arrays are viewed as ``(n / 8, 8)`` with a vector axis and the element loop
-becomes a loopy ``vec`` iname, so the generated code works on ``double8``.
+elementwise over one concrete length divisible by a vector width (chosen by
+:mod:`.plan` among the widths the device's probe passed), its arrays are
+viewed as ``(n / width, width)`` with a vector axis and the element loop
+becomes a loopy ``vec`` iname, so the generated code works on e.g.
+``double8``.
 
 loopy 2025.2 declines to vectorize any function call; :func:`_patch_loopy`
 teaches its vectorizability check that the elementwise OpenCL builtins are
@@ -25,9 +27,6 @@ from loopy.expression import VectorizabilityChecker
 from ftlazy.scalar_expr import Reduce, TypeCast, iter_subexpressions
 from ftlazy.target.loopy.expressions import C_FUNCTIONS
 
-#: elements per vector
-VECTOR_WIDTH = 8
-
 #: OpenCL builtins that apply elementwise to vector arguments
 ELEMENTWISE_BUILTINS = frozenset({
     "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
@@ -44,8 +43,13 @@ def _patch_loopy() -> None:
         if getattr(expr.function, "name", None) in ELEMENTWISE_BUILTINS:
             return any([self.rec(p) for p in expr.parameters])
         return original(self, expr)
+
+    def map_power(self: Any, expr: Any) -> bool:
+        # a float power becomes pow(), which applies elementwise to vectors
+        return any([self.rec(expr.base), self.rec(expr.exponent)])
     map_call._ftlazy = True
     VectorizabilityChecker.map_call = map_call
+    VectorizabilityChecker.map_power = map_power
 
 
 _patch_loopy()
@@ -90,12 +94,13 @@ def has_vector_calls(expr: Any) -> bool:
     return found
 
 
-def vector_view(knl: lp.TranslationUnit, names: list[str]) -> lp.TranslationUnit:
-    """View the 1-D arrays *names* as ``(n / VECTOR_WIDTH, VECTOR_WIDTH)``
-    with a vector axis."""
+def vector_view(knl: lp.TranslationUnit, names: list[str], width: int
+                ) -> lp.TranslationUnit:
+    """View the 1-D arrays *names* as ``(n / width, width)`` with a vector
+    axis."""
     if not names:
         return knl
     entry = knl.default_entrypoint
-    entry = lp.split_array_axis(entry, names, 0, VECTOR_WIDTH)
+    entry = lp.split_array_axis(entry, names, 0, width)
     entry = lp.tag_array_axes(entry, names, "c,vec")
     return knl.with_kernel(entry)

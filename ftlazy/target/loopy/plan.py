@@ -1,0 +1,487 @@
+# SPDX-License-Identifier: MIT
+"""Planning: how each stored array of a lowered DAG is computed.
+
+:func:`plan_kernel` reads a :class:`~.profile.DeviceProfile` and decides,
+for every stored array, its strategy (a plain loop nest, a flat vector
+kernel, a split reduction, a register-blocked contraction, a scan and its
+flavour), its vector width, its blocking and its work-group shape. The
+result, a :class:`KernelPlan`, is plain data: users print it, tests assert
+on it, and :mod:`.kernel` emits loopy statements from it without deciding
+anything itself.
+
+Every rule that depends on the device lives here. A strategy for a new
+device is a new rule in this module plus its emitter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda, Placeholder
+from ftlazy.fractal import BodyParam, LoopResult, Scan
+from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import Reduce, index_var, iter_subexpressions
+from ftlazy.target.loopy.expressions import C_FUNCTIONS
+from ftlazy.target.loopy.profile import DeviceProfile
+from ftlazy.target.loopy.storage import (
+    StoragePlan, decide_storage, has_reduce, identity_read_bindings)
+from ftlazy.target.loopy.vectorize import has_vector_calls, simd_safe
+
+
+@dataclass(frozen=True)
+class ArrayPlan:
+    """How one stored array is computed.
+
+    :attr strategy: ``"loop_nest"``, ``"flat_vector"``, ``"split_reduction"``,
+        ``"blocked_contraction"``, ``"row_blocked_product"`` (in a scan whose
+        rows are independent) or ``"empty"`` (statically empty: nothing runs).
+    :attr local_size: work items per work group along the parallel axis.
+    :attr l0_axis: the array axis whose consecutive indices go to
+        consecutive work items (``l.0``); ``None`` when a work item computes
+        a whole block (register-blocked contractions, CPU scan row blocks).
+    :attr vector_width: elements per vector in the innermost loop (1: scalar).
+    :attr block: the register block of a contraction ``(rows, columns)``,
+        the accumulators of a split reduction ``(lanes,)``, or the rows per
+        group and reduction unroll of a row-blocked product.
+    """
+
+    strategy: str
+    shape: tuple
+    dtype: np.dtype
+    local_size: int
+    l0_axis: int | None
+    vector_width: int = 1
+    block: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        parts = [self.strategy, f"shape {_fmt_shape(self.shape)}",
+                 f"{self.dtype}", f"local size {self.local_size}",
+                 f"l.0 on axis {self.l0_axis}" if self.l0_axis is not None
+                 else "l.0 on no axis"]
+        if self.vector_width > 1:
+            parts.append(f"vectors of {self.vector_width}")
+        if self.block:
+            parts.append("block " + "x".join(map(str, self.block)))
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """How a scan runs: always a sequential time loop in a kernel of its own.
+
+    :attr flavour: ``"whole_group"`` (one work group runs the loop; body
+        arrays spread over its work items) or ``"row_blocked"`` (the carries'
+        rows evolve independently: each group runs the loop for its own
+        block of rows, with no synchronization between groups).
+    :attr rows: the carries' common row count (row-blocked scans).
+    :attr rows_per_group: rows of each work group's block.
+    :attr single_item_groups: groups are single work items (CPUs): program
+        order replaces work-group barriers.
+    """
+
+    length: Any
+    flavour: str
+    rows: Any = None
+    rows_per_group: int = 1
+    single_item_groups: bool = False
+    storage: StoragePlan = field(default_factory=StoragePlan, repr=False,
+                                 compare=False)
+
+    @property
+    def batch(self) -> tuple | None:
+        """``(rows, rows per group)`` of a row-blocked scan, else None."""
+        return ((self.rows, self.rows_per_group)
+                if self.flavour == "row_blocked" else None)
+
+    def __str__(self) -> str:
+        text = f"scan over {self.length} steps, {self.flavour}"
+        if self.flavour == "row_blocked":
+            text += (f", {self.rows} rows in blocks of {self.rows_per_group}"
+                     + (", one work item per group" if self.single_item_groups
+                        else ""))
+        return text
+
+
+@dataclass
+class KernelPlan:
+    """The plan of one translation unit (see the module docstring).
+
+    :attr arrays: stored array (outer DAG or scan body) -> its plan.
+    :attr scans: scan -> its plan.
+    :attr vector_length: the common length of a flat vector kernel (every
+        array one-dimensional of this length), else None.
+    :attr vector_width: elements per vector of a flat vector kernel.
+    :attr packs: packed argument name -> its members and their offsets.
+    """
+
+    profile: DeviceProfile
+    storage: StoragePlan
+    arrays: dict[Node, ArrayPlan] = field(default_factory=dict)
+    scans: dict[Scan, ScanPlan] = field(default_factory=dict)
+    vector_length: Any = None
+    vector_width: int = 1
+    packs: dict[str, list[tuple[Placeholder, int]]] = field(default_factory=dict)
+    #: stored array -> its name in generated code, filled in by the emitter
+    names: dict[Node, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        lines = [f"plan for {self.profile.kind} ({self.profile.description})"]
+        if self.vector_length is not None:
+            lines.append(f"  flat vector kernel over {self.vector_length} "
+                         f"elements, vectors of {self.vector_width}")
+        for pack, members in self.packs.items():
+            lines.append(f"  {pack}: {len(members)} small inputs packed")
+        for node, scan_plan in self.scans.items():
+            lines.append(f"  {self.names.get(node, 'scan')}: {scan_plan}")
+        for node, array_plan in self.arrays.items():
+            lines.append(f"  {self.names.get(node, '?')}: {array_plan}")
+        return "\n".join(lines)
+
+    def strategies(self) -> dict[str, str]:
+        """Array name -> strategy, for tests and people."""
+        return {self.names.get(n, "?"): p.strategy for n, p in self.arrays.items()}
+
+
+def _fmt_shape(shape: tuple) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# {{{ rules
+
+def local_size(profile: DeviceProfile, shape: tuple, cheap: bool,
+               parallel: str = "global") -> int:
+    """Work items per group along axis 0 of a loop nest over *shape*
+    (*cheap*: the elements are not reductions; *parallel*: ``"local"`` in a
+    scan's single group)."""
+    if parallel == "local":
+        return profile.scan_local_size
+    if profile.kind != "cpu":
+        return profile.gpu_local_size
+    # PoCL vectorizes cheap one-dimensional work across a group's items;
+    # rows, and elements that are reductions, run best one per item
+    return (profile.flat_local_size if len(shape) == 1 and cheap
+            else profile.row_local_size)
+
+
+def called_builtins(expr: Any) -> frozenset[str]:
+    """The OpenCL builtins a body calls (by their OpenCL names)."""
+    return frozenset(C_FUNCTIONS.get(e.function.name, e.function.name)
+                     for e in iter_subexpressions(expr)
+                     if isinstance(e, prim.Call))
+
+
+def blockable_contraction(node: IndexLambda, profile: DeviceProfile
+                          ) -> tuple[Any, int, int] | None:
+    """The reduction and register block if *node* is a 2-D sum over one index
+    (``out[i, j] = sum_k f(i, j, k)``) of concrete, block-divisible shape
+    with a reduction long enough to pay for blocking."""
+    expr = node.expr
+    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)):
+        return None
+    ni, nj = node.shape
+    kext = expr.bounds[0][2]
+    if not (isinstance(ni, int) and isinstance(nj, int) and isinstance(kext, int)):
+        return None
+    rows, cols = profile.matmul_block
+    if ni % rows or nj % cols or kext < 16 or ni * nj < 4096:
+        return None
+    return expr, rows, cols
+
+
+def splittable_reduction(node: IndexLambda, profile: DeviceProfile) -> Any:
+    """The reduction if *node* is ``op_r f(..., r)`` over one concrete axis
+    that splits evenly into the profile's reduction lanes."""
+    expr = node.expr
+    lanes = profile.reduction_lanes
+    if (node.ndim == 0 or not isinstance(expr, Reduce)
+            or expr.op not in ("sum", "product", "max", "min")
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)
+            or node.dtype.kind not in "iuf"
+            # float max/min must propagate NaN, which Max/Min do not
+            or (node.dtype.kind == "f" and expr.op in ("max", "min"))):
+        return None
+    kext = expr.bounds[0][2]
+    if not isinstance(kext, int) or kext % lanes or kext < 8 * lanes:
+        return None
+    return expr
+
+
+def row_vector_width(node: IndexLambda, profile: DeviceProfile,
+                     has_privates: bool) -> int:
+    """Vector width for the math calls of a CPU row loop (its contiguous last
+    axis computes calls lane by lane on a private vector), 1 for none."""
+    if (profile.kind != "cpu" or node.dtype.kind != "f" or has_privates
+            or not has_vector_calls(node.expr) or not node.shape):
+        return 1
+    width = profile.vector_width(node.dtype, called_builtins(node.expr))
+    last = node.shape[-1]
+    if width == 1 or not isinstance(last, int) or last % width:
+        return 1
+    return width
+
+
+def flat_vector_plan(order: list[Node], storage: StoragePlan,
+                     outputs: dict[str, Array], profile: DeviceProfile
+                     ) -> tuple[Any, int]:
+    """``(n, width)`` if the kernel is elementwise over ``(n,)`` with n a
+    concrete multiple of a vector width the device runs every builtin of the
+    kernel at, else ``(None, 1)``."""
+    if profile.kind != "cpu":
+        return None, 1
+    if (len(storage.private) > profile.vector_max_private_statements
+            and not storage.repeating_chains):
+        return None, 1  # see DeviceProfile.vector_max_private_statements
+    lengths = set()
+    builtins: set[str] = set()
+    dtypes: set[np.dtype] = set()
+    for n in order:
+        if isinstance(n, (Scan, LoopResult, BodyParam)):
+            return None, 1
+        if isinstance(n, Placeholder):
+            if n.ndim == 1:
+                if n.dtype.kind != "f":
+                    return None, 1
+                lengths.add(n.shape[0])
+                dtypes.add(n.dtype)
+            elif n.ndim > 1:
+                return None, 1
+            continue
+        if not isinstance(n, IndexLambda):
+            continue
+        if n.ndim != 1 or n.dtype.kind != "f" or not simd_safe(n.expr):
+            return None, 1
+        lengths.add(n.shape[0])
+        dtypes.add(n.dtype)
+        builtins |= called_builtins(n.expr)
+        ident = identity_read_bindings(n)
+        if any(b.ndim and name not in ident for name, b in n.bindings.items()):
+            return None, 1
+    if len(lengths) != 1:
+        return None, 1
+    (length,) = lengths
+    width = min((profile.vector_width(d, builtins) for d in dtypes), default=1)
+    if (width == 1 or not isinstance(length, int) or length % width
+            or length < profile.vector_min_length):
+        return None, 1
+    stored = [n for n in order if n in storage.stored]
+    if len(stored) != len(set(outputs.values())):
+        return None, 1  # temporaries would need vector views too
+    return length, width
+
+
+#: inputs of at most this many elements are packed into one argument per
+#: dtype when there are at least PACK_MIN_COUNT of them (OpenCL devices cap
+#: the size of kernel parameters, and each argument costs host time)
+PACK_MAX_SIZE = 64
+PACK_MIN_COUNT = 16
+
+
+def plan_packing(placeholders: list[Placeholder]
+                 ) -> dict[str, list[tuple[Placeholder, int]]]:
+    """Packed argument name -> its members and their offsets."""
+    small: dict[np.dtype, list[Placeholder]] = defaultdict(list)
+    for ph in placeholders:
+        if all(isinstance(d, int) for d in ph.shape) and (
+                int(np.prod(ph.shape)) <= PACK_MAX_SIZE):
+            small[ph.dtype].append(ph)
+    packs = {}
+    for dtype, members in small.items():
+        if len(members) < PACK_MIN_COUNT:
+            continue
+        offset, entries = 0, []
+        for ph in members:
+            entries.append((ph, offset))
+            offset += int(np.prod(ph.shape))
+        packs[f"_ft_pack_{dtype.name}"] = entries
+    return packs
+
+
+#: elements of a private accumulator block (doubles: 32 KiB)
+MAX_PRIVATE_ACCUMULATOR = 4096
+
+
+def independent_rows(scan: Scan, storage: StoragePlan) -> tuple | None:
+    """``(rows, rows per work group)`` if the scan's carries share a leading
+    axis whose rows evolve independently (a batch): every body array that
+    depends on a carry, and every stored body array, has that leading axis
+    and is read only at the reader's own row ``_0``. Then work groups can
+    each run the time loop for their own rows with no synchronization
+    between groups."""
+    inits = scan.inits
+    if not inits or any(a.ndim == 0 for a in inits):
+        return None
+    rows = inits[0].shape[0]
+    if not all(sh.prove_equal(a.shape[0], rows) for a in inits):
+        return None
+    body = scan.body
+    order = topological_order(list(body.outputs))
+    tracked: set[Node] = set(body.params[:scan.num_carries])
+    for n in order:
+        if isinstance(n, IndexLambda) and (
+                n in storage.stored
+                or any(b in tracked for b in n.bindings.values())):
+            tracked.add(n)
+    for n in order:
+        if not isinstance(n, IndexLambda):
+            continue
+        if n in tracked and (n.ndim == 0 or not sh.prove_equal(n.shape[0], rows)):
+            return None
+        for e in _subexpressions(n.expr):
+            if isinstance(e, prim.Variable) and n.bindings.get(e.name) in tracked:
+                return None
+            if (isinstance(e, prim.Subscript)
+                    and n.bindings[e.aggregate.name] in tracked
+                    and e.index_tuple[0] != index_var(0)):
+                return None
+    # enough groups for the cores, enough rows per group to reuse weights
+    per_group = 1
+    if isinstance(rows, int):
+        per_group = next((p for p in (8, 4, 2) if rows % p == 0 and rows >= 2 * p), 1)
+    return rows, per_group
+
+
+def _subexpressions(expr: Any) -> list[Any]:
+    """Every sub-expression of *expr*, variables and index tuples included."""
+    result, stack = [], [expr]
+    while stack:
+        e = stack.pop()
+        result.append(e)
+        if isinstance(e, prim.Subscript):
+            stack.extend(e.index_tuple)
+        elif isinstance(e, prim.ExpressionNode) and not isinstance(e, prim.Variable):
+            for f in dataclasses.fields(e):
+                value = getattr(e, f.name)
+                stack.extend(v for v in (value if isinstance(value, tuple)
+                                         else (value,))
+                             if isinstance(v, prim.ExpressionNode))
+    return result
+
+
+def row_blockable(node: IndexLambda, scan_plan: ScanPlan) -> Any:
+    """The reduction if *node* is ``sum_k f(b, j, k)`` over rows ``b`` of a
+    row-blocked scan, with a concrete number of columns (a private
+    accumulator's size)."""
+    expr = node.expr
+    ncols = node.shape[1] if node.ndim == 2 else None
+    if (scan_plan.flavour != "row_blocked" or node.ndim != 2
+            or not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)
+            or scan_plan.rows_per_group == 1 or not isinstance(ncols, int)
+            or ncols * scan_plan.rows_per_group > MAX_PRIVATE_ACCUMULATOR):
+        return None
+    return expr
+
+# }}}
+
+
+# {{{ planning
+
+def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
+                scan_plan: ScanPlan | None) -> ArrayPlan:
+    if 0 in node.shape:
+        return ArrayPlan("empty", node.shape, node.dtype, 1, None)
+    if scan_plan is not None:
+        if row_blockable(node, scan_plan) is not None:
+            if profile.kind == "cpu":
+                kext = node.expr.bounds[0][2]
+                unroll = (profile.scan_k_unroll if isinstance(kext, int)
+                          and kext % profile.scan_k_unroll == 0 else 1)
+                return ArrayPlan("row_blocked_product", node.shape, node.dtype,
+                                 1, None, 1, (scan_plan.rows_per_group, unroll))
+            size = (min(profile.scan_local_size, node.shape[1])
+                    if isinstance(node.shape[1], int) else profile.scan_local_size)
+            return ArrayPlan("row_blocked_product", node.shape, node.dtype,
+                             size, 1, 1, (scan_plan.rows_per_group, 1))
+        cheap = not has_reduce(node.expr)
+        if scan_plan.flavour == "row_blocked":
+            gpu_columns = not scan_plan.single_item_groups and node.ndim > 1
+            last = node.shape[-1] if node.shape else 1
+            columns = (min(profile.scan_local_size, last) if isinstance(last, int)
+                       else profile.scan_local_size)
+            return ArrayPlan("loop_nest", node.shape, node.dtype,
+                             max(columns, 1) if gpu_columns else 1,
+                             node.ndim - 1 if gpu_columns else None,
+                             row_vector_width(node, profile, _has_privates(
+                                 node, scan_plan.storage)))
+        return ArrayPlan("loop_nest", node.shape, node.dtype,
+                         local_size(profile, node.shape, cheap, "local"),
+                         0 if node.shape else None,
+                         row_vector_width(node, profile, _has_privates(
+                             node, scan_plan.storage)))
+    blocked = blockable_contraction(node, profile)
+    if blocked is not None:
+        return ArrayPlan("blocked_contraction", node.shape, node.dtype, 1, None,
+                         1, blocked[1:])
+    cheap = not has_reduce(node.expr)
+    if splittable_reduction(node, profile) is not None:
+        return ArrayPlan("split_reduction", node.shape, node.dtype,
+                         local_size(profile, node.shape, False), 0, 1,
+                         (profile.reduction_lanes,))
+    return ArrayPlan("loop_nest", node.shape, node.dtype,
+                     local_size(profile, node.shape, cheap),
+                     0 if node.shape else None,
+                     row_vector_width(node, profile,
+                                      _has_privates(node, storage)))
+
+
+def _has_privates(node: IndexLambda, storage: StoragePlan) -> bool:
+    """Whether *node* inlines arrays that become private statements."""
+    seen: set[Node] = set()
+    stack = [b for b in node.bindings.values() if isinstance(b, IndexLambda)]
+    while stack:
+        n = stack.pop()
+        if n in seen or n in storage.stored:
+            continue
+        seen.add(n)
+        if n in storage.private:
+            return True
+        stack.extend(b for b in n.bindings.values() if isinstance(b, IndexLambda))
+    return False
+
+
+def plan_scan(scan: Scan, profile: DeviceProfile) -> ScanPlan:
+    """The flavour of *scan* (see :class:`ScanPlan`)."""
+    storage = decide_storage(list(scan.body.outputs))
+    batch = independent_rows(scan, storage)
+    if batch is None:
+        return ScanPlan(scan.length, "whole_group", storage=storage)
+    return ScanPlan(scan.length, "row_blocked", batch[0], batch[1],
+                    profile.kind == "cpu", storage=storage)
+
+
+def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
+                order: list[Node] | None = None) -> KernelPlan:
+    """The plan for the lowered DAG of *outputs* on a device of *profile*."""
+    order = order if order is not None else topological_order(list(outputs.values()))
+    storage = decide_storage(list(outputs.values()), order)
+    placeholders = [n for n in order if isinstance(n, Placeholder)]
+    length, width = flat_vector_plan(order, storage, outputs, profile)
+    plan = KernelPlan(profile, storage, vector_length=length, vector_width=width,
+                      packs=plan_packing(placeholders))
+    for n in order:
+        if isinstance(n, Scan):
+            scan_plan = plan_scan(n, profile)
+            plan.scans[n] = scan_plan
+            body_order = topological_order(list(n.body.outputs))
+            for b in body_order:
+                if isinstance(b, IndexLambda) and b in scan_plan.storage.stored:
+                    plan.arrays[b] = _plan_array(b, profile, scan_plan.storage,
+                                                 scan_plan)
+        elif isinstance(n, IndexLambda) and n in storage.stored:
+            if length is not None:
+                plan.arrays[n] = ArrayPlan(
+                    "flat_vector", n.shape, n.dtype, profile.flat_local_size, 0,
+                    width)
+            else:
+                plan.arrays[n] = _plan_array(n, profile, storage, None)
+    return plan
+
+# }}}

@@ -1,0 +1,264 @@
+# SPDX-License-Identifier: MIT
+"""What code generation may emit for a device, and how it tunes its loops.
+
+A :class:`DeviceProfile` is the one place code generation reads device facts
+from: the family of strategies (``"cpu"`` or ``"gpu"``), the vector widths at
+which each math builtin was *probed* to run correctly
+(:mod:`.probe`, in child processes, cached on disk), the device's limits,
+and every tuning constant (work-group sizes, register blocks, reduction
+lanes, thresholds). Profiles are frozen and hashable: a profile is part of
+the key of the compiled-program cache.
+
+Users pin choices with :class:`CodegenOptions` (``ft.compile(expr,
+options=...)``); tests force strategies a machine would not choose, e.g.
+the GPU flavour or scalar code on a CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+#: the vector widths code generation knows how to emit
+VECTOR_WIDTHS = (1, 2, 4, 8, 16)
+#: the widest vector a CPU strategy asks for (wider was not faster on PoCL)
+PREFERRED_VECTOR_WIDTH = 8
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    """Choices a user pins instead of leaving them to the device profile.
+
+    :attr vector_width: elements per vector in vectorized loops (1, 2, 4, 8
+        or 16); ``None`` takes the widest width the device passed. A width
+        the probe found broken on this device is refused with a
+        :class:`ValueError`.
+    :attr vectorize: ``False`` emits scalar code only.
+    :attr device_kind: ``"cpu"`` or ``"gpu"``: force that family of
+        strategies (the generated OpenCL runs on any device).
+    :attr matmul_block: ``(rows, columns)`` of a matrix product's register
+        block per work item.
+    """
+
+    vector_width: int | None = None
+    vectorize: bool = True
+    device_kind: str | None = None
+    matmul_block: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.vector_width is not None and self.vector_width not in VECTOR_WIDTHS:
+            raise ValueError(f"CodegenOptions: vector_width must be one of "
+                             f"{VECTOR_WIDTHS} or None, got {self.vector_width!r}")
+        if self.device_kind not in (None, "cpu", "gpu"):
+            raise ValueError("CodegenOptions: device_kind must be 'cpu', 'gpu' or "
+                             f"None, got {self.device_kind!r}")
+        if self.matmul_block is not None:
+            block = tuple(self.matmul_block)
+            if (len(block) != 2 or not all(isinstance(b, int) and 1 <= b <= 16
+                                           for b in block)):
+                raise ValueError("CodegenOptions: matmul_block must be two ints "
+                                 f"in [1, 16], got {self.matmul_block!r}")
+            object.__setattr__(self, "matmul_block", block)
+
+
+def as_options(options: Any) -> CodegenOptions:
+    """*options* (None, a :class:`CodegenOptions` or a dict of its fields) as
+    :class:`CodegenOptions`; anything else raises :class:`TypeError`."""
+    if options is None:
+        return CodegenOptions()
+    if isinstance(options, CodegenOptions):
+        return options
+    if isinstance(options, Mapping):
+        known = {f.name for f in dataclasses.fields(CodegenOptions)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise TypeError(f"unknown code generation options {unknown}; "
+                            f"known: {sorted(known)}")
+        return CodegenOptions(**options)
+    raise TypeError("options must be None, a dict or ft.CodegenOptions, got "
+                    f"{type(options).__name__}")
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """Device facts and tuning constants for code generation (see the module
+    docstring). Build one for a device with :func:`device_profile`; the
+    defaults describe a generic device with no probed vector support."""
+
+    #: family of strategies: "cpu" (few big cores, vectors) or "gpu"
+    kind: str = "cpu"
+    #: device and driver, for people reading a plan
+    description: str = "generic"
+    #: (dtype name, builtin) -> widest probed width at which it, and every
+    #: narrower width, matched numpy; "arith" stands for + - * /
+    builtin_widths: tuple[tuple[tuple[str, str], int], ...] = ()
+    #: widest vector width a strategy asks for
+    preferred_vector_width: int = PREFERRED_VECTOR_WIDTH
+    max_work_group_size: int = 256
+    local_mem_size: int = 32768
+    max_mem_alloc_size: int = 2**31
+    #: whether arrays work items share through barriers may be restrict
+    #: (never, so far: NVIDIA's compiler miscompiles scans otherwise)
+    restrict_shared_arrays: bool = False
+
+    # {{{ tuning
+
+    #: work items per group along axis 0, one-dimensional cheap arrays (CPU:
+    #: PoCL vectorizes across a group's work items)
+    flat_local_size: int = 64
+    #: work items per group along axis 0 for rows and reductions (CPU)
+    row_local_size: int = 1
+    #: work items per group along axis 0 (GPU)
+    gpu_local_size: int = 64
+    #: work items of a scan's single group
+    scan_local_size: int = 256
+    #: register block (rows, columns) of a matrix product per work item
+    matmul_block: tuple[int, int] = (8, 8)
+    #: independent accumulators of a split reduction
+    reduction_lanes: int = 8
+    #: reduction steps per accumulator update in row-blocked CPU scans
+    scan_k_unroll: int = 4
+    #: kernels on vectors keep at most this many straight-line private
+    #: statements (PoCL compiles long straight double8 code slowly)
+    vector_max_private_statements: int = 8
+    #: flat kernels shorter than this stay scalar
+    vector_min_length: int = 4096
+    #: DAGs with more nodes skip loopy's array-bounds proof
+    bounds_check_max_nodes: int = 500
+    #: vectorization allowed at all (CodegenOptions.vectorize)
+    vectorize: bool = True
+
+    # }}}
+
+    def builtin_width(self, dtype: np.dtype | str, builtin: str) -> int:
+        """Widest probed width for *builtin* on *dtype* (1 if unprobed)."""
+        name = np.dtype(dtype).name
+        return dict(self.builtin_widths).get((name, builtin), 1)
+
+    def vector_width(self, dtype: np.dtype | str,
+                     builtins: Iterable[str] = ()) -> int:
+        """Widest width, at most :attr:`preferred_vector_width`, at which
+        arithmetic and every one of *builtins* run correctly on *dtype*; 1
+        means scalar code."""
+        if not self.vectorize:
+            return 1
+        width = min(self.preferred_vector_width,
+                    self.builtin_width(dtype, "arith"))
+        for b in builtins:
+            width = min(width, self.builtin_width(dtype, b))
+        return width
+
+    def with_options(self, options: CodegenOptions) -> DeviceProfile:
+        """This profile with the user's pinned choices applied."""
+        changes: dict[str, Any] = {}
+        if options.device_kind is not None:
+            changes["kind"] = options.device_kind
+        if not options.vectorize or options.vector_width == 1:
+            changes["vectorize"] = False
+        elif options.vector_width is not None:
+            width = options.vector_width
+            broken = sorted({f"{d} {b}" for (d, b), w in self.builtin_widths
+                             if w < width})
+            if self.builtin_widths and broken:
+                raise ValueError(
+                    f"vector width {width} is not safe on {self.description}: "
+                    f"the probe found it broken for {', '.join(broken[:8])}"
+                    + (" ..." if len(broken) > 8 else ""))
+            changes["preferred_vector_width"] = width
+            if not self.builtin_widths:
+                # nothing probed (a synthetic profile): trust the user
+                changes["builtin_widths"] = tuple(
+                    ((d, b), width) for d in ("float32", "float64")
+                    for b in ("arith",) + PROBED_FAMILIES)
+        if options.matmul_block is not None:
+            changes["matmul_block"] = options.matmul_block
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+#: the builtins the probe covers (see :mod:`.probe`)
+PROBED_FAMILIES = (
+    "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh", "sqrt", "fabs", "floor", "ceil",
+    "fmod", "pow", "fmin", "fmax", "copysign")
+
+
+def synthetic_profile(kind: str = "cpu", vector_width: int = 8,
+                      **tuning: Any) -> DeviceProfile:
+    """A profile that trusts every builtin at *vector_width*: for tests and
+    golden sources, which must not depend on the machine's probe."""
+    widths = tuple(((d, b), vector_width) for d in ("float32", "float64")
+                   for b in ("arith",) + PROBED_FAMILIES)
+    return DeviceProfile(kind=kind, description=f"synthetic {kind}",
+                         builtin_widths=widths,
+                         preferred_vector_width=min(vector_width,
+                                                    PREFERRED_VECTOR_WIDTH),
+                         vectorize=vector_width > 1, **tuning)
+
+
+_PROFILES: dict[Any, DeviceProfile] = {}
+
+
+def device_profile(device: Any) -> DeviceProfile:
+    """The profile of a :class:`pyopencl.Device`: its kind and limits from
+    OpenCL's device queries, vector widths from the probe (CPUs only: GPU
+    strategies emit no vector types). Computed once per device and process;
+    the probe's answer is cached on disk. ``FTLAZY_PROBE=0`` in the
+    environment skips the probe and emits scalar code."""
+    import pyopencl as cl
+    key = (device.platform.name, device.name, device.driver_version,
+           device.int_ptr)
+    profile = _PROFILES.get(key)
+    if profile is not None:
+        return profile
+    kind = "gpu" if device.type & cl.device_type.GPU else "cpu"
+    widths: tuple = ()
+    description = f"{device.platform.name} | {device.name} | {device.driver_version}"
+    if kind == "cpu" and os.environ.get("FTLAZY_PROBE", "1") != "0":
+        from ftlazy.target.loopy.probe import probe_device
+        result = probe_device(device)
+        widths = tuple(sorted(
+            ((dtype, builtin), max(passing, default=1))
+            for dtype, by_builtin in result.passing_widths.items()
+            for builtin, passing in by_builtin.items()
+            for passing in [_contiguous_widths(passing)]))
+    profile = DeviceProfile(
+        kind=kind, description=description, builtin_widths=widths,
+        max_work_group_size=int(device.max_work_group_size),
+        local_mem_size=int(device.local_mem_size),
+        max_mem_alloc_size=int(device.max_mem_alloc_size),
+        vectorize=bool(widths))
+    _PROFILES[key] = profile
+    return profile
+
+
+def _contiguous_widths(passing: Iterable[int]) -> list[int]:
+    """The widths of *passing* up to the first one missing: a width counts
+    only if every narrower width passed too."""
+    passed = set(passing)
+    result = []
+    for w in VECTOR_WIDTHS:
+        if w not in passed:
+            break
+        result.append(w)
+    return result
+
+
+def profile_table(profile: DeviceProfile) -> str:
+    """The probed widths of *profile* as a text table, for people."""
+    rows = {}
+    for (dtype, builtin), width in profile.builtin_widths:
+        rows.setdefault(builtin, {})[dtype] = width
+    dtypes = sorted({d for (d, _), _ in profile.builtin_widths})
+    lines = [f"{'builtin':10} " + " ".join(f"{d:>8}" for d in dtypes)]
+    for builtin in sorted(rows):
+        lines.append(f"{builtin:10} " + " ".join(
+            f"{rows[builtin].get(d, 1):>8}" for d in dtypes))
+    return "\n".join(lines)
+
+
+__all__ = ["CodegenOptions", "DeviceProfile", "as_options", "device_profile",
+           "synthetic_profile", "profile_table"]
