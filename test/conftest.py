@@ -27,3 +27,46 @@ def cl_queue():
 def cl_context(cl_queue):
     """The :class:`pyopencl.Context` of :func:`cl_queue`."""
     return cl_queue.context
+
+
+# {{{ every code generation test under each vector width the device passed
+
+#: flat kernels at least this long run on vectors in the test suite (the
+#: default, 4096, would leave the small arrays of most tests scalar)
+TEST_VECTOR_MIN_LENGTH = 16
+
+
+def probed_vector_widths() -> list[int]:
+    """Scalar, and the widest width at which the default device ran every
+    probed builtin correctly on both float dtypes (see ftlazy's probe)."""
+    from ftlazy.target.loopy.device import default_queue
+    from ftlazy.target.loopy.profile import PROBED_FAMILIES, device_profile
+
+    profile = device_profile(default_queue().device)
+    widest = min(profile.vector_width(dtype, PROBED_FAMILIES)
+                 for dtype in ("float32", "float64"))
+    return sorted({1, widest})
+
+
+def pytest_generate_tests(metafunc):
+    if (metafunc.module.__name__.rpartition(".")[2].startswith("test_codegen")
+            and "codegen_vector_width" in metafunc.fixturenames):
+        metafunc.parametrize("codegen_vector_width", probed_vector_widths(),
+                             indirect=True, ids=lambda w: f"w{w}")
+
+
+@pytest.fixture(autouse=True)
+def codegen_vector_width(request):
+    """In test_codegen_* modules, the vector width every compilation without
+    explicit options uses (parametrized); elsewhere None (the profile's)."""
+    width = getattr(request, "param", None)
+    if width is None:
+        yield None
+        return
+    from ftlazy.target.loopy.profile import CodegenOptions, default_options
+
+    with default_options(CodegenOptions(
+            vector_width=width, vector_min_length=TEST_VECTOR_MIN_LENGTH)):
+        yield width
+
+# }}}

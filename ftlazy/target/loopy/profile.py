@@ -16,10 +16,11 @@ the GPU flavour or scalar code on a CPU.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -42,12 +43,15 @@ class CodegenOptions:
         strategies (the generated OpenCL runs on any device).
     :attr matmul_block: ``(rows, columns)`` of a matrix product's register
         block per work item.
+    :attr vector_min_length: flat elementwise kernels shorter than this stay
+        scalar (the profile's default is 4096).
     """
 
     vector_width: int | None = None
     vectorize: bool = True
     device_kind: str | None = None
     matmul_block: tuple[int, int] | None = None
+    vector_min_length: int | None = None
 
     def __post_init__(self) -> None:
         if self.vector_width is not None and self.vector_width not in VECTOR_WIDTHS:
@@ -65,11 +69,27 @@ class CodegenOptions:
             object.__setattr__(self, "matmul_block", block)
 
 
+#: the options used where a caller passes none (see :func:`default_options`)
+_DEFAULT_OPTIONS: list[CodegenOptions] = [CodegenOptions()]
+
+
+@contextlib.contextmanager
+def default_options(options: CodegenOptions) -> Iterator[CodegenOptions]:
+    """Within the ``with`` block, compile with *options* wherever no options
+    are passed: the test suite runs every code generation test under each
+    vector width the device passed this way."""
+    _DEFAULT_OPTIONS.append(options)
+    try:
+        yield options
+    finally:
+        _DEFAULT_OPTIONS.pop()
+
+
 def as_options(options: Any) -> CodegenOptions:
     """*options* (None, a :class:`CodegenOptions` or a dict of its fields) as
     :class:`CodegenOptions`; anything else raises :class:`TypeError`."""
     if options is None:
-        return CodegenOptions()
+        return _DEFAULT_OPTIONS[-1]
     if isinstance(options, CodegenOptions):
         return options
     if isinstance(options, Mapping):
@@ -176,6 +196,8 @@ class DeviceProfile:
                     for b in ("arith",) + PROBED_FAMILIES)
         if options.matmul_block is not None:
             changes["matmul_block"] = options.matmul_block
+        if options.vector_min_length is not None:
+            changes["vector_min_length"] = options.vector_min_length
         return dataclasses.replace(self, **changes) if changes else self
 
 
@@ -260,5 +282,5 @@ def profile_table(profile: DeviceProfile) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CodegenOptions", "DeviceProfile", "as_options", "device_profile",
-           "synthetic_profile", "profile_table"]
+__all__ = ["CodegenOptions", "DeviceProfile", "as_options", "default_options",
+           "device_profile", "synthetic_profile", "profile_table"]

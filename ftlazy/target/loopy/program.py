@@ -370,7 +370,7 @@ def generate_loopy(result: Array | DictOfNamedArrays,
     """
     if profile is None:
         profile = _profile(default_queue(), options)
-    else:
+    elif options is not None:
         profile = profile.with_options(as_options(options))
     canon = _canonical(result)
     artifact, cached = _artifact(canon, profile)
