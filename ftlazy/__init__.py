@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 """ftlazy: lazy array computation with nested data parallelism.
 
-``import ftlazy as ft``; see ``doc/`` and ``shared/API.md`` for the contract.
+``import ftlazy as ft``. The documentation is in ``doc/`` (build it with
+Sphinx, see README.md): ``doc/tutorial.rst`` introduces the library,
+``doc/reference.rst`` is the API reference (the public contract) and ``doc/design.rst`` explains
+the design decisions.
 """
 
 from ftlazy.array import (  # noqa: F401
