@@ -3,8 +3,8 @@
 
 ``import ftlazy as ft``. The documentation is in ``doc/`` (build it with
 Sphinx, see README.md): ``doc/tutorial.rst`` introduces the library,
-``doc/reference.rst`` is the API reference (the public contract) and ``doc/design.rst`` explains
-the design decisions.
+``doc/reference.rst`` is the API reference (the public contract) and
+``doc/design.rst`` explains the design decisions.
 """
 
 from ftlazy.array import (  # noqa: F401
