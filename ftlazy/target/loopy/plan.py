@@ -214,14 +214,30 @@ def splittable_reduction(node: IndexLambda, profile: DeviceProfile) -> Any:
     return expr
 
 
+def inlined_builtins(node: IndexLambda, storage: StoragePlan) -> frozenset[str]:
+    """The builtins *node*'s loop nest calls: its own and those of the arrays
+    inlined into it."""
+    found: set[str] = set()
+    seen: set[Node] = set()
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if n in seen or not isinstance(n, IndexLambda):
+            continue
+        seen.add(n)
+        found |= called_builtins(n.expr)
+        stack.extend(b for b in n.bindings.values() if b not in storage.stored)
+    return frozenset(found)
+
+
 def row_vector_width(node: IndexLambda, profile: DeviceProfile,
-                     has_privates: bool) -> int:
+                     storage: StoragePlan) -> int:
     """Vector width for the math calls of a CPU row loop (its contiguous last
     axis computes calls lane by lane on a private vector), 1 for none."""
-    if (profile.kind != "cpu" or node.dtype.kind != "f" or has_privates
-            or not has_vector_calls(node.expr) or not node.shape):
+    if (profile.kind != "cpu" or node.dtype.kind != "f" or not node.shape
+            or not has_vector_calls(node.expr) or _has_privates(node, storage)):
         return 1
-    width = profile.vector_width(node.dtype, called_builtins(node.expr))
+    width = profile.vector_width(node.dtype, inlined_builtins(node, storage))
     last = node.shape[-1]
     if width == 1 or not isinstance(last, int) or last % width:
         return 1
@@ -409,13 +425,11 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
             return ArrayPlan("loop_nest", node.shape, node.dtype,
                              max(columns, 1) if gpu_columns else 1,
                              node.ndim - 1 if gpu_columns else None,
-                             row_vector_width(node, profile, _has_privates(
-                                 node, scan_plan.storage)))
+                             row_vector_width(node, profile, scan_plan.storage))
         return ArrayPlan("loop_nest", node.shape, node.dtype,
                          local_size(profile, node.shape, cheap, "local"),
                          0 if node.shape else None,
-                         row_vector_width(node, profile, _has_privates(
-                             node, scan_plan.storage)))
+                         row_vector_width(node, profile, scan_plan.storage))
     blocked = blockable_contraction(node, profile)
     if blocked is not None:
         return ArrayPlan("blocked_contraction", node.shape, node.dtype, 1, None,
@@ -428,8 +442,7 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
     return ArrayPlan("loop_nest", node.shape, node.dtype,
                      local_size(profile, node.shape, cheap),
                      0 if node.shape else None,
-                     row_vector_width(node, profile,
-                                      _has_privates(node, storage)))
+                     row_vector_width(node, profile, storage))
 
 
 def _has_privates(node: IndexLambda, storage: StoragePlan) -> bool:

@@ -98,10 +98,32 @@ class CompiledArtifact:
             ex.get_typed_and_scheduled_translation_unit(ex.arg_to_dtype({}))
             self.timings.scheduling = time.perf_counter() - start
             start = time.perf_counter()
-            ex.translation_unit_info(ex.arg_to_dtype({}))
+            try:
+                ex.translation_unit_info(ex.arg_to_dtype({}))
+            except (cl.Error, AttributeError) as err:
+                if not _is_poisoned_cache_error(err):
+                    raise
+                # a process that crashed inside the driver's compiler left
+                # a half-written entry in PoCL's kernel cache: drop the
+                # cache and build once more
+                from ftlazy.target.loopy.probe import purge_pocl_kernel_cache
+                purge_pocl_kernel_cache()
+                ex = self.t_unit.executor(context)
+                ex.translation_unit_info(ex.arg_to_dtype({}))
             self.timings.opencl_build = time.perf_counter() - start
             self.executors[context] = ex
         return ex
+
+
+#: what pyopencl says when PoCL serves a program from a half-written cache
+#: entry: no kernels in the program, or none by the expected name
+_POISONED_CACHE_MARKERS = ("was not found as a program info attribute",
+                           "INVALID_KERNEL_NAME", "INVALID_PROGRAM_EXECUTABLE",
+                           "INVALID_BINARY")
+
+
+def _is_poisoned_cache_error(err: Exception) -> bool:
+    return any(marker in str(err) for marker in _POISONED_CACHE_MARKERS)
 
 
 _CACHE: dict[tuple, CompiledArtifact] = {}

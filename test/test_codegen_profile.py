@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: MIT
+"""The device profile, plans, and recovery from a poisoned driver cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import ftlazy as ft
+from ftlazy.target.loopy import program as program_module
+from ftlazy.target.loopy.device import default_queue
+from ftlazy.target.loopy.profile import (
+    PROBED_FAMILIES, CodegenOptions, DeviceProfile, device_profile,
+    profile_table, synthetic_profile)
+
+
+def test_default_device_profile_is_probed_and_cached() -> None:
+    dev = default_queue().device
+    profile = device_profile(dev)
+    assert profile is device_profile(dev)
+    assert profile.kind == ("gpu" if dev.type & cl.device_type.GPU else "cpu")
+    assert profile.max_mem_alloc_size == dev.max_mem_alloc_size
+    if profile.kind == "cpu" and profile.builtin_widths:
+        # every probed builtin passed at least as a scalar
+        for dtype in ("float32", "float64"):
+            for builtin in ("arith",) + PROBED_FAMILIES:
+                assert profile.builtin_width(dtype, builtin) >= 1
+        assert "exp" in profile_table(profile)
+
+
+def test_profiles_are_cache_keys() -> None:
+    """Programs planned for different profiles are different programs."""
+    x = ft.make_placeholder("x", (64,), np.float64)
+    cpu = ft.generate_loopy(x * 2, profile=synthetic_profile("cpu", 1))
+    gpu = ft.generate_loopy(x * 2, profile=synthetic_profile("gpu", 1))
+    assert cpu.artifact is not gpu.artifact
+    assert cpu.plan.profile.kind == "cpu" and gpu.plan.profile.kind == "gpu"
+    again = ft.generate_loopy(x * 2, profile=synthetic_profile("cpu", 1))
+    assert again.artifact is cpu.artifact and again.from_cache
+
+
+def test_plan_states_strategies_and_coalescing() -> None:
+    """The plan says, per stored array, its strategy and which axis is on
+    l.0; it prints as a readable table."""
+    a = ft.make_placeholder("a", (64, 64), np.float64)
+    b = ft.make_placeholder("b", (64, 64), np.float64)
+    v = ft.make_placeholder("v", (64, 128), np.float64)
+    d = ft.make_dict_of_named_arrays({
+        "prod": a @ b, "rows": ft.sum(v, axis=1), "ew": ft.exp(a + b)})
+    profile = synthetic_profile("cpu", 4)
+    prg = ft.generate_loopy(d, profile=profile)
+    by_shape = {(p.strategy, p.shape): p for p in prg.plan.arrays.values()}
+    prod = by_shape["blocked_contraction", (64, 64)]
+    assert prod.block == profile.matmul_block and prod.l0_axis is None
+    rows = by_shape["split_reduction", (64,)]
+    assert rows.block == (profile.reduction_lanes,) and rows.l0_axis == 0
+    ew = by_shape["loop_nest", (64, 64)]
+    assert ew.vector_width == 4 and ew.l0_axis == 0
+    text = str(prg.plan)
+    assert "blocked_contraction" in text and "split_reduction" in text
+    pinned = ft.generate_loopy(d, profile=profile,
+                               options=CodegenOptions(matmul_block=(4, 2)))
+    assert {p.block for p in pinned.plan.arrays.values()
+            if p.strategy == "blocked_contraction"} == {(4, 2)}
+
+
+def test_gpu_plan_for_scans() -> None:
+    xs = ft.make_placeholder("xs", (5, 32), np.float64)
+    h0 = ft.make_placeholder("h0", (32,), np.float64)
+    coupled = ft.scan(lambda h, x: h * 0.5 + x + ft.sum(h), xs, h0)
+    prg = ft.generate_loopy(coupled, profile=synthetic_profile("gpu", 1))
+    (scan_plan,) = prg.plan.scans.values()
+    assert scan_plan.flavour == "whole_group"
+    ys = ft.make_placeholder("ys", (5, 8, 32), np.float64)
+    g0 = ft.make_placeholder("g0", (8, 32), np.float64)
+    rows = ft.scan(lambda h, x: ft.tanh(h + x), ys, g0)
+    for kind, single in (("gpu", False), ("cpu", True)):
+        prg = ft.generate_loopy(rows, profile=synthetic_profile(kind, 1))
+        (scan_plan,) = prg.plan.scans.values()
+        assert scan_plan.flavour == "row_blocked"
+        assert scan_plan.single_item_groups == single
+
+
+def test_poisoned_driver_cache_is_purged_and_rebuilt(monkeypatch) -> None:
+    """A build that fails the way PoCL fails on a half-written cache entry
+    (left by a process that crashed in the driver) purges PoCL's kernel
+    cache and builds again, instead of failing every later run."""
+    from ftlazy.target.loopy import probe
+    x = ft.make_placeholder("x", (7,), np.float64)
+    y = ft.sqrt(x) * 3 - 1.25  # a DAG no other test compiles
+    purged = []
+    monkeypatch.setattr(probe, "purge_pocl_kernel_cache",
+                        lambda: purged.append(True))
+    original = type(ft.generate_loopy(y).artifact.t_unit.executor(
+        default_queue().context))
+    calls = []
+    real_info = original.translation_unit_info
+
+    def flaky_info(self, *args, **kwargs):
+        calls.append(True)
+        if len(calls) == 1:
+            raise AttributeError("'' was not found as a program info attribute "
+                                 "or as a kernel name")
+        return real_info(self, *args, **kwargs)
+    monkeypatch.setattr(original, "translation_unit_info", flaky_info)
+    program_module._CACHE.clear()
+    f = ft.compile(y)
+    assert purged == [True] and len(calls) == 2
+    np.testing.assert_allclose(f(x=np.arange(7.0)), np.sqrt(np.arange(7.0)) * 3 - 1.25)
+
+
+def test_other_build_errors_are_not_retried(monkeypatch) -> None:
+    from ftlazy.target.loopy import probe
+    x = ft.make_placeholder("x", (7,), np.float64)
+    y = ft.cbrt(x) + 0.75 if hasattr(ft, "cbrt") else ft.exp(x) - 0.75
+    purged = []
+    monkeypatch.setattr(probe, "purge_pocl_kernel_cache",
+                        lambda: purged.append(True))
+    original = type(ft.generate_loopy(y).artifact.t_unit.executor(
+        default_queue().context))
+
+    def broken(self, *args, **kwargs):
+        raise cl.RuntimeError("clBuildProgram failed: BUILD_PROGRAM_FAILURE")
+    monkeypatch.setattr(original, "translation_unit_info", broken)
+    program_module._CACHE.clear()
+    with pytest.raises(cl.RuntimeError, match="BUILD_PROGRAM_FAILURE"):
+        ft.compile(y)
+    assert purged == []
+
+
+def test_synthetic_profile_with_options() -> None:
+    profile = synthetic_profile("cpu", 8)
+    assert profile.vector_width("float64", ["exp"]) == 8
+    assert profile.with_options(CodegenOptions(vector_width=2)).vector_width(
+        "float64", ["exp"]) == 2
+    assert profile.with_options(CodegenOptions(vectorize=False)).vector_width(
+        "float32") == 1
+    assert DeviceProfile().vector_width("float64", ["exp"]) == 1
