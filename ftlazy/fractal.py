@@ -19,6 +19,16 @@ read through a :class:`LoopResult` array.
 .. autofunction:: scan
 .. autofunction:: fold
 .. autofunction:: gather
+.. autofunction:: check_not_body_local
+
+An array computed inside a traced function belongs to that body: the
+traced function's parameters become positional :class:`BodyParam` nodes
+when the body is closed, so such an array has no value outside the loop.
+Each node records, in :attr:`~ftlazy.node.Node.scopes`, the
+:class:`~ftlazy.node.TraceScope` of every body whose parameters it depends
+on (computed once at construction from its children's); building a node
+over an array of a body that has been closed, capturing one in another
+body, or evaluating one is a :class:`ValueError` that names the array.
 """
 
 from __future__ import annotations
@@ -32,7 +42,8 @@ import numpy as np
 from ftlazy import shapes as sh
 from ftlazy.array import Array, check_direct_input_names, normalize_dtype
 from ftlazy.node import (
-    IdentityKey, Node, iter_children, map_children, node, topological_order)
+    CLOSED_BODY_SCOPE, IdentityKey, Node, TraceScope, map_children, node,
+    topological_order)
 from ftlazy.shapes import Shape, ShapeComponent
 
 
@@ -50,8 +61,24 @@ class BodyParam(Array):
         object.__setattr__(self, "shape", sh.normalize_shape(self.shape))
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
 
+    def _own_scopes(self) -> frozenset:
+        return _CLOSED_BODY_SCOPES
+
     def _repr_extra(self) -> str:
         return f", index={self.index}"
+
+
+_CLOSED_BODY_SCOPES = frozenset((CLOSED_BODY_SCOPE,))
+
+
+class _TraceToken:
+    """The identity of one trace parameter, and the scope of its body."""
+
+    __slots__ = ("scope", "scopes")
+
+    def __init__(self, scope: TraceScope) -> None:
+        self.scope = scope
+        self.scopes = frozenset((scope,))
 
 
 @node()
@@ -64,6 +91,9 @@ class _TraceParam(Array):
 
     def _key_value(self, name: str) -> Any:
         return IdentityKey(self.token) if name == "token" else getattr(self, name)
+
+    def _own_scopes(self) -> frozenset:
+        return getattr(self.token, "scopes", frozenset())
 
 
 @node(children=("params", "outputs"))
@@ -308,21 +338,48 @@ def _as_arrays(leaves: list[Any], what: str) -> list[Array]:
     return result
 
 
-def _close_body(trace_params: list[_TraceParam], outputs: list[Array]
-                ) -> tuple[Body, list[Array]]:
+class _OutsideScope:
+    """The nodes that do not depend on a parameter of the body of *scope*
+    (a container for :func:`~ftlazy.node.topological_order`'s *skip*)."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: TraceScope) -> None:
+        self.scope = scope
+
+    def __contains__(self, n: Node) -> bool:
+        return self.scope not in n.scopes
+
+
+def _check_capturable(n: Array, what: str) -> None:
+    """An outer array a body of *what* reads must not belong to another
+    loop body."""
+    for scope in n.scopes:
+        if scope is CLOSED_BODY_SCOPE:
+            raise ValueError(
+                f"the body of this {what} reads {n!r}, which belongs to the body "
+                "of another loop (it is computed from that body's parameters) "
+                "and cannot be captured by a different body")
+        if not scope.active:
+            raise ValueError(
+                f"the body of this {what} reads {n!r}, which was computed inside "
+                f"the body of an earlier {scope.what} (from the parameters of "
+                "its traced function) and belongs to that loop body; return it "
+                f"from that {scope.what} as an extra result instead")
+
+
+def _close_body(scope: TraceScope, trace_params: list[_TraceParam],
+                outputs: list[Array], what: str) -> tuple[Body, list[Array]]:
     """Turn traced outputs into a self-contained :class:`Body`; returns it
     and the captured outer arrays (in parameter order after the traced
-    ones)."""
-    param_ids = {id(p) for p in trace_params}
-    order = topological_order(outputs)
-    dependent: set[int] = set()
-    for n in order:
-        if id(n) in param_ids or any(id(c) in dependent for c in iter_children(n)):
-            dependent.add(id(n))
+    ones). Only the nodes that depend on the trace parameters (those whose
+    :attr:`~ftlazy.node.Node.scopes` hold *scope*) are visited."""
+    order = topological_order(outputs, skip=_OutsideScope(scope))
     captured: dict[Node, BodyParam] = {}
 
     def capture(n: Array) -> BodyParam:
         if n not in captured:
+            _check_capturable(n, what)
             captured[n] = BodyParam(len(trace_params) + len(captured), n.shape,
                                     n.dtype)
         return captured[n]
@@ -330,11 +387,11 @@ def _close_body(trace_params: list[_TraceParam], outputs: list[Array]
     replacement: dict[int, Node] = {
         id(p): BodyParam(i, p.shape, p.dtype) for i, p in enumerate(trace_params)}
     for n in order:
-        if id(n) in replacement or id(n) not in dependent:
+        if id(n) in replacement:
             continue
         replacement[id(n)] = map_children(
-            n, lambda c: replacement[id(c)] if id(c) in dependent else capture(c))
-    new_outputs = tuple(replacement[id(o)] if id(o) in dependent else capture(o)
+            n, lambda c: replacement[id(c)] if scope in c.scopes else capture(c))
+    new_outputs = tuple(replacement[id(o)] if scope in o.scopes else capture(o)
                         for o in outputs)
     params = tuple(BodyParam(i, p.shape, p.dtype) for i, p in enumerate(trace_params))
     params += tuple(captured.values())
@@ -345,19 +402,49 @@ def _trace(f: Callable, param_arrays: list[list[Array]], structures: list[Any],
            what: str) -> tuple[Body, list[Array], Any]:
     """Call *f* on fresh trace params shaped like *param_arrays* (one group
     per argument, regrouped by *structures*); return the closed body, the
-    captured arrays and the output structure."""
-    groups = []
-    all_params: list[_TraceParam] = []
-    for group, structure in zip(param_arrays, structures):
-        params = [_TraceParam(object(), a_shape, a_dtype) for a_shape, a_dtype in group]
-        all_params.extend(params)
-        groups.append(_unflatten(params, structure))
-    out = f(*groups)
-    leaves, out_structure = _flatten(out, what)
-    if not leaves:
-        raise ValueError(f"{what}: the function returned no arrays")
-    body, captured = _close_body(all_params, _as_arrays(leaves, f"{what} results"))
+    captured arrays and the output structure. The body's
+    :class:`~ftlazy.node.TraceScope` is closed afterwards, even if *f*
+    raises: arrays built from the trace parameters cannot be used outside
+    the body any more."""
+    scope = TraceScope(f"ft.{what}")
+    try:
+        groups = []
+        all_params: list[_TraceParam] = []
+        for group, structure in zip(param_arrays, structures):
+            params = [_TraceParam(_TraceToken(scope), a_shape, a_dtype)
+                      for a_shape, a_dtype in group]
+            all_params.extend(params)
+            groups.append(_unflatten(params, structure))
+        out = f(*groups)
+        leaves, out_structure = _flatten(out, what)
+        if not leaves:
+            raise ValueError(f"{what}: the function returned no arrays")
+        body, captured = _close_body(
+            scope, all_params, _as_arrays(leaves, f"{what} results"), what)
+    finally:
+        scope.active = False
     return body, captured, out_structure
+
+
+def check_not_body_local(roots: Any, what: str) -> None:
+    """Raise :class:`ValueError` if an array among *roots* (arrays, or the
+    arrays of a :class:`~ftlazy.DictOfNamedArrays`) belongs to a loop body:
+    it was computed from the parameters of a function traced by
+    :func:`map`, :func:`scan` or :func:`fold` (while it is traced or after)
+    or is a node inside a closed :class:`Body`. Such arrays only exist
+    inside their loop; *what* (``"evaluate_numpy"``) names the caller."""
+    for root in roots:
+        for scope in root.scopes:
+            if scope is CLOSED_BODY_SCOPE:
+                raise ValueError(
+                    f"{what}: {root!r} belongs to the body of a loop (it is "
+                    "computed from the body's parameters) and can only be "
+                    "computed inside it")
+            raise ValueError(
+                f"{what}: {root!r} was computed inside the body of an "
+                f"{scope.what} (from the parameters of the traced function) "
+                "and only exists inside that loop; return it from the body as "
+                "an extra result and use the loop's result instead")
 
 
 def map(f: Callable, *xs: Any) -> Any:

@@ -75,9 +75,69 @@ class FrozenDict(Mapping):
 _INTERNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
+class TraceScope:
+    """The scope of a loop body: the nodes a traced function computes from
+    its parameters belong to it (see :attr:`Node.scopes`).
+
+    .. attribute:: what
+
+        Which loop traced the body (``"ft.map"``), for messages.
+
+    .. attribute:: active
+
+        Whether the body is still being traced. Once it is closed, its nodes
+        exist only inside the loop: a node built over one of them is a
+        :class:`ValueError` (:func:`leaked_array_message`).
+    """
+
+    __slots__ = ("what", "active")
+
+    def __init__(self, what: str, active: bool = True) -> None:
+        self.what = what
+        self.active = active
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else "closed"
+        return f"TraceScope({self.what!r}, {state})"
+
+
+#: the scope of the nodes inside closed bodies, which depend on positional
+#: :class:`~ftlazy.fractal.BodyParam` nodes shared by every body; always
+#: active, since transformations rebuild bodies outside any trace
+CLOSED_BODY_SCOPE = TraceScope("closed loop body")
+
+_NO_SCOPES: frozenset = frozenset()
+
+
+def leaked_array_message(array: Any, scope: TraceScope, user: Any) -> str:
+    """The message for *array*, which belongs to the body traced in
+    *scope*, used by *user* outside that body."""
+    if scope is CLOSED_BODY_SCOPE:
+        return (f"{array!r} belongs to the body of a loop (it is computed from "
+                f"the body's parameters) and cannot be used outside it, as "
+                f"{type(user).__name__} does")
+    return (f"{array!r} was computed inside the body of an {scope.what} (from "
+            f"the parameters of the traced function) and belongs to that loop "
+            f"body: it cannot be used outside it (here by a new "
+            f"{type(user).__name__}) once the {scope.what} has been built; "
+            "return it from the body as an extra result instead")
+
+
 class _InterningMeta(type):
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         obj = super().__call__(*args, **kwargs)
+        scopes = obj._own_scopes()
+        if cls._child_fields:
+            for child in iter_children(obj):
+                child_scopes = getattr(child, "scopes", _NO_SCOPES)
+                if not child_scopes or child_scopes is scopes:
+                    continue
+                for scope in child_scopes:
+                    if not scope.active:
+                        raise ValueError(leaked_array_message(child, scope, obj))
+                scopes = (child_scopes if not scopes
+                          else scopes | child_scopes)
+        object.__setattr__(obj, "scopes", scopes)
         key = obj._structural_key()
         existing = _INTERNED.get(key)
         if existing is not None:
@@ -88,9 +148,17 @@ class _InterningMeta(type):
 
 
 class Node(metaclass=_InterningMeta):
-    """Base of every interned DAG node (arrays and multi-output nodes)."""
+    """Base of every interned DAG node (arrays and multi-output nodes).
 
-    __slots__ = ("_hash", "__weakref__")
+    .. attribute:: scopes
+
+        The :class:`TraceScope` objects of the loop bodies whose parameters
+        this node depends on through its children (an empty frozenset for
+        nodes outside loop bodies, the usual case). Computed once, at
+        construction, from the children's.
+    """
+
+    __slots__ = ("_hash", "scopes", "__weakref__")
 
     #: names of fields holding child nodes (a node, a tuple of nodes or a
     #: mapping of names to nodes)
@@ -104,6 +172,10 @@ class Node(metaclass=_InterningMeta):
     def _key_value(self, name: str) -> Any:
         """The value of field *name* as it takes part in structural identity."""
         return getattr(self, name)
+
+    def _own_scopes(self) -> frozenset:
+        """The scopes this node belongs to by itself (body parameters)."""
+        return _NO_SCOPES
 
     def _structural_key(self) -> tuple:
         return (type(self),) + tuple(self._key_value(f) for f in self._init_fields)

@@ -23,7 +23,8 @@ from ftlazy.array import (
     AdvancedIndex, Array, AxisPermutation, BasicIndex, Concatenate, DataWrapper,
     DictOfNamedArrays, Einsum, IndexLambda, NormalizedSlice, Placeholder, Reshape,
     Roll, SizeParam, Stack)
-from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Map, Scan
+from ftlazy.fractal import (
+    Body, BodyParam, Gather, LoopResult, Map, Scan, check_not_body_local)
 from ftlazy.scalar_expr import Reduce, TypeCast
 from ftlazy.target.binding import (
     bind_inputs, check_shape_nonnegative, collect_inputs, collect_size_names)
@@ -364,6 +365,7 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     else:
         raise TypeError(f"evaluate_numpy expects an Array or DictOfNamedArrays, "
                         f"got {type(result).__name__}")
+    check_not_body_local(roots, "evaluate_numpy")
     input_nodes = collect_inputs(roots)
     size_names = collect_size_names(roots)
     # size params that occur only in shapes are not nodes: collect_inputs
