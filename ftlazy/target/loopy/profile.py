@@ -224,15 +224,17 @@ def synthetic_profile(kind: str = "cpu", vector_width: int = 8,
 _PROFILES: dict[Any, DeviceProfile] = {}
 
 
-def device_profile(device: Any) -> DeviceProfile:
+def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
     """The profile of a :class:`pyopencl.Device`: its kind and limits from
     OpenCL's device queries, vector widths from the probe (CPUs only: GPU
-    strategies emit no vector types). Computed once per device and process;
-    the probe's answer is cached on disk. ``FTLAZY_PROBE=0`` in the
-    environment skips the probe and emits scalar code."""
+    strategies emit no vector types), and, given a *queue* on the device,
+    the choices :mod:`.tuning` measures. Computed once per device and
+    process; the probe's and the tuning's answers are cached on disk.
+    ``FTLAZY_PROBE=0`` in the environment skips the probe and emits scalar
+    code."""
     import pyopencl as cl
     key = (device.platform.name, device.name, device.driver_version,
-           device.int_ptr)
+           device.int_ptr, queue is not None)
     profile = _PROFILES.get(key)
     if profile is not None:
         return profile
@@ -253,6 +255,9 @@ def device_profile(device: Any) -> DeviceProfile:
         local_mem_size=int(device.local_mem_size),
         max_mem_alloc_size=int(device.max_mem_alloc_size),
         vectorize=bool(widths))
+    if queue is not None and kind == "cpu":
+        from ftlazy.target.loopy.tuning import tuned_profile
+        profile = tuned_profile(queue, profile)
     _PROFILES[key] = profile
     return profile
 

@@ -374,7 +374,7 @@ class BoundProgram:
 
 def _profile(queue: cl.CommandQueue, options: Any) -> DeviceProfile:
     options = as_options(options)
-    return device_profile(queue.device).with_options(options)
+    return device_profile(queue.device, queue).with_options(options)
 
 
 def generate_loopy(result: Array | DictOfNamedArrays,
