@@ -113,8 +113,6 @@ class Array(Node):
     tags: frozenset = field(default=frozenset(), kw_only=True)
     axes: tuple = field(default=None, kw_only=True)
 
-    # numpy should defer to our reflected operators
-    __array_ufunc__ = None
     __array_priority__ = 100
 
     def __post_init__(self) -> None:
@@ -164,6 +162,32 @@ class Array(Node):
     def __iter__(self) -> Iterator[Array]:
         for i in range(len(self)):
             yield self[i]
+
+    # {{{ numpy protocols
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any,
+                        **kwargs: Any) -> Any:
+        """numpy ufuncs on lazy arrays (``np.exp(x)``, ``numpy_array + x``)
+        build nodes with the matching ``ft`` function; see
+        :mod:`ftlazy.ops.interop`."""
+        from ftlazy.ops.interop import array_ufunc
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any,
+                           kwargs: Any) -> Any:
+        """numpy functions on lazy arrays (``np.sum(x, axis=0)``) build
+        nodes with the matching ``ft`` function; see
+        :mod:`ftlazy.ops.interop`."""
+        from ftlazy.ops.interop import array_function
+        return array_function(func, types, args, kwargs)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError(
+            f"cannot convert the lazy array {self!r} to a numpy array: it has "
+            "no values until it is evaluated; use ft.evaluate_numpy(array, "
+            "**inputs) or a program from ft.compile(array) to compute them")
+
+    # }}}
 
     def __bool__(self) -> bool:
         raise TypeError("the truth value of a lazy array is unknown until it is "
@@ -218,29 +242,36 @@ class Array(Node):
             axes = axes[0]
         return ops.transpose(self, axes if axes else None)
 
-    def sum(self, axis: Any = None) -> Array:
+    def sum(self, axis: Any = None, dtype: Any = None,
+            keepdims: bool = False) -> Array:
         from ftlazy import ops
-        return ops.sum(self, axis=axis)
+        return ops.sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def prod(self, axis: Any = None) -> Array:
+    def prod(self, axis: Any = None, dtype: Any = None,
+             keepdims: bool = False) -> Array:
         from ftlazy import ops
-        return ops.prod(self, axis=axis)
+        return ops.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def max(self, axis: Any = None) -> Array:
+    def mean(self, axis: Any = None, dtype: Any = None,
+             keepdims: bool = False) -> Array:
         from ftlazy import ops
-        return ops.amax(self, axis=axis)
+        return ops.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def min(self, axis: Any = None) -> Array:
+    def max(self, axis: Any = None, keepdims: bool = False) -> Array:
         from ftlazy import ops
-        return ops.amin(self, axis=axis)
+        return ops.amax(self, axis=axis, keepdims=keepdims)
 
-    def any(self, axis: Any = None) -> Array:
+    def min(self, axis: Any = None, keepdims: bool = False) -> Array:
         from ftlazy import ops
-        return ops.any(self, axis=axis)
+        return ops.amin(self, axis=axis, keepdims=keepdims)
 
-    def all(self, axis: Any = None) -> Array:
+    def any(self, axis: Any = None, keepdims: bool = False) -> Array:
         from ftlazy import ops
-        return ops.all(self, axis=axis)
+        return ops.any(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Array:
+        from ftlazy import ops
+        return ops.all(self, axis=axis, keepdims=keepdims)
 
     def __getitem__(self, index: Any) -> Array:
         from ftlazy import ops
