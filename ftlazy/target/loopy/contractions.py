@@ -4,7 +4,7 @@ reductions with independent accumulator lanes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import loopy as lp
 import pymbolic.primitives as prim
@@ -14,111 +14,112 @@ from ftlazy.array import IndexLambda
 from ftlazy.node import Node
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
+if TYPE_CHECKING:
+    from ftlazy.target.loopy.kernel import KernelBuilder
 
-class ContractionEmitter:
-    """The contraction part of
-    :class:`~ftlazy.target.loopy.kernel.KernelBuilder`."""
 
-    def _emit_blocked_contraction(self, node: IndexLambda, name: str,
-                                  scope: Scope, ti: int, tj: int
-                                  ) -> tuple[list[Any], set[Node]]:
-        """``out[i, j] = sum_k f(i, j, k)`` (a matrix product) with register
-        blocking: each work item accumulates a ``ti x tj`` block of outputs in
-        private memory over a sequential ``k`` loop, so each loaded operand
-        element is reused ``ti`` or ``tj`` times."""
-        reduction = node.expr
-        (rname, _, kext), = reduction.bounds
-        ni, nj = node.shape
-        io, jo, k = (self._fresh(p) for p in ("_ft_bi", "_ft_bj", "_ft_bk"))
-        self._add_domain([io, jo], [ni // ti, nj // tj])
-        self._add_domain([k], [kext])
-        blocks = {}
-        for role in ("init", "update", "store"):
-            ii, jj = self._fresh("_ft_ii"), self._fresh("_ft_jj")
-            self._add_domain([ii, jj], [ti, tj])
-            self.iname_tags[ii] = "ilp"
-            self.iname_tags[jj] = "ilp"
-            blocks[role] = (ii, jj)
-        self.iname_tags[io] = "g.1"
-        self.iname_tags[jo] = "g.0"
-        ii, jj = blocks["update"]
-        self.priorities.extend([(k, ii), (k, jj), (ii, jj)])
+def emit_blocked_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
+                              scope: Scope, ti: int, tj: int
+                              ) -> tuple[list[Any], set[Node]]:
+    """``out[i, j] = sum_k f(i, j, k)`` (a matrix product) with register
+    blocking: each work item accumulates a ``ti x tj`` block of outputs in
+    private memory over a sequential ``k`` loop, so each loaded operand
+    element is reused ``ti`` or ``tj`` times."""
+    reduction = node.expr
+    (rname, _, kext), = reduction.bounds
+    ni, nj = node.shape
+    io, jo, k = (kb.parts.fresh(p) for p in ("_ft_bi", "_ft_bj", "_ft_bk"))
+    kb.parts.add_domain([io, jo], [ni // ti, nj // tj])
+    kb.parts.add_domain([k], [kext])
+    blocks = {}
+    for role in ("init", "update", "store"):
+        ii, jj = kb.parts.fresh("_ft_ii"), kb.parts.fresh("_ft_jj")
+        kb.parts.add_domain([ii, jj], [ti, tj])
+        kb.parts.iname_tags[ii] = "ilp"
+        kb.parts.iname_tags[jj] = "ilp"
+        blocks[role] = (ii, jj)
+    kb.parts.iname_tags[io] = "g.1"
+    kb.parts.iname_tags[jo] = "g.0"
+    ii, jj = blocks["update"]
+    kb.parts.priorities.extend([(k, ii), (k, jj), (ii, jj)])
 
-        def rows_cols(role):
-            bi, bj = blocks[role]
-            return (prim.Variable(io) * ti + prim.Variable(bi),
-                    prim.Variable(jo) * tj + prim.Variable(bj))
+    def rows_cols(role):
+        bi, bj = blocks[role]
+        return (prim.Variable(io) * ti + prim.Variable(bi),
+                prim.Variable(jo) * tj + prim.Variable(bj))
 
-        ctx = StoreContext(scope, [io, jo], rows_cols("update"))
-        row, col = rows_cols("update")
-        term = self._translate_expr(
-            reduction.inner, node, {"_0": row, "_1": col, rname: prim.Variable(k)},
-            ctx)
-        acc = self._private_array("_ft_acc", node.dtype, (ti, tj))
+    ctx = StoreContext(scope, [io, jo], rows_cols("update"))
+    row, col = rows_cols("update")
+    term = kb.translate_expr(
+        reduction.inner, node, {"_0": row, "_1": col, rname: prim.Variable(k)},
+        ctx)
+    acc = kb.parts.private_array("_ft_acc", node.dtype, (ti, tj))
 
-        def acc_at(role):
-            return prim.Subscript(prim.Variable(acc), tuple(
-                prim.Variable(v) for v in blocks[role]))
-        init_id, update_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
-        insns = [
-            lp.Assignment(acc_at("init"), node.dtype.type(0), id=init_id,
-                          within_inames=frozenset([io, jo, *blocks["init"]]),
-                          within_inames_is_final=True),
-            lp.Assignment(acc_at("update"), acc_at("update") + term, id=update_id,
-                          within_inames=frozenset([io, jo, k, *blocks["update"]]),
-                          within_inames_is_final=True,
-                          depends_on=frozenset(ctx.deps) | {init_id}),
-            lp.Assignment(prim.Subscript(prim.Variable(name), rows_cols("store")),
-                          acc_at("store"), id=self._fresh(name + "_store"),
-                          within_inames=frozenset([io, jo, *blocks["store"]]),
-                          within_inames_is_final=True,
-                          depends_on=frozenset({update_id}))]
-        return ctx.pending + insns, ctx.reads
+    def acc_at(role):
+        return prim.Subscript(prim.Variable(acc), tuple(
+            prim.Variable(v) for v in blocks[role]))
+    init_id, update_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
+    insns = [
+        lp.Assignment(acc_at("init"), node.dtype.type(0), id=init_id,
+                      within_inames=frozenset([io, jo, *blocks["init"]]),
+                      within_inames_is_final=True),
+        lp.Assignment(acc_at("update"), acc_at("update") + term, id=update_id,
+                      within_inames=frozenset([io, jo, k, *blocks["update"]]),
+                      within_inames_is_final=True,
+                      depends_on=frozenset(ctx.deps) | {init_id}),
+        lp.Assignment(prim.Subscript(prim.Variable(name), rows_cols("store")),
+                      acc_at("store"), id=kb.parts.fresh(name + "_store"),
+                      within_inames=frozenset([io, jo, *blocks["store"]]),
+                      within_inames_is_final=True,
+                      depends_on=frozenset({update_id}))]
+    return ctx.pending + insns, ctx.reads
 
-    def _emit_split_reduction(self, node: IndexLambda, name: str, scope: Scope,
-                              lanes: int) -> tuple[list[Any], set[Node]]:
-        """``out[...] = op_r f(..., r)`` with *lanes* independent private
-        accumulators (lane ``v`` takes ``r = lanes*ro + v``), combined at the
-        end: one dependent chain of adds is latency-bound, several keep a
-        core's floating-point units and memory busy."""
-        reduction = node.expr
-        (rname, _, kext), = reduction.bounds
-        inames, index = self._loop_nest(node.shape, scope, cheap=False)
-        ctx = StoreContext(scope, inames, index, node.shape)
-        ro = self._fresh("_ft_ro")
-        self._add_domain([ro], [kext // lanes])
-        lane = {}
-        for role in ("init", "update", "final"):
-            lane[role] = self._fresh("_ft_lane")
-            self._add_domain([lane[role]], [lanes])
-        self.iname_tags[lane["init"]] = "unr"
-        self.iname_tags[lane["update"]] = "ilp"
-        self.priorities.append((ro, lane["update"]))
-        position = prim.Variable(ro) * lanes + prim.Variable(lane["update"])
-        index_map = {f"_{i}": idx for i, idx in enumerate(index)}
-        index_map[rname] = position
-        term = self._translate_expr(reduction.inner, node, index_map, ctx)
-        acc = self._private_array("_ft_acc", node.dtype, (lanes,))
+def emit_split_reduction(kb: KernelBuilder, node: IndexLambda, name: str, scope: Scope,
+                          lanes: int) -> tuple[list[Any], set[Node]]:
+    """``out[...] = op_r f(..., r)`` with *lanes* independent private
+    accumulators (lane ``v`` takes ``r = lanes*ro + v``), combined at the
+    end: one dependent chain of adds is latency-bound, several keep a
+    core's floating-point units and memory busy."""
+    reduction = node.expr
+    (rname, _, kext), = reduction.bounds
+    inames, index = kb.loop_nest(node.shape, scope, cheap=False)
+    ctx = StoreContext(scope, inames, index, node.shape)
+    ro = kb.parts.fresh("_ft_ro")
+    kb.parts.add_domain([ro], [kext // lanes])
+    lane = {}
+    for role in ("init", "update", "final"):
+        lane[role] = kb.parts.fresh("_ft_lane")
+        kb.parts.add_domain([lane[role]], [lanes])
+    kb.parts.iname_tags[lane["init"]] = "unr"
+    kb.parts.iname_tags[lane["update"]] = "ilp"
+    kb.parts.priorities.append((ro, lane["update"]))
+    position = prim.Variable(ro) * lanes + prim.Variable(lane["update"])
+    index_map = {f"_{i}": idx for i, idx in enumerate(index)}
+    index_map[rname] = position
+    term = kb.translate_expr(reduction.inner, node, index_map, ctx)
+    acc = kb.parts.private_array("_ft_acc", node.dtype, (lanes,))
 
-        def at(role):
-            return prim.Subscript(prim.Variable(acc), (prim.Variable(lane[role]),))
-        combine = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b,
-                   "max": lambda a, b: prim.Max((a, b)),
-                   "min": lambda a, b: prim.Min((a, b))}[reduction.op]
-        from ftlazy.target.loopy.lowering import neutral_element
-        outer = frozenset(scope.outer_inames) | frozenset(inames)
-        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
-        insns = [
-            lp.Assignment(at("init"), neutral_element(reduction.op, node.dtype),
-                          id=init_id, within_inames=outer | {lane["init"]},
-                          within_inames_is_final=True),
-            lp.Assignment(at("update"), combine(at("update"), term), id=upd_id,
-                          within_inames=outer | {ro, lane["update"]},
-                          within_inames_is_final=True,
-                          depends_on=frozenset(ctx.deps) | {init_id}),
-            lp.Assignment(prim.Subscript(prim.Variable(name), index or (0,)),
-                          Reduction(reduction.op, (lane["final"],), at("final")),
-                          id=self._fresh(name + "_store"), within_inames=outer,
-                          within_inames_is_final=True,
-                          depends_on=frozenset({upd_id}))]
-        return ctx.pending + insns, ctx.reads
+    def at(role):
+        return prim.Subscript(prim.Variable(acc), (prim.Variable(lane[role]),))
+    combine = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b,
+               "max": lambda a, b: prim.Max((a, b)),
+               "min": lambda a, b: prim.Min((a, b))}[reduction.op]
+    from ftlazy.target.loopy.lowering import neutral_element
+    outer = frozenset(scope.outer_inames) | frozenset(inames)
+    init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
+    insns = [
+        lp.Assignment(at("init"), neutral_element(reduction.op, node.dtype),
+                      id=init_id, within_inames=outer | {lane["init"]},
+                      within_inames_is_final=True),
+        lp.Assignment(at("update"), combine(at("update"), term), id=upd_id,
+                      within_inames=outer | {ro, lane["update"]},
+                      within_inames_is_final=True,
+                      depends_on=frozenset(ctx.deps) | {init_id}),
+        lp.Assignment(prim.Subscript(prim.Variable(name), index or (0,)),
+                      Reduction(reduction.op, (lane["final"],), at("final")),
+                      id=kb.parts.fresh(name + "_store"), within_inames=outer,
+                      within_inames_is_final=True,
+                      depends_on=frozenset({upd_id}))]
+    return ctx.pending + insns, ctx.reads
+
+

@@ -38,16 +38,18 @@ from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
 from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.target.loopy.vectorize import ELEMENTWISE_BUILTINS, vector_view
-from ftlazy.target.loopy.scopes import ArgSpec, Scope, StoreContext
-from ftlazy.target.loopy.scan import ScanEmitter, declare_scan_nosync
+from ftlazy.target.loopy.scopes import ArgSpec, KernelParts, Scope, StoreContext
+from ftlazy.target.loopy.scan import (
+    batched_loop_nest, declare_scan_nosync, emit_scan, flat_row_block_nest)
 from ftlazy.target.loopy.rolling import MIN_RUN, roll_repeated_statements
 from ftlazy.target.loopy.target import FtlazyOpenCLTarget
-from ftlazy.target.loopy.contractions import ContractionEmitter
+from ftlazy.target.loopy.contractions import (
+    emit_blocked_contraction, emit_split_reduction)
 from ftlazy.target.loopy.plan import KernelPlan, local_size, plan_kernel
 from ftlazy.target.loopy.profile import DeviceProfile
 
 
-class KernelBuilder(ScanEmitter, ContractionEmitter):
+class KernelBuilder:
     """Emits the loopy kernel for a canonical, lowered DAG from its
     :class:`~ftlazy.target.loopy.plan.KernelPlan`."""
 
@@ -58,56 +60,21 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         self.profile = plan.profile
         self.device_kind = plan.profile.kind
         self.order = order
-        self.domains: list[str] = []
-        self.instructions: list[tuple[float, Any]] = []
-        self.temporaries: dict[str, Any] = {}
-        self.iname_tags: dict[str, str] = {}
-        self.priorities: list[tuple[str, str]] = []
-        self.scan_prefixes: list[str] = []
-        #: set per scan: its work groups are single work items
-        self._single_item_groups = False
+        #: the loopy kernel under construction
+        self.parts = KernelParts()
         self.vector_length = plan.vector_length
         #: arguments passed as (n / width, width) views (flat vector kernels)
         self.vector_args: list[str] = []
         #: vector width of the row loop being emitted (1: none)
         self._row_width = 1
+        #: stored array -> dependency level (its kernel launch)
         self.level: dict[Node, float] = {}
-        self.params: set[str] = set()
         #: private statements left in straight-line code (after rolling)
         self.private_statements = 0
-        self._counter = 0
 
     # {{{ names and domains
 
-    def _fresh(self, prefix: str) -> str:
-        self._counter += 1
-        return f"{prefix}{self._counter}"
-
-    def _add_domain(self, inames: list[str], bounds: list[Any]) -> None:
-        if not inames:
-            return
-        params: set[str] = set()
-        for b in bounds:
-            params |= sh.size_param_names(b)
-        self.params |= params
-        conds = " and ".join(
-            f"0 <= {i} < {sh.to_affine(b).to_isl()}" for i, b in zip(inames, bounds))
-        self.domains.append(
-            f"[{', '.join(sorted(params))}] -> {{ [{', '.join(inames)}]: {conds} }}")
-
-    def _add_split_domain(self, outer: str, inner: str, size: int, bound: Any) -> None:
-        params = sorted(sh.size_param_names(bound))
-        self.params |= set(params)
-        self.domains.append(
-            f"[{', '.join(params)}] -> {{ [{outer}, {inner}]: 0 <= {inner} < {size}"
-            f" and 0 <= {size}*{outer} + {inner} < {sh.to_affine(bound).to_isl()} }}")
-
-    def _fresh_reduction_iname(self, upper: Any) -> str:
-        name = self._fresh("_ft_r")
-        self._add_domain([name], [upper])
-        return name
-
-    def _storage_name(self, n: Array) -> str:
+    def storage_name(self, n: Array) -> str:
         for t in n.tags:
             if isinstance(t, (Named, PrefixNamed)):
                 chosen = t.name if isinstance(t, Named) else t.prefix
@@ -116,20 +83,15 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                         f"{type(t).__name__}({chosen!r}): {chosen!r} is an OpenCL C "
                         "keyword, type or builtin and cannot name an array")
             if isinstance(t, Named):
-                if t.name in self.temporaries:
+                if t.name in self.parts.temporaries:
                     raise ValueError(f"two arrays are tagged Named({t.name!r})")
                 self.plan.names[n] = t.name
                 return t.name
             if isinstance(t, PrefixNamed):
-                self.plan.names[n] = name = self._fresh(t.prefix + "_")
+                self.plan.names[n] = name = self.parts.fresh(t.prefix + "_")
                 return name
-        self.plan.names[n] = name = self._fresh("_ft_t")
+        self.plan.names[n] = name = self.parts.fresh("_ft_t")
         return name
-
-    def _global_temporary(self, name: str, shape: tuple, dtype: np.dtype) -> None:
-        self.temporaries[name] = lp.TemporaryVariable(
-            name, storage_dtype(dtype), shape=tuple(shape) or (1,),
-            address_space=lp.AddressSpace.GLOBAL)
 
     # }}}
 
@@ -142,7 +104,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         if isinstance(node, BodyParam):
             return scope.params[node.index](index)
         if node in self.packed:
-            return self._packed_read(node, index)
+            return self.packed_read(node, index)
         if node in scope.names:
             ctx.reads.add(node)
             ref = prim.Subscript(prim.Variable(scope.names[node]), index or (0,))
@@ -160,7 +122,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             return self._translate(node, index, ctx)
         raise AssertionError(f"unexpected node in code generation: {node!r}")
 
-    def _packed_read(self, node: Placeholder, index: tuple) -> Any:
+    def packed_read(self, node: Placeholder, index: tuple) -> Any:
         pack, offset = self.packed[node]
         flat: Any = offset
         stride = 1
@@ -171,26 +133,17 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
 
     def _translate(self, node: IndexLambda, index: tuple, ctx: StoreContext) -> Any:
         index_map = {f"_{i}": idx for i, idx in enumerate(index)}
-        return self._translate_expr(node.expr, node, index_map, ctx)
+        return self.translate_expr(node.expr, node, index_map, ctx)
 
-    def _translate_expr(self, expr: Any, node: IndexLambda,
+    def translate_expr(self, expr: Any, node: IndexLambda,
                         index_map: dict[str, Any], ctx: StoreContext) -> Any:
         """*expr* (part of *node*'s body) as a loopy expression, with the
         variables of *index_map* substituted and bindings read via
         :meth:`_read` in *ctx*."""
         translator = Translator(index_map, node.bindings,
                                 lambda b, idx: self._read(b, idx, ctx),
-                                self._fresh_reduction_iname)
+                                self.parts.fresh_reduction_iname)
         return translator(expr)
-
-    def _private_array(self, prefix: str, dtype: np.dtype, shape: tuple,
-                       dim_tags: Any = None) -> str:
-        """A fresh private temporary; returns its name."""
-        name = self._fresh(prefix)
-        self.temporaries[name] = lp.TemporaryVariable(
-            name, storage_dtype(dtype), shape=shape, dim_tags=dim_tags,
-            address_space=lp.AddressSpace.PRIVATE)
-        return name
 
     def _load_once(self, node: Array, ref: Any, ctx: StoreContext) -> Any:
         """An element read at the loop nest's own index, loaded into a
@@ -206,7 +159,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
     def _vector_lane(self, ctx: StoreContext) -> str | None:
         """The loop nest's ``vec`` iname, if it runs on vectors."""
         lane = ctx.inames[-1] if ctx.inames else None
-        return lane if self.iname_tags.get(lane) == "vec" else None
+        return lane if self.parts.iname_tags.get(lane) == "vec" else None
 
     def _private_ref(self, name: str, ctx: StoreContext) -> Any:
         """A private statement's value: a scalar, or on vector loop nests
@@ -221,9 +174,9 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         """``private = expr`` in the loop nest of *ctx*, remembered under
         *key*; returns the statement's id."""
         if self._vector_lane(ctx) is None:
-            name = self._private_array(prefix, dtype, ())
+            name = self.parts.private_array(prefix, dtype, ())
         else:
-            name = self._private_array(prefix, dtype, (self.plan.vector_width,),
+            name = self.parts.private_array(prefix, dtype, (self.plan.vector_width,),
                                        "vec")
         insn_id = name + "_insn"
         self.private_statements += 1
@@ -272,7 +225,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
 
     # {{{ loop nests
 
-    def _loop_nest(self, shape: tuple, scope: Scope, cheap: bool = True,
+    def loop_nest(self, shape: tuple, scope: Scope, cheap: bool = True,
                    lanes: int = 1) -> tuple[list[str], tuple]:
         """Inames over *shape* and the index expressions of its axes.
 
@@ -290,25 +243,26 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         inames: list[str] = []
         index: list[Any] = []
         if scope.batch is not None:
-            return self._batched_loop_nest(shape, scope, lanes)
+            return batched_loop_nest(self, shape, scope, lanes)
         if not shape:
-            group, item = self._fresh("_ft_z"), self._fresh("_ft_z")
-            self._add_domain([group, item], [1, 1])
-            self.iname_tags[item] = "l.0"
+            group, item = self.parts.fresh("_ft_z"), self.parts.fresh("_ft_z")
+            self.parts.add_domain([group, item], [1, 1])
+            self.parts.iname_tags[item] = "l.0"
             if local:
-                self.priorities.extend((t, group) for t in scope.outer_inames)
+                self.parts.priorities.extend((t, group) for t in scope.outer_inames)
             else:
-                self.iname_tags[group] = "g.0"
+                self.parts.iname_tags[group] = "g.0"
             return [group, item], ()
         if self.vector_length is not None and not local:
             width = self.plan.vector_width
-            group, item, lane = (self._fresh(p) for p in ("_ft_o", "_ft_l", "_ft_v"))
+            group, item, lane = (self.parts.fresh(p)
+                                 for p in ("_ft_o", "_ft_l", "_ft_v"))
             groups = shape[0] // width
-            self.domains.append(
+            self.parts.domains.append(
                 f"{{ [{group}, {item}, {lane}]: 0 <= {item} < {size} and "
                 f"0 <= {lane} < {width} and "
                 f"0 <= {size}*{group} + {item} < {groups} }}")
-            self.iname_tags.update({group: "g.0", item: "l.0", lane: "vec"})
+            self.parts.iname_tags.update({group: "g.0", item: "l.0", lane: "vec"})
             flat = ((prim.Variable(group) * size + prim.Variable(item)) * width
                     + prim.Variable(lane))
             return [group, item, lane], (flat,)
@@ -316,38 +270,38 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             if d == 0:
                 if isinstance(extent, int):
                     size = max(1, min(size, extent))
-                outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
-                self._add_split_domain(outer, inner, size, extent)
+                outer, inner = self.parts.fresh("_ft_o"), self.parts.fresh("_ft_l")
+                self.parts.add_split_domain(outer, inner, size, extent)
                 inames += [outer, inner]
                 index.append(prim.Variable(outer) * size + prim.Variable(inner))
-                self.iname_tags[inner] = "l.0"
+                self.parts.iname_tags[inner] = "l.0"
                 if local:
-                    self.priorities.extend((t, outer) for t in scope.outer_inames)
+                    self.parts.priorities.extend((t, outer) for t in scope.outer_inames)
                 else:
-                    self.iname_tags[outer] = "g.0"
+                    self.parts.iname_tags[outer] = "g.0"
             else:
-                names, idx = self._sequential_axis(
+                names, idx = self.sequential_axis(
                     d, extent, lanes if d == len(shape) - 1 else 1)
                 inames += names
                 index.append(idx)
-                self.priorities.extend((t, n) for t in scope.outer_inames
+                self.parts.priorities.extend((t, n) for t in scope.outer_inames
                                        for n in names)
         return inames, tuple(index)
 
-    def _sequential_axis(self, d: int, extent: Any, lanes: int
+    def sequential_axis(self, d: int, extent: Any, lanes: int
                          ) -> tuple[list[str], Any]:
         """Inames and index of a sequential axis; with *lanes* > 1 (a CPU's
         contiguous axis whose length that vector width divides) split into
         ``lanes * outer + lane``, for :meth:`_vector_calls`."""
         if lanes > 1 and isinstance(extent, int) and extent % lanes == 0:
-            outer, lane = self._fresh(f"_ft_i{d}_"), self._fresh("_ft_lane")
-            self._add_domain([outer, lane], [extent // lanes, lanes])
-            self.iname_tags[lane] = "unr"
-            self.priorities.append((outer, lane))
+            outer, lane = self.parts.fresh(f"_ft_i{d}_"), self.parts.fresh("_ft_lane")
+            self.parts.add_domain([outer, lane], [extent // lanes, lanes])
+            self.parts.iname_tags[lane] = "unr"
+            self.parts.priorities.append((outer, lane))
             index = prim.Variable(outer) * lanes + prim.Variable(lane)
             return [outer, lane], index
-        name = self._fresh(f"_ft_i{d}_")
-        self._add_domain([name], [extent])
+        name = self.parts.fresh(f"_ft_i{d}_")
+        self.parts.add_domain([name], [extent])
         return [name], prim.Variable(name)
 
     def _vector_calls(self, expr: Any, ctx: StoreContext, dtype: np.dtype) -> Any:
@@ -357,7 +311,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         on the vector (PoCL's vector builtins are several times faster per
         element than the scalar ones), and *expr* reads its lane of the
         result. The loop nest's last axis must come from
-        :meth:`_sequential_axis` with lanes."""
+        :meth:`sequential_axis` with lanes."""
         lane = next((i for i in ctx.inames if i.startswith("_ft_lane")), None)
         if lane is None:
             return expr
@@ -375,9 +329,9 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     vec = builder._vector_temporary(dtype)
                     insn_id = vec + "_lanes"
                     # a lane loop of its own: loopy enters each loop once
-                    arg_lane = builder._fresh("_ft_al")
-                    builder._add_domain([arg_lane], [builder._row_width])
-                    builder.iname_tags[arg_lane] = "unr"
+                    arg_lane = builder.parts.fresh("_ft_al")
+                    builder.parts.add_domain([arg_lane], [builder._row_width])
+                    builder.parts.iname_tags[arg_lane] = "unr"
                     p = substitute(p, {lane: prim.Variable(arg_lane)})
                     ctx.pending.append(lp.Assignment(
                         prim.Subscript(prim.Variable(vec), (prim.Variable(arg_lane),)),
@@ -387,9 +341,9 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     arg_ids.add(insn_id)
                     vectors.append(vec)
                 result = builder._vector_temporary(dtype)
-                vv = builder._fresh("_ft_vv")
-                builder._add_domain([vv], [builder._row_width])
-                builder.iname_tags[vv] = "vec"
+                vv = builder.parts.fresh("_ft_vv")
+                builder.parts.add_domain([vv], [builder._row_width])
+                builder.parts.iname_tags[vv] = "vec"
                 call_id = result + "_call"
                 ctx.pending.append(lp.Assignment(
                     prim.Subscript(prim.Variable(result), (prim.Variable(vv),)),
@@ -404,11 +358,11 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         return _Calls()(expr)
 
     def _vector_temporary(self, dtype: np.dtype) -> str:
-        return self._private_array("_ft_vec", dtype, (self._row_width,), "vec")
+        return self.parts.private_array("_ft_vec", dtype, (self._row_width,), "vec")
 
 
     def _local_size(self, shape: tuple, scope: Scope, cheap: bool) -> int:
-        """Work items per group along axis 0 (see :meth:`_loop_nest`)."""
+        """Work items per group along axis 0 (see :meth:`loop_nest`)."""
         return local_size(self.profile, shape, cheap, scope.parallel)
 
     def _grid_key(self, node: IndexLambda, scope: Scope) -> str:
@@ -421,7 +375,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             return str(size)
         return f"{size}:{shape[0]}"
 
-    def _emit_store(self, node: IndexLambda, name: str, scope: Scope,
+    def emit_store(self, node: IndexLambda, name: str, scope: Scope,
                     extra_deps: frozenset = frozenset(), index_prefix: tuple = ()
                     ) -> tuple[list[Any], set[Node]]:
         """Assignments computing *node* into array *name* (whose leading
@@ -429,7 +383,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         array_plan = self.plan.arrays.get(node)
         lanes = array_plan.vector_width if array_plan is not None else 1
         self._row_width = lanes
-        inames, index = self._loop_nest(node.shape, scope,
+        inames, index = self.loop_nest(node.shape, scope,
                                         cheap=not has_reduce(node.expr),
                                         lanes=lanes)
         ctx = StoreContext(scope, inames, index, node.shape)
@@ -443,7 +397,7 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         lhs_index = index_prefix + index
         lhs = prim.Subscript(prim.Variable(name), lhs_index or (0,))
         ctx.pending.append(lp.Assignment(
-            lhs, expr, id=self._fresh(name + "_store"),
+            lhs, expr, id=self.parts.fresh(name + "_store"),
             within_inames=frozenset(scope.outer_inames) | frozenset(inames),
             within_inames_is_final=True,
             depends_on=frozenset(ctx.deps) | extra_deps))
@@ -456,19 +410,19 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             return ctx.pending
         lane = self._vector_lane(ctx)
         sequential = list(ctx.scope.outer_inames) + [
-            i for i in ctx.inames if i not in self.iname_tags]
+            i for i in ctx.inames if i not in self.parts.iname_tags]
 
         def new_loop(count: int) -> str:
-            name = self._fresh("_ft_k")
-            self._add_domain([name], [count])
-            self.priorities.extend((i, name) for i in sequential)
+            name = self.parts.fresh("_ft_k")
+            self.parts.add_domain([name], [count])
+            self.parts.priorities.extend((i, name) for i in sequential)
             if lane is not None:
-                self.priorities.append((name, lane))
+                self.parts.priorities.append((name, lane))
             return name
 
         def new_table(values: np.ndarray) -> str:
-            name = self._fresh("_ft_steps")
-            self.temporaries[name] = lp.TemporaryVariable(
+            name = self.parts.fresh("_ft_steps")
+            self.parts.temporaries[name] = lp.TemporaryVariable(
                 name, values.dtype, shape=values.shape,
                 address_space=lp.AddressSpace.GLOBAL, initializer=values,
                 read_only=True)
@@ -478,26 +432,26 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         insns, unused = roll_repeated_statements(ctx.pending, names, new_loop,
                                                  new_table)
         for name in unused:
-            del self.temporaries[name]
+            del self.parts.temporaries[name]
         self.private_statements -= len(unused)
         return insns
 
 
-    def _emit_copy(self, src: Callable[[tuple], Any], dst: str, shape: tuple,
+    def emit_copy(self, src: Callable[[tuple], Any], dst: str, shape: tuple,
                    scope: Scope, deps: frozenset, dst_prefix: tuple = ()
                    ) -> list[Any]:
-        return self._emit_copies(src, [(dst, dst_prefix)], shape, scope, deps)
+        return self.emit_copies(src, [(dst, dst_prefix)], shape, scope, deps)
 
-    def _emit_copies(self, src: Callable[[tuple], Any],
+    def emit_copies(self, src: Callable[[tuple], Any],
                      destinations: list[tuple[str, tuple]], shape: tuple,
                      scope: Scope, deps: frozenset) -> list[Any]:
         """Copy *src* to each ``(array, leading indices)`` of *destinations*
         in one loop nest."""
-        inames, index = (self._flat_row_block_nest(shape, scope)
-                         or self._loop_nest(shape, scope))
+        inames, index = (flat_row_block_nest(self, shape, scope)
+                         or self.loop_nest(shape, scope))
         return [lp.Assignment(
             prim.Subscript(prim.Variable(dst), (dst_prefix + index) or (0,)),
-            src(index), id=self._fresh(dst + "_copy"),
+            src(index), id=self.parts.fresh(dst + "_copy"),
             within_inames=frozenset(scope.outer_inames) | frozenset(inames),
             within_inames_is_final=True,
             depends_on=deps) for dst, dst_prefix in destinations]
@@ -523,37 +477,37 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     scope.names[n] = n.name
                     inputs.append(ArgSpec(n.name, n.shape, n.dtype))
             elif isinstance(n, SizeParam):
-                self.params.add(n.name)
+                self.parts.params.add(n.name)
         out_names = {a: name for name, a in reversed(list(self.outputs.items()))}
         outputs = [ArgSpec(name, a.shape, a.dtype) for name, a in self.outputs.items()]
         for n in self.order:
             if isinstance(n, Scan):
-                self._emit_scan(n, scope, out_names)
+                emit_scan(self, n, scope, out_names)
             elif isinstance(n, IndexLambda) and n in plan.storage.stored:
-                name = out_names.get(n) or self._storage_name(n)
+                name = out_names.get(n) or self.storage_name(n)
                 plan.names[n] = name
                 if n not in out_names:
-                    self._global_temporary(name, n.shape, n.dtype)
+                    self.parts.global_temporary(name, n.shape, n.dtype)
                 array_plan = plan.arrays[n]
                 if array_plan.strategy == "empty":  # nothing to compute
                     scope.names[n] = name
                     self.level[n] = 0
                     continue
                 if array_plan.strategy == "split_reduction":
-                    insns, reads = self._emit_split_reduction(
-                        n, name, scope, array_plan.block[0])
+                    insns, reads = emit_split_reduction(
+                        self, n, name, scope, array_plan.block[0])
                     grid_key = self._grid_key(n, scope)
                 elif array_plan.strategy == "blocked_contraction":
-                    insns, reads = self._emit_blocked_contraction(
-                        n, name, scope, *array_plan.block)
+                    insns, reads = emit_blocked_contraction(
+                        self, n, name, scope, *array_plan.block)
                     grid_key = f"~{name}"  # a kernel of its own
                 else:
-                    insns, reads = self._emit_store(n, name, scope)
+                    insns, reads = self.emit_store(n, name, scope)
                     grid_key = self._grid_key(n, scope)
                 self.level[n] = 1 + max((self.level[r] for r in reads), default=0)
                 scope.names[n] = name
                 segment = (self.level[n], grid_key)
-                self.instructions.extend((segment, i) for i in insns)
+                self.parts.instructions.extend((segment, i) for i in insns)
             elif isinstance(n, LoopResult):
                 self.level[n] = self.level[n.loop]
         self._add_barriers()
@@ -569,21 +523,21 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         put a global barrier between consecutive ones: loopy makes each
         segment an OpenCL kernel, whose grid must not depend on two
         different symbolic extents."""
-        segments = sorted({seg for seg, _ in self.instructions})
+        segments = sorted({seg for seg, _ in self.parts.instructions})
         barrier_before: dict[Any, str] = {}
         previous_barrier = None
         for prev, seg in zip(segments, segments[1:]):
-            deps = {i.id for sg, i in self.instructions if sg == prev}
+            deps = {i.id for sg, i in self.parts.instructions if sg == prev}
             if previous_barrier:
                 deps.add(previous_barrier)
-            bid = self._fresh("_ft_gbarrier")
+            bid = self.parts.fresh("_ft_gbarrier")
             barrier_before[seg] = previous_barrier = bid
-            self.instructions.append((seg, lp.BarrierInstruction(
+            self.parts.instructions.append((seg, lp.BarrierInstruction(
                 id=bid, synchronization_kind="global",
                 depends_on=frozenset(deps), within_inames=frozenset(),
                 within_inames_is_final=True)))
         result = []
-        for seg, insn in self.instructions:
+        for seg, insn in self.parts.instructions:
             if seg in barrier_before and insn.id != barrier_before[seg]:
                 insn = insn.copy(depends_on=insn.depends_on | {barrier_before[seg]})
             result.append(insn)
@@ -594,10 +548,10 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
         through barriers, so they must not be declared ``__restrict__``."""
         names: set[str] = set()
         for insn in self.final_instructions:
-            if insn.id.startswith(tuple(self.scan_prefixes)):
+            if insn.id.startswith(tuple(self.parts.scan_prefixes)):
                 names |= set(insn.assignee_var_names())
-        return tuple(sorted(n for n in names if n not in self.temporaries
-                            or self.temporaries[n].address_space
+        return tuple(sorted(n for n in names if n not in self.parts.temporaries
+                            or self.parts.temporaries[n].address_space
                             == lp.AddressSpace.GLOBAL))
 
     def _make_kernel(self, inputs: list[ArgSpec], outputs: list[ArgSpec]
@@ -611,10 +565,10 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
             args.append(lp.GlobalArg(a.name, storage_dtype(a.dtype),
                                      shape=tuple(a.shape) or (1,), is_input=False,
                                      is_output=True))
-        for p in sorted(self.params):
+        for p in sorted(self.parts.params):
             args.append(lp.ValueArg(p, np.int64))
-        args.extend(self.temporaries.values())
-        domains = [isl.BasicSet(d) for d in self.domains] or ["{ : }"]
+        args.extend(self.parts.temporaries.values())
+        domains = [isl.BasicSet(d) for d in self.parts.domains] or ["{ : }"]
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
             name="ftlazy_kernel", seq_dependencies=False,
@@ -631,19 +585,19 @@ class KernelBuilder(ScanEmitter, ContractionEmitter):
                     True if len(self.order) <= self.profile.bounds_check_max_nodes
                     else "no_check")))
         knl = register_builtins(knl)
-        if self.iname_tags:
-            knl = lp.tag_inames(knl, self.iname_tags)
-        if self.scan_prefixes:
-            knl = declare_scan_nosync(knl, self.scan_prefixes)
+        if self.parts.iname_tags:
+            knl = lp.tag_inames(knl, self.parts.iname_tags)
+        if self.parts.scan_prefixes:
+            knl = declare_scan_nosync(knl, self.parts.scan_prefixes)
         if self.vector_length is not None:
             self.vector_args = [a.name for a in inputs + outputs
                                 if a.shape == (self.vector_length,)
                                 and a.name not in self.packs]
             knl = vector_view(knl, self.vector_args, self.plan.vector_width)
-        if self.priorities:
+        if self.parts.priorities:
             entry = knl.default_entrypoint
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
-                                             | frozenset(self.priorities)))
+                                             | frozenset(self.parts.priorities)))
         return knl
 
 

@@ -150,7 +150,8 @@ class KernelPlan:
 
 
 def _fmt_shape(shape: tuple) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    inner = ", ".join(str(s) for s in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 
 # {{{ rules

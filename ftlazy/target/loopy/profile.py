@@ -216,8 +216,7 @@ def synthetic_profile(kind: str = "cpu", vector_width: int = 8,
                    for b in ("arith",) + PROBED_FAMILIES)
     return DeviceProfile(kind=kind, description=f"synthetic {kind}",
                          builtin_widths=widths,
-                         preferred_vector_width=min(vector_width,
-                                                    PREFERRED_VECTOR_WIDTH),
+                         preferred_vector_width=vector_width,
                          vectorize=vector_width > 1, **tuning)
 
 

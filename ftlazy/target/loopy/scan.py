@@ -14,7 +14,7 @@ own block of rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import loopy as lp
 import pymbolic.primitives as prim
@@ -25,353 +25,353 @@ from ftlazy.fractal import LoopResult, Scan
 from ftlazy.node import Node, topological_order
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
+if TYPE_CHECKING:
+    from ftlazy.target.loopy.kernel import KernelBuilder
 
-class ScanEmitter:
-    """The scan part of :class:`~ftlazy.target.loopy.kernel.KernelBuilder`."""
 
-    def _emit_row_blocked_cpu(self, node: IndexLambda, name: str, scope: Scope,
-                              reduction: Any) -> tuple[list[Any], set[Node]]:
-        """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan on a CPU:
-        the group's single work item keeps a ``rows x columns`` accumulator
-        and runs ``for k: for row: for j: acc[row, j] += f(row, j, k)``, whose
-        contiguous innermost loop the OpenCL compiler vectorizes, and which
-        reads each weight row once per group and step."""
-        rows, per_group = scope.batch
-        (rname, _, kext), = reduction.bounds
-        ncols = node.shape[1]
-        # k steps summed per accumulator update: fewer loads and stores of
-        # the accumulator per multiply-add
-        unroll = self.plan.arrays[node].block[1]
-        group, item, k = (self._fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_k"))
-        self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
-                                                   "rows").to_expr()])
-        self._add_domain([item], [1])
-        self._add_domain([k], [kext // unroll if unroll > 1 else kext])
-        self.iname_tags[group] = "g.0"
-        self.iname_tags[item] = "l.0"
-        loops = {}
-        r, j = self._fresh("_ft_rr"), self._fresh("_ft_jj")
-        self._add_domain([r, j], [per_group, ncols])
-        loops["update"] = (r, j)
-        self.priorities.extend([(t, r) for t in scope.outer_inames]
-                               + [(r, j)] + [(t, k) for t in scope.outer_inames]
-                               + [(k, r)])
-        # zeroing and storing the block run over it as one flat loop (the
-        # group's rows are contiguous in the row-major result)
-        block = per_group * ncols
-        for role in ("init", "store"):
-            flat = self._fresh("_ft_ff")
-            self._add_domain([flat], [block])
-            loops[role] = (flat,)
-            self.priorities.extend((t, flat) for t in scope.outer_inames)
-
-        def row(role):
-            return prim.Variable(group) * per_group + prim.Variable(loops[role][0])
-
-        def at(role):
-            if role == "update":
-                return prim.Subscript(prim.Variable(acc), (
-                    prim.Variable(r), prim.Variable(j)))
-            flat = prim.Variable(loops[role][0])
-            return prim.Subscript(prim.Variable(acc), (flat // ncols, flat % ncols))
-        col = {"update": prim.Variable(j)}
-        ctx = StoreContext(scope, [group, item], (row("update"), col["update"]))
-        terms = tuple(
-            self._translate_expr(
-                reduction.inner, node,
-                {"_0": row("update"), "_1": col["update"],
-                 rname: (prim.Variable(k) * unroll + step if unroll > 1
-                         else prim.Variable(k))}, ctx)
-            for step in range(unroll))
-        acc = self._private_array("_ft_acc", node.dtype, (per_group, ncols))
-        base = frozenset(scope.outer_inames) | {group, item}
-        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
-        insns = [
-            lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
-                          within_inames=base | set(loops["init"]),
-                          within_inames_is_final=True),
-            lp.Assignment(at("update"), prim.Sum((at("update"), *terms)), id=upd_id,
-                          within_inames=base | {k, *loops["update"]},
-                          within_inames_is_final=True,
-                          depends_on=frozenset(ctx.deps) | {init_id}),
-            lp.Assignment(prim.Subscript(prim.Variable(name), (
-                              (prim.Variable(group) * per_group
-                               + prim.Variable(loops["store"][0]) // ncols),
-                              prim.Variable(loops["store"][0]) % ncols)),
-                          at("store"), id=self._fresh(name + "_store"),
-                          within_inames=base | set(loops["store"]),
-                          within_inames_is_final=True,
-                          depends_on=frozenset({upd_id}))]
-        return ctx.pending + insns, ctx.reads
-
-    def _emit_row_blocked(self, node: IndexLambda, name: str, scope: Scope,
+def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str, scope: Scope,
                           reduction: Any) -> tuple[list[Any], set[Node]]:
-        """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan: each
-        work item (a column ``j``) accumulates its group's rows in private
-        memory inside the ``k`` loop, so each loaded ``f`` operand that does
-        not depend on the row (a weight) is read once per group and step."""
-        rows, per_group = scope.batch
-        (rname, _, kext), = reduction.bounds
-        ncols = node.shape[1]
-        group = self._fresh("_ft_bg")
-        self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
-                                                   "rows").to_expr()])
-        self.iname_tags[group] = "g.0"
-        size = self.plan.arrays[node].local_size
-        jo, jl = self._fresh("_ft_o"), self._fresh("_ft_l")
-        self._add_split_domain(jo, jl, size, ncols)
-        self.iname_tags[jl] = "l.0"
-        k = self._fresh("_ft_k")
-        self._add_domain([k], [kext])
-        lanes = {}
-        for role in ("init", "update", "store"):
-            lanes[role] = self._fresh("_ft_rr")
-            self._add_domain([lanes[role]], [per_group])
-            self.iname_tags[lanes[role]] = "ilp" if role == "update" else "unr"
-        t_inames = scope.outer_inames
-        self.priorities.extend([(t, jo) for t in t_inames] + [(t, k) for t in t_inames]
-                               + [(jo, k), (k, lanes["update"])])
-        col = prim.Variable(jo) * size + prim.Variable(jl)
+    """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan on a CPU:
+    the group's single work item keeps a ``rows x columns`` accumulator
+    and runs ``for k: for row: for j: acc[row, j] += f(row, j, k)``, whose
+    contiguous innermost loop the OpenCL compiler vectorizes, and which
+    reads each weight row once per group and step."""
+    rows, per_group = scope.batch
+    (rname, _, kext), = reduction.bounds
+    ncols = node.shape[1]
+    # k steps summed per accumulator update: fewer loads and stores of
+    # the accumulator per multiply-add
+    unroll = kb.plan.arrays[node].block[1]
+    group, item, k = (kb.parts.fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_k"))
+    kb.parts.add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
+                                               "rows").to_expr()])
+    kb.parts.add_domain([item], [1])
+    kb.parts.add_domain([k], [kext // unroll if unroll > 1 else kext])
+    kb.parts.iname_tags[group] = "g.0"
+    kb.parts.iname_tags[item] = "l.0"
+    loops = {}
+    r, j = kb.parts.fresh("_ft_rr"), kb.parts.fresh("_ft_jj")
+    kb.parts.add_domain([r, j], [per_group, ncols])
+    loops["update"] = (r, j)
+    kb.parts.priorities.extend([(t, r) for t in scope.outer_inames]
+                           + [(r, j)] + [(t, k) for t in scope.outer_inames]
+                           + [(k, r)])
+    # zeroing and storing the block run over it as one flat loop (the
+    # group's rows are contiguous in the row-major result)
+    block = per_group * ncols
+    for role in ("init", "store"):
+        flat = kb.parts.fresh("_ft_ff")
+        kb.parts.add_domain([flat], [block])
+        loops[role] = (flat,)
+        kb.parts.priorities.extend((t, flat) for t in scope.outer_inames)
 
-        def row(role):
-            return prim.Variable(group) * per_group + prim.Variable(lanes[role])
+    def row(role):
+        return prim.Variable(group) * per_group + prim.Variable(loops[role][0])
 
-        ctx = StoreContext(scope, [group, jo, jl], (row("update"), col))
-        term = self._translate_expr(
+    def at(role):
+        if role == "update":
+            return prim.Subscript(prim.Variable(acc), (
+                prim.Variable(r), prim.Variable(j)))
+        flat = prim.Variable(loops[role][0])
+        return prim.Subscript(prim.Variable(acc), (flat // ncols, flat % ncols))
+    col = {"update": prim.Variable(j)}
+    ctx = StoreContext(scope, [group, item], (row("update"), col["update"]))
+    terms = tuple(
+        kb.translate_expr(
             reduction.inner, node,
-            {"_0": row("update"), "_1": col, rname: prim.Variable(k)}, ctx)
-        acc = self._private_array("_ft_acc", node.dtype, (per_group,))
+            {"_0": row("update"), "_1": col["update"],
+             rname: (prim.Variable(k) * unroll + step if unroll > 1
+                     else prim.Variable(k))}, ctx)
+        for step in range(unroll))
+    acc = kb.parts.private_array("_ft_acc", node.dtype, (per_group, ncols))
+    base = frozenset(scope.outer_inames) | {group, item}
+    init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
+    insns = [
+        lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
+                      within_inames=base | set(loops["init"]),
+                      within_inames_is_final=True),
+        lp.Assignment(at("update"), prim.Sum((at("update"), *terms)), id=upd_id,
+                      within_inames=base | {k, *loops["update"]},
+                      within_inames_is_final=True,
+                      depends_on=frozenset(ctx.deps) | {init_id}),
+        lp.Assignment(prim.Subscript(prim.Variable(name), (
+                          (prim.Variable(group) * per_group
+                           + prim.Variable(loops["store"][0]) // ncols),
+                          prim.Variable(loops["store"][0]) % ncols)),
+                      at("store"), id=kb.parts.fresh(name + "_store"),
+                      within_inames=base | set(loops["store"]),
+                      within_inames_is_final=True,
+                      depends_on=frozenset({upd_id}))]
+    return ctx.pending + insns, ctx.reads
 
-        def at(role):
-            return prim.Subscript(prim.Variable(acc), (prim.Variable(lanes[role]),))
-        base = frozenset(t_inames) | {group, jo, jl}
-        init_id, upd_id = self._fresh(name + "_init"), self._fresh(name + "_upd")
-        insns = [
-            lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
-                          within_inames=base | {lanes["init"]},
-                          within_inames_is_final=True),
-            lp.Assignment(at("update"), at("update") + term, id=upd_id,
-                          within_inames=base | {k, lanes["update"]},
-                          within_inames_is_final=True,
-                          depends_on=frozenset(ctx.deps) | {init_id}),
-            lp.Assignment(prim.Subscript(prim.Variable(name), (row("store"), col)),
-                          at("store"), id=self._fresh(name + "_store"),
-                          within_inames=base | {lanes["store"]},
-                          within_inames_is_final=True,
-                          depends_on=frozenset({upd_id}))]
-        return ctx.pending + insns, ctx.reads
+def _emit_row_blocked(kb: KernelBuilder, node: IndexLambda, name: str, scope: Scope,
+                      reduction: Any) -> tuple[list[Any], set[Node]]:
+    """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan: each
+    work item (a column ``j``) accumulates its group's rows in private
+    memory inside the ``k`` loop, so each loaded ``f`` operand that does
+    not depend on the row (a weight) is read once per group and step."""
+    rows, per_group = scope.batch
+    (rname, _, kext), = reduction.bounds
+    ncols = node.shape[1]
+    group = kb.parts.fresh("_ft_bg")
+    kb.parts.add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
+                                               "rows").to_expr()])
+    kb.parts.iname_tags[group] = "g.0"
+    size = kb.plan.arrays[node].local_size
+    jo, jl = kb.parts.fresh("_ft_o"), kb.parts.fresh("_ft_l")
+    kb.parts.add_split_domain(jo, jl, size, ncols)
+    kb.parts.iname_tags[jl] = "l.0"
+    k = kb.parts.fresh("_ft_k")
+    kb.parts.add_domain([k], [kext])
+    lanes = {}
+    for role in ("init", "update", "store"):
+        lanes[role] = kb.parts.fresh("_ft_rr")
+        kb.parts.add_domain([lanes[role]], [per_group])
+        kb.parts.iname_tags[lanes[role]] = "ilp" if role == "update" else "unr"
+    t_inames = scope.outer_inames
+    kb.parts.priorities.extend([(t, jo) for t in t_inames] + [(t, k) for t in t_inames]
+                           + [(jo, k), (k, lanes["update"])])
+    col = prim.Variable(jo) * size + prim.Variable(jl)
 
-    def _flat_row_block_nest(self, shape: tuple, scope: Scope
-                             ) -> tuple[list[str], tuple] | None:
-        """For copies in a row-partitioned scan on a CPU: one flat loop over
-        the group's block of a 2-D array (its rows are contiguous), or None
-        where that does not apply."""
-        if (scope.batch is None or not self._single_item_groups or len(shape) != 2
-                or not isinstance(shape[1], int)):
-            return None
-        rows, per_group = scope.batch
-        ncols = shape[1]
-        group, item, flat = (self._fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_ff"))
-        self._add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
-                                                   "rows").to_expr()])
-        self._add_domain([item], [1])
-        self._add_domain([flat], [per_group * ncols])
-        self.iname_tags.update({group: "g.0", item: "l.0"})
-        self.priorities.extend((t, flat) for t in scope.outer_inames)
-        f = prim.Variable(flat)
-        return [group, item, flat], (prim.Variable(group) * per_group + f // ncols,
-                                     f % ncols)
+    def row(role):
+        return prim.Variable(group) * per_group + prim.Variable(lanes[role])
 
-    def _batched_loop_nest(self, shape: tuple, scope: Scope, lanes: int = 1
-                           ) -> tuple[list[str], tuple]:
-        """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
-        into the work group (g.0) and a sequential loop over its rows; the
-        last axis is spread over the group's work items (l.0)."""
-        rows, per_group = scope.batch
-        group, row = self._fresh("_ft_bg"), self._fresh("_ft_br")
-        self._add_split_domain(group, row, per_group, rows)
-        self.iname_tags[group] = "g.0"
-        inames = [group, row]
-        index: list[Any] = [prim.Variable(group) * per_group + prim.Variable(row)]
-        sequential = [row]
-        # one work item per group (CPUs): its contiguous loops vectorize
-        cpu = self._single_item_groups
-        for d, extent in enumerate(shape[1:], start=1):
-            if d == len(shape) - 1 and not cpu:
-                scan_size = self.profile.scan_local_size
-                size = (min(scan_size, extent) if isinstance(extent, int)
-                        else scan_size)
-                outer, inner = self._fresh("_ft_o"), self._fresh("_ft_l")
-                self._add_split_domain(outer, inner, max(size, 1), extent)
-                self.iname_tags[inner] = "l.0"
-                inames += [outer, inner]
-                index.append(prim.Variable(outer) * max(size, 1)
-                             + prim.Variable(inner))
-                sequential.append(outer)
-            else:
-                names, idx = self._sequential_axis(
-                    d, extent, lanes if cpu and d == len(shape) - 1 else 1)
-                inames += names
-                index.append(idx)
-                sequential.extend(names)
-        if len(shape) == 1 or cpu:
-            # one work item per group on CPUs: its contiguous loops vectorize
-            item = self._fresh("_ft_z")
-            self._add_domain([item], [1])
-            self.iname_tags[item] = "l.0"
-            inames.append(item)
-        self.priorities.extend((t, i) for t in scope.outer_inames for i in sequential)
-        # rows outside, the contiguous last axis innermost
-        self.priorities.extend(zip(sequential, sequential[1:]))
-        return inames, tuple(index)
+    ctx = StoreContext(scope, [group, jo, jl], (row("update"), col))
+    term = kb.translate_expr(
+        reduction.inner, node,
+        {"_0": row("update"), "_1": col, rname: prim.Variable(k)}, ctx)
+    acc = kb.parts.private_array("_ft_acc", node.dtype, (per_group,))
 
-    def _emit_scan(self, scan: Scan, outer: Scope, out_names: dict) -> None:
-        body = scan.body
-        if any(isinstance(n, (Scan, LoopResult))
-               for n in topological_order(list(body.outputs))):
-            raise NotImplementedError("code generation for a scan nested in a "
-                                      "scan body is not supported yet")
-        t = self._fresh("_ft_t")
-        length = scan.length
-        self._add_domain([t], [length])
-        tvar = prim.Variable(t)
-        # the scan runs in a kernel of its own: a level no other array shares
-        level = 1 + max((self.level[a] for a in scan.inputs
-                         if a in self.level), default=0) + 0.5
-        nc, ns = scan.num_carries, scan.num_scanned
-        carry_names = [self._fresh("_ft_carry") for _ in range(nc)]
-        for name, init in zip(carry_names, scan.inits):
-            self._global_temporary(name, (2,) + init.shape, init.dtype)
+    def at(role):
+        return prim.Subscript(prim.Variable(acc), (prim.Variable(lanes[role]),))
+    base = frozenset(t_inames) | {group, jo, jl}
+    init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
+    insns = [
+        lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
+                      within_inames=base | {lanes["init"]},
+                      within_inames_is_final=True),
+        lp.Assignment(at("update"), at("update") + term, id=upd_id,
+                      within_inames=base | {k, lanes["update"]},
+                      within_inames_is_final=True,
+                      depends_on=frozenset(ctx.deps) | {init_id}),
+        lp.Assignment(prim.Subscript(prim.Variable(name), (row("store"), col)),
+                      at("store"), id=kb.parts.fresh(name + "_store"),
+                      within_inames=base | {lanes["store"]},
+                      within_inames_is_final=True,
+                      depends_on=frozenset({upd_id}))]
+    return ctx.pending + insns, ctx.reads
 
-        scan_plan = self.plan.scans[scan]
-        body_plan = scan_plan.storage
-        batch = scan_plan.batch
-        self._single_item_groups = scan_plan.single_item_groups
-        local = Scope(body_plan, {}, {}, (t,), "local", batch)
-        prologue_scope = Scope(outer.plan, outer.names, {}, (), "local", batch)
+def flat_row_block_nest(kb: KernelBuilder, shape: tuple, scope: Scope
+                         ) -> tuple[list[str], tuple] | None:
+    """For copies in a row-partitioned scan on a CPU: one flat loop over
+    the group's block of a 2-D array (its rows are contiguous), or None
+    where that does not apply."""
+    if (scope.batch is None or not scope.single_item_groups or len(shape) != 2
+            or not isinstance(shape[1], int)):
+        return None
+    rows, per_group = scope.batch
+    ncols = shape[1]
+    group, item, flat = (kb.parts.fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_ff"))
+    kb.parts.add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
+                                               "rows").to_expr()])
+    kb.parts.add_domain([item], [1])
+    kb.parts.add_domain([flat], [per_group * ncols])
+    kb.parts.iname_tags.update({group: "g.0", item: "l.0"})
+    kb.parts.priorities.extend((t, flat) for t in scope.outer_inames)
+    f = prim.Variable(flat)
+    return [group, item, flat], (prim.Variable(group) * per_group + f // ncols,
+                                 f % ncols)
 
-        def outer_reader(a: Array) -> Callable[[tuple], Any]:
-            if isinstance(a, SizeParam):
-                return lambda idx: prim.Variable(a.name)
-            if a in self.packed:
-                return lambda idx: self._packed_read(a, idx)
-            name = outer.names[a]
-            return lambda idx: prim.Subscript(prim.Variable(name), idx or (0,))
+def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope, lanes: int = 1
+                       ) -> tuple[list[str], tuple]:
+    """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
+    into the work group (g.0) and a sequential loop over its rows; the
+    last axis is spread over the group's work items (l.0)."""
+    rows, per_group = scope.batch
+    group, row = kb.parts.fresh("_ft_bg"), kb.parts.fresh("_ft_br")
+    kb.parts.add_split_domain(group, row, per_group, rows)
+    kb.parts.iname_tags[group] = "g.0"
+    inames = [group, row]
+    index: list[Any] = [prim.Variable(group) * per_group + prim.Variable(row)]
+    sequential = [row]
+    # one work item per group (CPUs): its contiguous loops vectorize
+    cpu = scope.single_item_groups
+    for d, extent in enumerate(shape[1:], start=1):
+        if d == len(shape) - 1 and not cpu:
+            scan_size = kb.profile.scan_local_size
+            size = (min(scan_size, extent) if isinstance(extent, int)
+                    else scan_size)
+            outer, inner = kb.parts.fresh("_ft_o"), kb.parts.fresh("_ft_l")
+            kb.parts.add_split_domain(outer, inner, max(size, 1), extent)
+            kb.parts.iname_tags[inner] = "l.0"
+            inames += [outer, inner]
+            index.append(prim.Variable(outer) * max(size, 1)
+                         + prim.Variable(inner))
+            sequential.append(outer)
+        else:
+            names, idx = kb.sequential_axis(
+                d, extent, lanes if cpu and d == len(shape) - 1 else 1)
+            inames += names
+            index.append(idx)
+            sequential.extend(names)
+    if len(shape) == 1 or cpu:
+        # one work item per group on CPUs: its contiguous loops vectorize
+        item = kb.parts.fresh("_ft_z")
+        kb.parts.add_domain([item], [1])
+        kb.parts.iname_tags[item] = "l.0"
+        inames.append(item)
+    kb.parts.priorities.extend((t, i) for t in scope.outer_inames for i in sequential)
+    # rows outside, the contiguous last axis innermost
+    kb.parts.priorities.extend(zip(sequential, sequential[1:]))
+    return inames, tuple(index)
 
-        for k, name in enumerate(carry_names):
-            local.params[k] = (lambda idx, name=name: prim.Subscript(
-                prim.Variable(name), (prim.Remainder(tvar, 2),) + idx))
-        for j, xs in enumerate(scan.scanned):
-            read = outer_reader(xs)
-            local.params[nc + j] = (lambda idx, read=read: read((tvar,) + idx))
-        for c, captured in enumerate(scan.captured):
-            local.params[nc + ns + c] = outer_reader(captured)
+def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict) -> None:
+    body = scan.body
+    if any(isinstance(n, (Scan, LoopResult))
+           for n in topological_order(list(body.outputs))):
+        raise NotImplementedError("code generation for a scan nested in a "
+                                  "scan body is not supported yet")
+    t = kb.parts.fresh("_ft_t")
+    length = scan.length
+    kb.parts.add_domain([t], [length])
+    tvar = prim.Variable(t)
+    # the scan runs in a kernel of its own: a level no other array shares
+    level = 1 + max((kb.level[a] for a in scan.inputs
+                     if a in kb.level), default=0) + 0.5
+    nc, ns = scan.num_carries, scan.num_scanned
+    carry_names = [kb.parts.fresh("_ft_carry") for _ in range(nc)]
+    for name, init in zip(carry_names, scan.inits):
+        kb.parts.global_temporary(name, (2,) + init.shape, init.dtype)
 
-        insns: list[Any] = []
-        pro_ids: set[str] = set()
-        for name, init in zip(carry_names, scan.inits):
-            read = outer_reader(init)
-            new = self._emit_copy(read, name, init.shape, prologue_scope,
-                                  frozenset(), (0,))
-            insns += new
-            pro_ids |= {i.id for i in new}
-        pro_barrier = self._local_barrier(pro_ids, ())
-        insns.append(pro_barrier)
+    scan_plan = kb.plan.scans[scan]
+    body_plan = scan_plan.storage
+    batch = scan_plan.batch
+    single = scan_plan.single_item_groups
+    local = Scope(body_plan, {}, {}, (t,), "local", batch, single)
+    prologue_scope = Scope(outer.plan, outer.names, {}, (), "local", batch, single)
 
-        # the body, level by level, inside the time loop
-        body_level: dict[Node, int] = {}
-        stored = [n for n in topological_order(list(body.outputs))
-                  if isinstance(n, IndexLambda) and n in local.plan.stored]
-        body_insns: dict[int, list[Any]] = defaultdict(list)
-        for n in stored:
-            name = self._storage_name(n)
-            self._global_temporary(name, n.shape, n.dtype)
-            self.plan.names[n] = name
-            if self.plan.arrays[n].strategy == "row_blocked_product":
-                emit = (self._emit_row_blocked_cpu if self._single_item_groups
-                        else self._emit_row_blocked)
-                new, reads = emit(n, name, local, n.expr)
-            else:
-                new, reads = self._emit_store(n, name, local)
-            lev = 1 + max((body_level[r] for r in reads if r in body_level),
-                          default=0)
-            body_level[n] = lev
-            local.names[n] = name
-            body_insns[lev].extend(new)
-        barrier_id = pro_barrier.id
-        step_ids: set[str] = set()
-        for lev in sorted(body_insns):
-            ids = set()
-            for insn in body_insns[lev]:
-                insn = insn.copy(depends_on=insn.depends_on | {barrier_id})
-                insns.append(insn)
-                ids.add(insn.id)
-            step_ids |= ids
-            barrier = self._local_barrier(ids, (t,))
-            insns.append(barrier)
-            barrier_id = barrier.id
-        # new carries (and the history for scan results)
-        final_ids: set[str] = set()
-        results = {}
-        for k, (name, out) in enumerate(zip(carry_names, body.outputs)):
-            src_name = local.names[out]
+    def outer_reader(a: Array) -> Callable[[tuple], Any]:
+        if isinstance(a, SizeParam):
+            return lambda idx: prim.Variable(a.name)
+        if a in kb.packed:
+            return lambda idx: kb.packed_read(a, idx)
+        name = outer.names[a]
+        return lambda idx: prim.Subscript(prim.Variable(name), idx or (0,))
 
-            def src(idx, src_name=src_name):
-                return prim.Subscript(prim.Variable(src_name), idx or (0,))
-            destinations = [(name, (prim.Remainder(tvar + 1, 2),))]
-            if scan.keep_all:
-                result_name = self._scan_result_name(scan, k, out_names)
-                destinations.append((result_name, (tvar,)))
-                results[k] = result_name
-            new = self._emit_copies(src, destinations, out.shape, local,
-                                    frozenset({barrier_id}))
-            insns += new
-            final_ids |= {i.id for i in new}
-        end_barrier = self._local_barrier(final_ids | step_ids, (t,))
-        insns.append(end_barrier)
-        if not scan.keep_all:
-            for k, (name, init) in enumerate(zip(carry_names, scan.inits)):
-                result_name = self._scan_result_name(scan, k, out_names)
-                parity = prim.Remainder(length, 2)
+    for k, name in enumerate(carry_names):
+        local.params[k] = (lambda idx, name=name: prim.Subscript(
+            prim.Variable(name), (prim.Remainder(tvar, 2),) + idx))
+    for j, xs in enumerate(scan.scanned):
+        read = outer_reader(xs)
+        local.params[nc + j] = (lambda idx, read=read: read((tvar,) + idx))
+    for c, captured in enumerate(scan.captured):
+        local.params[nc + ns + c] = outer_reader(captured)
 
-                def src(idx, name=name, parity=parity):
-                    return prim.Subscript(prim.Variable(name), (parity,) + idx)
-                insns += self._emit_copy(src, result_name, init.shape,
-                                         prologue_scope,
-                                         frozenset({end_barrier.id, pro_barrier.id}))
-                results[k] = result_name
-        # mark the group (by id prefix) for _declare_scan_nosync
-        prefix = self._fresh("_ft_scan") + "_"
-        self.scan_prefixes.append(prefix)
-        renames = {i.id: prefix + i.id for i in insns}
-        insns = [i.copy(id=renames[i.id], depends_on=frozenset(
-            renames.get(d, d) for d in i.depends_on)) for i in insns]
-        self.instructions.extend(((level, prefix), i) for i in insns)
-        self.level[scan] = level
-        for k, name in results.items():
-            outer.names[LoopResult(scan, k)] = name
+    insns: list[Any] = []
+    pro_ids: set[str] = set()
+    for name, init in zip(carry_names, scan.inits):
+        read = outer_reader(init)
+        new = kb.emit_copy(read, name, init.shape, prologue_scope,
+                              frozenset(), (0,))
+        insns += new
+        pro_ids |= {i.id for i in new}
+    pro_barrier = _local_barrier(kb, pro_ids, (), single)
+    insns.append(pro_barrier)
 
-    def _scan_result_name(self, scan: Scan, k: int, out_names: dict) -> str:
-        result = LoopResult(scan, k)
-        name = out_names.get(result)
-        if name is None:
-            name = self._storage_name(result)
-            self._global_temporary(name, result.shape, result.dtype)
-        return name
+    # the body, level by level, inside the time loop
+    body_level: dict[Node, int] = {}
+    stored = [n for n in topological_order(list(body.outputs))
+              if isinstance(n, IndexLambda) and n in local.plan.stored]
+    body_insns: dict[int, list[Any]] = defaultdict(list)
+    for n in stored:
+        name = kb.storage_name(n)
+        kb.parts.global_temporary(name, n.shape, n.dtype)
+        kb.plan.names[n] = name
+        if kb.plan.arrays[n].strategy == "row_blocked_product":
+            emit = _emit_row_blocked_cpu if single else _emit_row_blocked
+            new, reads = emit(kb, n, name, local, n.expr)
+        else:
+            new, reads = kb.emit_store(n, name, local)
+        lev = 1 + max((body_level[r] for r in reads if r in body_level),
+                      default=0)
+        body_level[n] = lev
+        local.names[n] = name
+        body_insns[lev].extend(new)
+    barrier_id = pro_barrier.id
+    step_ids: set[str] = set()
+    for lev in sorted(body_insns):
+        ids = set()
+        for insn in body_insns[lev]:
+            insn = insn.copy(depends_on=insn.depends_on | {barrier_id})
+            insns.append(insn)
+            ids.add(insn.id)
+        step_ids |= ids
+        barrier = _local_barrier(kb, ids, (t,), single)
+        insns.append(barrier)
+        barrier_id = barrier.id
+    # new carries (and the history for scan results)
+    final_ids: set[str] = set()
+    results = {}
+    for k, (name, out) in enumerate(zip(carry_names, body.outputs)):
+        src_name = local.names[out]
 
-    def _local_barrier(self, deps: set[str], inames: tuple) -> Any:
-        """A work-group barrier after *deps*; where every group of the scan
-        is a single work item (row blocks on CPUs), program order already
-        orders its accesses, and the barrier is only a point to depend on
-        (barriers in loops cost PoCL's kernel compiler time)."""
-        if self._single_item_groups:
-            return lp.NoOpInstruction(
-                id=self._fresh("_ft_lbarrier"), depends_on=frozenset(deps),
-                within_inames=frozenset(inames), within_inames_is_final=True)
-        return lp.BarrierInstruction(
-            id=self._fresh("_ft_lbarrier"), synchronization_kind="local",
-            mem_kind="global", depends_on=frozenset(deps),
+        def src(idx, src_name=src_name):
+            return prim.Subscript(prim.Variable(src_name), idx or (0,))
+        destinations = [(name, (prim.Remainder(tvar + 1, 2),))]
+        if scan.keep_all:
+            result_name = _scan_result_name(kb, scan, k, out_names)
+            destinations.append((result_name, (tvar,)))
+            results[k] = result_name
+        new = kb.emit_copies(src, destinations, out.shape, local,
+                                frozenset({barrier_id}))
+        insns += new
+        final_ids |= {i.id for i in new}
+    end_barrier = _local_barrier(kb, final_ids | step_ids, (t,), single)
+    insns.append(end_barrier)
+    if not scan.keep_all:
+        for k, (name, init) in enumerate(zip(carry_names, scan.inits)):
+            result_name = _scan_result_name(kb, scan, k, out_names)
+            parity = prim.Remainder(length, 2)
+
+            def src(idx, name=name, parity=parity):
+                return prim.Subscript(prim.Variable(name), (parity,) + idx)
+            insns += kb.emit_copy(src, result_name, init.shape,
+                                     prologue_scope,
+                                     frozenset({end_barrier.id, pro_barrier.id}))
+            results[k] = result_name
+    # mark the group (by id prefix) for _declare_scan_nosync
+    prefix = kb.parts.fresh("_ft_scan") + "_"
+    kb.parts.scan_prefixes.append(prefix)
+    renames = {i.id: prefix + i.id for i in insns}
+    insns = [i.copy(id=renames[i.id], depends_on=frozenset(
+        renames.get(d, d) for d in i.depends_on)) for i in insns]
+    kb.parts.instructions.extend(((level, prefix), i) for i in insns)
+    kb.level[scan] = level
+    for k, name in results.items():
+        outer.names[LoopResult(scan, k)] = name
+
+def _scan_result_name(kb: KernelBuilder, scan: Scan, k: int, out_names: dict) -> str:
+    result = LoopResult(scan, k)
+    name = out_names.get(result)
+    if name is None:
+        name = kb.storage_name(result)
+        kb.parts.global_temporary(name, result.shape, result.dtype)
+    return name
+
+def _local_barrier(kb: KernelBuilder, deps: set[str], inames: tuple,
+                   single_item_groups: bool) -> Any:
+    """A work-group barrier after *deps*; where every group of the scan
+    is a single work item (row blocks on CPUs), program order already
+    orders its accesses, and the barrier is only a point to depend on
+    (barriers in loops cost PoCL's kernel compiler time)."""
+    if single_item_groups:
+        return lp.NoOpInstruction(
+            id=kb.parts.fresh("_ft_lbarrier"), depends_on=frozenset(deps),
             within_inames=frozenset(inames), within_inames_is_final=True)
+    return lp.BarrierInstruction(
+        id=kb.parts.fresh("_ft_lbarrier"), synchronization_kind="local",
+        mem_kind="global", depends_on=frozenset(deps),
+        within_inames=frozenset(inames), within_inames_is_final=True)
 
 
 def declare_scan_nosync(knl: lp.TranslationUnit, prefixes: list[str]

@@ -1,16 +1,90 @@
 # SPDX-License-Identifier: MIT
-"""Shared vocabulary of kernel construction: argument specs, and the context
-a loop nest is built in."""
+"""Shared vocabulary of kernel construction: the loopy kernel under
+construction (:class:`KernelParts`, the emitters' explicit state), argument
+specs, and the context a loop nest is built in."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import loopy as lp
 import numpy as np
+
+from ftlazy import shapes as sh
+from ftlazy.target.loopy.expressions import storage_dtype
 
 from ftlazy.node import Node
 from ftlazy.target.loopy.storage import StoragePlan
+
+@dataclass
+class KernelParts:
+    """The loopy kernel under construction: what every emitter adds to and
+    nothing else. Names it hands out (:meth:`fresh`) are unique in the
+    kernel."""
+
+    #: isl set strings, one per loop nest
+    domains: list[str] = field(default_factory=list)
+    #: (segment, instruction): a segment is a kernel launch (see kernel.py)
+    instructions: list[tuple[Any, Any]] = field(default_factory=list)
+    temporaries: dict[str, Any] = field(default_factory=dict)
+    iname_tags: dict[str, str] = field(default_factory=dict)
+    #: (outer, inner) loop priorities
+    priorities: list[tuple[str, str]] = field(default_factory=list)
+    #: size parameters the domains use
+    params: set[str] = field(default_factory=set)
+    #: instruction id prefixes of each scan's instructions
+    scan_prefixes: list[str] = field(default_factory=list)
+    counter: int = 0
+
+    def fresh(self, prefix: str) -> str:
+        """A new name starting with *prefix*."""
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def add_domain(self, inames: list[str], bounds: list[Any]) -> None:
+        """``0 <= iname < bound`` for each pair (bounds are affine shapes)."""
+        if not inames:
+            return
+        params: set[str] = set()
+        for b in bounds:
+            params |= sh.size_param_names(b)
+        self.params |= params
+        conds = " and ".join(
+            f"0 <= {i} < {sh.to_affine(b).to_isl()}" for i, b in zip(inames, bounds))
+        self.domains.append(
+            f"[{', '.join(sorted(params))}] -> {{ [{', '.join(inames)}]: {conds} }}")
+
+    def add_split_domain(self, outer: str, inner: str, size: int, bound: Any
+                         ) -> None:
+        """``0 <= size*outer + inner < bound`` with ``0 <= inner < size``."""
+        params = sorted(sh.size_param_names(bound))
+        self.params |= set(params)
+        self.domains.append(
+            f"[{', '.join(params)}] -> {{ [{outer}, {inner}]: 0 <= {inner} < {size}"
+            f" and 0 <= {size}*{outer} + {inner} < {sh.to_affine(bound).to_isl()} }}")
+
+    def fresh_reduction_iname(self, upper: Any) -> str:
+        """A new iname over ``[0, upper)``."""
+        name = self.fresh("_ft_r")
+        self.add_domain([name], [upper])
+        return name
+
+    def global_temporary(self, name: str, shape: tuple, dtype: np.dtype) -> None:
+        """A global temporary array *name*."""
+        self.temporaries[name] = lp.TemporaryVariable(
+            name, storage_dtype(dtype), shape=tuple(shape) or (1,),
+            address_space=lp.AddressSpace.GLOBAL)
+
+    def private_array(self, prefix: str, dtype: np.dtype, shape: tuple,
+                      dim_tags: Any = None) -> str:
+        """A fresh private temporary; returns its name."""
+        name = self.fresh(prefix)
+        self.temporaries[name] = lp.TemporaryVariable(
+            name, storage_dtype(dtype), shape=shape, dim_tags=dim_tags,
+            address_space=lp.AddressSpace.PRIVATE)
+        return name
+
 
 @dataclass(frozen=True)
 class ArgSpec:
@@ -36,6 +110,9 @@ class Scope:
     #: in a scan whose rows are independent: (row count, rows per group);
     #: each work group then runs the time loop for its own rows
     batch: tuple | None = None
+    #: in a scan whose work groups are single work items (CPUs): program
+    #: order replaces barriers, and loops over a group's rows are flat
+    single_item_groups: bool = False
 
 
 @dataclass
