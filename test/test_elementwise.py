@@ -770,3 +770,59 @@ def test_all_functions_documented():
         for name in mod.__all__:
             assert getattr(mod, name).__doc__, name
     assert operator.index(len(elementwise.__all__)) > 50
+
+
+# {{{ negative integer powers of integers
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("exponent", [-1, np.int64(-2), np.int8(-1),
+                                      np.array([1, -2, 3])])
+def test_known_negative_integer_exponent_fails_at_build_time(dtype, exponent):
+    x = ft.make_placeholder("x", (3,), dtype)
+    with pytest.raises(ValueError, match=r"^Integers to negative integer powers "
+                                         r"are not allowed\. power: the exponent "
+                                         "-[12] is negative"):
+        x ** exponent
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        ft.power(x, ft.asarray(exponent) if np.ndim(exponent) == 0 else exponent)
+    # numpy agrees
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        np.ones(3, dtype) ** exponent
+
+
+def test_negative_exponent_of_a_float_loop_is_fine():
+    x = ft.make_placeholder("x", (3,), np.int64)
+    f = ft.make_placeholder("f", (3,), np.float64)
+    xv = np.array([1, 2, 4])
+    np.testing.assert_allclose(ft.evaluate_numpy(x ** -1.0, x=xv), xv ** -1.0)
+    np.testing.assert_allclose(ft.evaluate_numpy(f ** -1, f=xv * 1.0), xv ** -1.0)
+    np.testing.assert_array_equal(ft.evaluate_numpy(x ** 2, x=xv), xv ** 2)
+    np.testing.assert_array_equal(ft.evaluate_numpy(2 ** x, x=xv), 2 ** xv)
+
+
+def test_negative_exponent_known_only_at_evaluation():
+    x = ft.make_placeholder("x", (3,), np.int64)
+    y = ft.make_placeholder("y", (3,), np.int32)
+    lazy = x ** y
+    assert lazy.dtype == np.int64
+    xv, yv = np.array([1, 2, 3]), np.array([2, -1, 0], np.int32)
+    with pytest.raises(ValueError, match="Integers to negative integer powers are "
+                                         "not allowed"):
+        xv ** yv
+    with pytest.raises(ValueError, match="Integers to negative integer powers are "
+                                         "not allowed"):
+        ft.evaluate_numpy(lazy, x=xv, y=yv)
+    np.testing.assert_array_equal(
+        ft.evaluate_numpy(lazy, x=xv, y=np.abs(yv)), xv ** np.abs(yv))
+
+
+def test_negative_exponent_at_evaluation_in_a_body_and_from_a_size_param():
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (2, 3), np.int64)
+    mapped = ft.map(lambda row: row ** (n - 2), x)
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        ft.evaluate_numpy(mapped, x=np.ones((2, 3), np.int64), n=1)
+    np.testing.assert_array_equal(
+        ft.evaluate_numpy(mapped, x=np.full((2, 3), 3), n=4), np.full((2, 3), 9))
+
+# }}}

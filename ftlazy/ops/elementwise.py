@@ -22,6 +22,7 @@ from ftlazy.ops.convert import (
     asarray,
     cast,
     cast_constant,
+    constant_value,
     elementwise,
     fold_constants,
     is_scalar,
@@ -175,9 +176,40 @@ def remainder(x1: ArrayLike, x2: ArrayLike) -> Result:
 mod = remainder
 
 
+#: numpy's message for a negative integer power of an integer (for the
+#: run-time checks of the backends)
+NEGATIVE_INTEGER_POWER_MESSAGE = ("Integers to negative integer powers are not "
+                                  "allowed.")
+
+
+def _known_exponents(x2: Any) -> np.ndarray | None:
+    """The values of the exponent *x2* if they are known when the graph is
+    built (a scalar, a 0-d constant array or a numpy array), else None."""
+    if isinstance(x2, Array):
+        value = constant_value(x2)
+        return None if value is None else np.asarray(value)
+    if is_scalar(x2) or isinstance(x2, np.ndarray):
+        return np.asarray(x2)
+    return None
+
+
 def power(x1: ArrayLike, x2: ArrayLike) -> Result:
     """``x1 ** x2`` elementwise. As in numpy, negative integer powers of
-    integers are an error, which only the evaluation can detect."""
+    integers are a :class:`ValueError`: when the graph is built if the
+    exponent is known then (``x ** -1`` for an integer array), else when it
+    is evaluated."""
+    if not (is_scalar(x1) and is_scalar(x2)):
+        operands = [prepare(x1), prepare(x2)]
+        (_, exponent_dtype), _ = resolve_ufunc(np.power, operands, "power")
+        exponents = _known_exponents(x2)
+        if (exponent_dtype.kind == "i" and exponents is not None
+                and exponents.dtype.kind in "biu" and (exponents < 0).any()):
+            shown = exponents if exponents.ndim == 0 else exponents.min()
+            raise ValueError(
+                f"{NEGATIVE_INTEGER_POWER_MESSAGE} power: the exponent "
+                f"{shown} is negative and the operands compute in "
+                f"{exponent_dtype}; convert the base to a floating-point dtype "
+                "first")
     return _binary(np.power, x1, x2, lambda a, b, dt: prim.Power(a, b))
 
 
