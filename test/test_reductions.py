@@ -198,3 +198,78 @@ def test_reduction_errors():
         ft.var(x, ddof=0.5)
     with pytest.raises(TypeError, match="str"):
         ft.sum("abc")
+
+
+# {{{ reductions without identity over empty axes
+
+@pytest.mark.parametrize("fn", ["amax", "amin", "max", "min"])
+@pytest.mark.parametrize(("shape", "axis"), [((0, 3), 0), ((0, 3), None),
+                                             ((3, 0), 1), ((2, 0, 0), (1, 2)),
+                                             ((0,), -1)])
+def test_static_empty_axis_fails_at_build_time(fn, shape, axis):
+    name = "maximum" if fn in ("amax", "max") else "minimum"
+    with pytest.raises(ValueError, match="zero-size array"):
+        getattr(np, fn)(np.zeros(shape), axis=axis)
+    a = ft.make_placeholder("a", shape, np.float64)
+    with pytest.raises(ValueError, match=rf"^zero-size array to reduction "
+                                         rf"operation {name} which has no "
+                                         r"identity: the reduced axis has length 0 "
+                                         r"\(axis \d of the array of shape"):
+        getattr(ft, fn)(a, axis=axis)
+    # through the method and numpy's dispatch as well
+    with pytest.raises(ValueError, match=f"operation {name} which has no identity"):
+        getattr(a, fn[-3:])(axis=axis)
+    with pytest.raises(ValueError, match=f"operation {name} which has no identity"):
+        getattr(np, fn)(a, axis=axis)
+
+
+def test_non_reduced_empty_axis_is_fine():
+    a = ft.make_placeholder("a", (0, 3), np.float64)
+    assert ft.amax(a, axis=1).shape == (0,)
+    assert ft.evaluate_numpy(ft.amin(a, axis=1), a=np.zeros((0, 3))).shape == (0,)
+
+
+@pytest.mark.parametrize(("fn", "name"), [(ft.amax, "maximum"),
+                                          (ft.amin, "minimum")])
+def test_symbolic_empty_axis_fails_at_evaluation_naming_the_length(fn, name):
+    n = ft.make_size_param("n")
+    a = ft.make_placeholder("a", (n, 3), np.float64)
+    message = (rf"^zero-size array to reduction operation {name} which has no "
+               r"identity: the reduced axis has length n, which is 0$")
+    for lazy in (fn(a, axis=0), fn(a), fn(a[:, 0] * 2)):
+        with pytest.raises(ValueError, match=message):
+            ft.evaluate_numpy(lazy, a=np.zeros((0, 3)))
+    np.testing.assert_array_equal(
+        ft.evaluate_numpy(fn(a, axis=0), a=np.ones((2, 3))), np.ones(3))
+    # an expression of the size parameter is shown as such
+    tail = a[1:]
+    with pytest.raises(ValueError) as info:
+        ft.evaluate_numpy(fn(tail, axis=0), a=np.zeros((1, 3)))
+    assert str(info.value).endswith(
+        f"the reduced axis has length {tail.shape[0]}, which is 0")
+    assert str(tail.shape[0]) != "n"
+
+
+def test_symbolic_empty_axis_inside_a_map_body():
+    n = ft.make_size_param("n")
+    a = ft.make_placeholder("a", (2, n), np.float64)
+    mapped = ft.map(lambda row: ft.amax(row), a)
+    with pytest.raises(ValueError, match="operation maximum which has no "
+                                         "identity: the reduced axis has length n"):
+        ft.evaluate_numpy(mapped, a=np.zeros((2, 0)))
+
+
+def test_empty_reduction_message_helper():
+    from ftlazy.ops.reductions import empty_reduction_message
+    n = ft.make_size_param("n")
+    assert empty_reduction_message("max", 0) == (
+        "zero-size array to reduction operation maximum which has no identity: "
+        "the reduced axis has length 0")
+    assert empty_reduction_message("minimum", prim.Variable("n")).endswith(
+        "the reduced axis has length n, which is 0")
+    assert "length 2*n" in empty_reduction_message("min", ft.make_placeholder(
+        "b", (2 * n,), np.float64).shape[0])
+    with pytest.raises(ValueError, match="'sum' has an identity"):
+        empty_reduction_message("sum", 0)
+
+# }}}

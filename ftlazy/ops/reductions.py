@@ -23,6 +23,10 @@ from ftlazy.scalar_expr import Reduce, TypeCast, index_var, reduction_var
 __all__ = ["sum", "prod", "amax", "amin", "max", "min", "any", "all", "mean",
            "var"]
 
+#: numpy's names of the reductions without an identity, by Reduce op
+_NO_IDENTITY = {"max": "maximum", "min": "minimum", "maximum": "maximum",
+                "minimum": "minimum"}
+
 Result = Array | np.generic
 AxisLike = None | int | tuple[int, ...]
 
@@ -52,6 +56,29 @@ def normalize_axes(axis: AxisLike, ndim: int, ufunc_quirk: bool = False
         raise ValueError(f"duplicate value in 'axis': {axis!r} names an axis "
                          "twice")
     return tuple(sorted(result))
+
+
+def empty_reduction_message(op: str, axis_length: Any) -> str:
+    """numpy's message for a reduction without identity over an empty axis,
+    with the axis length: ``zero-size array to reduction operation maximum
+    which has no identity: the reduced axis has length n, which is 0``.
+
+    :arg op: the :class:`~ftlazy.scalar_expr.Reduce` op (``"max"``,
+        ``"min"``) or numpy's name (``"maximum"``, ``"minimum"``).
+    :arg axis_length: the length of the reduced axis as the program knows it:
+        an int, or a size-parameter expression (shown as ``str`` gives it).
+
+    For every evaluator: :func:`ftlazy.evaluate_numpy` raises
+    :class:`ValueError` with this message when a symbolic axis turns out to
+    be empty, and the compiled path's run-time check should too.
+    """
+    if op not in _NO_IDENTITY:
+        raise ValueError(f"reduction {op!r} has an identity: an empty axis is "
+                         "no error")
+    shown = str(axis_length)
+    return (f"zero-size array to reduction operation {_NO_IDENTITY[op]} which "
+            f"has no identity: the reduced axis has length {shown}"
+            + ("" if shown == "0" else ", which is 0"))
 
 
 @cache
@@ -86,20 +113,19 @@ def _reduced_read(a: Array, axes: tuple[int, ...], keepdims: bool
 
 
 def _reduction(np_fn: Any, op: str, x: ArrayLike, axis: AxisLike,
-               keepdims: bool, acc_dtype: np.dtype, out_dtype: np.dtype | None = None,
-               name: str | None = None) -> Result:
+               keepdims: bool, acc_dtype: np.dtype, out_dtype: np.dtype | None = None
+               ) -> Result:
     """One Reduce node: elements of *x* cast to *acc_dtype*, reduced with *op*
     over *axis*, the result cast to *out_dtype* (default *acc_dtype*)."""
     a = asarray(x)
     axes = normalize_axes(axis, a.ndim, ufunc_quirk=True)
     out_dtype = acc_dtype if out_dtype is None else out_dtype
-    if op in ("max", "min"):
+    if op in _NO_IDENTITY:
         for ax in axes:
             if a.shape[ax] == 0:
                 raise ValueError(
-                    f"zero-size array to reduction operation {name} which has "
-                    f"no identity: axis {ax} of the array of shape "
-                    f"{sh.shape_str(a.shape)} has length 0")
+                    f"{empty_reduction_message(op, 0)} (axis {ax} of the array "
+                    f"of shape {sh.shape_str(a.shape)})")
     value = constant_value(a)
     if value is not None:
         with np.errstate(all="ignore"):
@@ -141,7 +167,7 @@ def amax(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
     if is_scalar(a):
         return np.amax(a, axis=axis, keepdims=keepdims)
     a = asarray(a)
-    return _reduction(np.amax, "max", a, axis, keepdims, a.dtype, name="maximum")
+    return _reduction(np.amax, "max", a, axis, keepdims, a.dtype)
 
 
 def amin(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
@@ -150,7 +176,7 @@ def amin(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
     if is_scalar(a):
         return np.amin(a, axis=axis, keepdims=keepdims)
     a = asarray(a)
-    return _reduction(np.amin, "min", a, axis, keepdims, a.dtype, name="minimum")
+    return _reduction(np.amin, "min", a, axis, keepdims, a.dtype)
 
 
 max = amax

@@ -25,6 +25,7 @@ from ftlazy.array import (
     Roll, SizeParam, Stack)
 from ftlazy.fractal import (
     Body, BodyParam, Gather, LoopResult, Map, Scan, check_not_body_local)
+from ftlazy.ops.reductions import empty_reduction_message
 from ftlazy.scalar_expr import Reduce, TypeCast
 from ftlazy.target.binding import (
     bind_inputs, check_shape_nonnegative, collect_inputs, collect_size_names)
@@ -189,13 +190,17 @@ class _ScalarEvaluator(ExprMapper):
         outer_ndim = len(self.extent)
         lengths = []
         for name, lo, hi in expr.bounds:
-            lo_v = sh.evaluate_component(lo, self.env)
-            hi_v = sh.evaluate_component(hi, self.env)
-            if lo_v != 0:
+            if sh.evaluate_component(lo, self.env) != 0:
                 raise ValueError("reduction bounds must start at 0")
+            length = max(sh.evaluate_component(hi, self.env), 0)
+            if length == 0 and expr.op in ("max", "min"):
+                # numpy's error (naming the axis length), before the
+                # reduction's operand is computed
+                raise ValueError(empty_reduction_message(expr.op, hi))
+            lengths.append(length)
+        for (name, _, _), length in zip(expr.bounds, lengths):
             self.axis_of[name] = len(self.extent)
-            self.extent.append(max(hi_v, 0))
-            lengths.append(max(hi_v, 0))
+            self.extent.append(length)
         try:
             value = np.asarray(self.rec(expr.inner))
             full = np.broadcast_shapes(
@@ -203,9 +208,6 @@ class _ScalarEvaluator(ExprMapper):
                 (1,) * outer_ndim + tuple(lengths))
             value = np.broadcast_to(value, full)
             axes = tuple(range(outer_ndim, len(self.extent)))
-            if expr.op in ("max", "min") and 0 in lengths:
-                raise ValueError(f"zero-size array to reduction operation "
-                                 f"{expr.op}imum which has no identity")
             return _REDUCERS[expr.op](value, axes)
         finally:
             for name, _, _ in expr.bounds:
