@@ -48,25 +48,38 @@ def probed_vector_widths() -> list[int]:
     return sorted({1, widest})
 
 
+def codegen_flavours() -> list[tuple[str, int]]:
+    """(device kind, vector width) pairs every code generation test runs
+    under: the CPU strategies with scalar code and with the widest probed
+    width, and the GPU strategies (their OpenCL runs on PoCL too), so that
+    every emitted path is exercised on any machine."""
+    return [("cpu", w) for w in probed_vector_widths()] + [("gpu", 1)]
+
+
 def pytest_generate_tests(metafunc):
     if (metafunc.module.__name__.rpartition(".")[2].startswith("test_codegen")
             and "codegen_vector_width" in metafunc.fixturenames):
-        metafunc.parametrize("codegen_vector_width", probed_vector_widths(),
-                             indirect=True, ids=lambda w: f"w{w}")
+        metafunc.parametrize("codegen_vector_width", codegen_flavours(),
+                             indirect=True,
+                             ids=lambda f: f"{f[0]}-w{f[1]}" if f[0] == "cpu"
+                             else f[0])
 
 
 @pytest.fixture(autouse=True)
 def codegen_vector_width(request):
     """In test_codegen_* modules, the vector width every compilation without
-    explicit options uses (parametrized); elsewhere None (the profile's)."""
-    width = getattr(request, "param", None)
-    if width is None:
+    explicit options uses (parametrized with the device kind, see
+    :func:`codegen_flavours`); elsewhere None (the profile's own)."""
+    flavour = getattr(request, "param", None)
+    if flavour is None:
         yield None
         return
     from ftlazy.target.loopy.profile import CodegenOptions, default_options
 
+    kind, width = flavour
     with default_options(CodegenOptions(
-            vector_width=width, vector_min_length=TEST_VECTOR_MIN_LENGTH)):
+            vector_width=width, vector_min_length=TEST_VECTOR_MIN_LENGTH,
+            device_kind=kind)):
         yield width
 
 # }}}
