@@ -58,7 +58,6 @@ class KernelBuilder:
         self.outputs = outputs
         self.plan = plan
         self.profile = plan.profile
-        self.device_kind = plan.profile.kind
         self.order = order
         #: the loopy kernel under construction
         self.parts = KernelParts()
