@@ -3,7 +3,10 @@
 
 Every node is declared with :func:`ftlazy.node.node`: a frozen, slotted,
 interned dataclass, so structurally equal nodes are the same object and
-``a == b`` is structural equality. Shape and dtype inference lives on each
+``a == b`` between arrays is structural equality. Comparing an array with a
+number or a numpy array by ``==`` or ``!=`` is a :class:`TypeError` (use
+:func:`ftlazy.equal`); numpy functions and ufuncs applied to arrays build
+nodes (see :mod:`ftlazy.ops.interop`). Shape and dtype inference lives on each
 node (``_infer``); the numpy-like front end in :mod:`ftlazy.ops` validates
 user input with friendly messages and then builds these nodes.
 
@@ -355,10 +358,10 @@ class Array(Node):
 
 
 def _is_array_like_value(value: object) -> bool:
-    """Whether numpy would compare *value* with an array elementwise: a
-    number, a numpy scalar or array, a device array, or a list or tuple."""
-    if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray,
-                          list, tuple)):
+    """Whether *value* is a number, a numpy scalar or array or a device
+    array, which numpy would compare with an array elementwise. (Lists and
+    tuples compare unequal, as containers of nodes may hold them.)"""
+    if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
         return True
     return (type(value).__module__.startswith("pyopencl")
             and hasattr(value, "dtype"))
