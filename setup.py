@@ -19,10 +19,20 @@ setup(
         "islpy>=2025.2.5",
         "loopy>=2025.2",
         "pyopencl>=2025.1",
+        # PoCL, the CPU OpenCL driver: the default device where there is no
+        # GPU, so a plain install must bring it (without any driver
+        # pyopencl finds no platform). Its wheels, pocl-binary-distribution,
+        # exist for Linux x86_64 only; elsewhere install an OpenCL driver
+        # (see README.md).
+        'pyopencl[pocl]>=2025.1; platform_system == "Linux" '
+        'and platform_machine == "x86_64"',
     ],
     extras_require={
+        # kept for `pip install ftlazy[pocl]`; the plain install has it now
         "pocl": ["pyopencl[pocl]"],
-        "test": ["pytest", "hypothesis"],
+        # pytest-xdist: the README's `pytest -n 2` runs the tests in worker
+        # processes, so that a driver crash fails one test, not the run
+        "test": ["pytest", "hypothesis", "pytest-xdist", "packaging"],
         "doc": ["sphinx"],
     },
 )

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The default OpenCL device: ``PYOPENCL_CTX`` if set, else a GPU, else the
-CPU (PoCL from ``pip install ftlazy[pocl]`` serves)."""
+CPU (PoCL, which ``pip install ftlazy`` brings on Linux x86_64, serves)."""
 
 from __future__ import annotations
 
@@ -22,15 +22,35 @@ def default_queue() -> cl.CommandQueue:
     return queue
 
 
+#: what to do when no OpenCL driver is found
+_INSTALL_A_DRIVER = (
+    "ftlazy runs its kernels through an OpenCL driver. On Linux x86_64, "
+    "'pip install ftlazy' brings one, PoCL (the pocl-binary-distribution "
+    "package): reinstall it with \"pip install 'pyopencl[pocl]'\". "
+    "Elsewhere, install a GPU vendor's OpenCL driver or your system's PoCL "
+    "(Debian and Ubuntu: apt-get install pocl-opencl-icd)")
+
+
 @lru_cache(maxsize=1)
 def _make_default_queue() -> cl.CommandQueue:
-    if os.environ.get("PYOPENCL_CTX"):
-        ctx = cl.create_some_context(interactive=False)
+    ctx_spec = os.environ.get("PYOPENCL_CTX")
+    if ctx_spec:
+        try:
+            ctx = cl.create_some_context(interactive=False)
+        except (cl.Error, RuntimeError) as err:
+            if not _get_platforms():
+                raise RuntimeError(
+                    f"no OpenCL platform found (PYOPENCL_CTX={ctx_spec!r} "
+                    f"can select none). {_INSTALL_A_DRIVER}") from err
+            raise RuntimeError(
+                f"PYOPENCL_CTX={ctx_spec!r} selects no OpenCL device here "
+                f"({err}). Unset PYOPENCL_CTX to use the default device, or "
+                "set it to 'PLATFORM:DEVICE' (numbers or name fragments) "
+                f"from: {_describe_devices()}") from err
         return cl.CommandQueue(ctx)
-    platforms = cl.get_platforms()
+    platforms = _get_platforms()
     if not platforms:
-        raise RuntimeError("no OpenCL platform found: install PoCL with "
-                           "'pip install ftlazy[pocl]' or a GPU driver")
+        raise RuntimeError(f"no OpenCL platform found. {_INSTALL_A_DRIVER}")
     for device_type in (cl.device_type.GPU, cl.device_type.CPU,
                         cl.device_type.ALL):
         for platform in platforms:
@@ -40,7 +60,32 @@ def _make_default_queue() -> cl.CommandQueue:
                 continue
             if devices:
                 return cl.CommandQueue(cl.Context([devices[0]]))
-    raise RuntimeError("no OpenCL device found")
+    raise RuntimeError("no OpenCL device found on the platforms "
+                       f"{[p.name for p in platforms]}. {_INSTALL_A_DRIVER}")
+
+
+def _get_platforms() -> list[cl.Platform]:
+    """The OpenCL platforms, ``[]`` where there are none: the ICD loader
+    then makes ``clGetPlatformIDs`` fail (``PLATFORM_NOT_FOUND_KHR``)
+    rather than return an empty list."""
+    try:
+        return cl.get_platforms()
+    except cl.Error:
+        return []
+
+
+def _describe_devices() -> str:
+    """The platforms and devices, numbered as ``PYOPENCL_CTX`` counts them."""
+    parts = []
+    for i, platform in enumerate(_get_platforms()):
+        try:
+            devices = platform.get_devices()
+        except cl.Error:
+            devices = []
+        names = ", ".join(f"{j}: {d.name.strip()!r}"
+                          for j, d in enumerate(devices))
+        parts.append(f"platform {i}: {platform.name.strip()!r} ({names})")
+    return "; ".join(parts)
 
 
 #: contexts whose compiler is warmed up (or being warmed up), by id
@@ -97,9 +142,27 @@ def device_kind(device: cl.Device) -> str:
 
 
 def silence_compiler_output() -> None:
-    """PoCL prints harmless build logs as warnings, and loopy warns that it
+    """Keep a user's output clean of harmless compiler chatter.
+
+    PoCL's OpenCL compiler (clang inside libpocl) writes ``1 warning
+    generated.`` straight to file descriptor 2 when a kernel it builds has
+    a warning (for instance clang's note that a ``double8`` argument
+    changes the ABI without AVX-512), whatever pyopencl's settings; pyopencl
+    then repeats the build log as a :class:`pyopencl.CompilerWarning`.
+    ``-w`` in ``POCL_EXTRA_BUILD_FLAGS`` (which PoCL reads at each build)
+    turns clang's warnings off for every program PoCL builds in this
+    process and in the child processes that inherit the variable; a build
+    error is still printed and raised with its log. Loopy warns that it
     cannot infer size parameters such as ``n`` from a ``2*n + 1`` shape,
-    which ftlazy always passes itself; keep user output clean."""
+    which ftlazy always passes itself.
+
+    ``PYOPENCL_COMPILER_OUTPUT=1``, pyopencl's switch for showing compiler
+    output, keeps the warnings and the build logs."""
     from loopy.diagnostic import ParameterFinderWarning
-    warnings.filterwarnings("ignore", category=cl.CompilerWarning)
     warnings.filterwarnings("ignore", category=ParameterFinderWarning)
+    if os.environ.get("PYOPENCL_COMPILER_OUTPUT") == "1":
+        return
+    flags = os.environ.get("POCL_EXTRA_BUILD_FLAGS", "")
+    if "-w" not in flags.split():
+        os.environ["POCL_EXTRA_BUILD_FLAGS"] = f"{flags} -w".strip()
+    warnings.filterwarnings("ignore", category=cl.CompilerWarning)
