@@ -215,10 +215,9 @@ def splittable_reduction(node: IndexLambda, profile: DeviceProfile) -> Any:
     return expr
 
 
-def inlined_builtins(node: IndexLambda, storage: StoragePlan) -> frozenset[str]:
-    """The builtins *node*'s loop nest calls: its own and those of the arrays
-    inlined into it."""
-    found: set[str] = set()
+def inlined_nodes(node: IndexLambda, storage: StoragePlan) -> list[IndexLambda]:
+    """*node* and the arrays inlined into its loop nest."""
+    found: list[IndexLambda] = []
     seen: set[Node] = set()
     stack: list[Node] = [node]
     while stack:
@@ -226,9 +225,16 @@ def inlined_builtins(node: IndexLambda, storage: StoragePlan) -> frozenset[str]:
         if n in seen or not isinstance(n, IndexLambda):
             continue
         seen.add(n)
-        found |= called_builtins(n.expr)
+        found.append(n)
         stack.extend(b for b in n.bindings.values() if b not in storage.stored)
-    return frozenset(found)
+    return found
+
+
+def inlined_builtins(node: IndexLambda, storage: StoragePlan) -> frozenset[str]:
+    """The builtins *node*'s loop nest calls: its own and those of the arrays
+    inlined into it."""
+    return frozenset().union(*(called_builtins(n.expr)
+                               for n in inlined_nodes(node, storage)))
 
 
 def row_vector_width(node: IndexLambda, profile: DeviceProfile,
@@ -236,7 +242,15 @@ def row_vector_width(node: IndexLambda, profile: DeviceProfile,
     """Vector width for the math calls of a CPU row loop (its contiguous last
     axis computes calls lane by lane on a private vector), 1 for none."""
     if (profile.kind != "cpu" or node.dtype.kind != "f" or not node.shape
-            or not has_vector_calls(node.expr) or _has_privates(node, storage)):
+            or _has_privates(node, storage)):
+        return 1
+    # every inlined body must qualify (calls of the loop nest's dtype, no
+    # casts or reductions), and one must call a builtin
+    inlined = inlined_nodes(node, storage)
+    if not any(has_vector_calls(n.expr) for n in inlined) or not all(
+            n.dtype == node.dtype and (has_vector_calls(n.expr)
+                                       or not called_builtins(n.expr))
+            and not has_reduce(n.expr) for n in inlined):
         return 1
     width = profile.vector_width(node.dtype, inlined_builtins(node, storage))
     last = node.shape[-1]
