@@ -86,10 +86,14 @@ def test_absent_pyopencl_ctx_gives_a_clear_error(monkeypatch, spec) -> None:
 
 
 def _run_fresh(code: str, tmp_path) -> subprocess.CompletedProcess:
-    """*code* in a fresh interpreter with empty PoCL, pyopencl and ftlazy
-    caches, so that every kernel goes through the compiler."""
+    """*code* in a fresh interpreter with empty PoCL and pyopencl caches, so
+    that every kernel goes through the compiler; ftlazy's device probe is
+    read from its usual cache (probing again costs about 30 s and prints
+    nothing either: its children's output is captured)."""
+    from ftlazy.target.loopy.probe import probe_cache_dir
     env = dict(os.environ, POCL_KERNEL_CACHE="0",
-               XDG_CACHE_HOME=str(tmp_path / "cache"))
+               XDG_CACHE_HOME=str(tmp_path / "cache"),
+               FTLAZY_CACHE_DIR=str(probe_cache_dir().parent))
     # the ftlazy under test, wherever it is imported from
     env["PYTHONPATH"] = os.pathsep.join(
         [str(pathlib.Path(ftlazy.__file__).parent.parent)]
