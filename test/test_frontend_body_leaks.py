@@ -161,3 +161,22 @@ def test_returning_intermediates_is_the_way_out():
 def test_outer_nodes_carry_no_scopes():
     y = ft.exp(X) + 1
     assert y.scopes == frozenset() and X.scopes == frozenset()
+
+
+def test_compiling_a_leaked_array_is_a_value_error():
+    """ft.compile checks like evaluate_numpy (it used to fail with an
+    AssertionError deep in code generation)."""
+    _, leaked = _leaky_map()
+    with pytest.raises(ValueError, match=LEAKED):
+        ft.compile(leaked)
+    with pytest.raises(ValueError, match=LEAKED):
+        ft.compile(ft.make_dict_of_named_arrays({"ok": X * 1.0, "bad": leaked}))
+
+
+def test_compiling_an_input_named_like_a_size_param_is_a_value_error():
+    n = ft.make_size_param("n")
+    a = ft.make_placeholder("a", (n,), F64)
+    other = ft.make_placeholder("n", (3,), F64)
+    d = ft.make_dict_of_named_arrays({"a": a * 2, "b": other + 1})
+    with pytest.raises(ValueError, match="two different inputs are named 'n'"):
+        ft.compile(d)

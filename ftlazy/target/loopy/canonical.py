@@ -132,6 +132,9 @@ def canonicalize(result: Array | DictOfNamedArrays) -> CanonicalDAG:
     else:
         raise TypeError(f"expected an Array or DictOfNamedArrays, got "
                         f"{type(result).__name__}")
+    from ftlazy.analysis import check_inputs_against_size_names
+    from ftlazy.fractal import check_not_body_local
+    check_not_body_local(list(roots.values()), "ft.compile")
     user_inputs = collect_inputs(list(roots.values()))
     order = topological_order(list(roots.values()))
 
@@ -141,6 +144,8 @@ def canonicalize(result: Array | DictOfNamedArrays) -> CanonicalDAG:
             size_renames[name] = f"{SIZE_PREFIX}{len(size_renames)}"
     # size params used only inside bodies or expressions still need names
     _collect_expression_sizes(order, size_renames)
+    check_inputs_against_size_names(user_inputs, size_renames,
+                                    list(roots.values()))
 
     inputs: dict[Array, str] = {}
     input_names: dict[str, str] = {}
