@@ -308,24 +308,18 @@ def flat_vector_plan(order: list[Node], storage: StoragePlan,
     return length, width
 
 
-#: inputs of at most this many elements are packed into one argument per
-#: dtype when there are at least PACK_MIN_COUNT of them (OpenCL devices cap
-#: the size of kernel parameters, and each argument costs host time)
-PACK_MAX_SIZE = 64
-PACK_MIN_COUNT = 16
-
-
-def plan_packing(placeholders: list[Placeholder]
+def plan_packing(placeholders: list[Placeholder], profile: DeviceProfile
                  ) -> dict[str, list[tuple[Placeholder, int]]]:
-    """Packed argument name -> its members and their offsets."""
+    """Packed argument name -> its members and their offsets (see
+    :attr:`DeviceProfile.pack_max_size`)."""
     small: dict[np.dtype, list[Placeholder]] = defaultdict(list)
     for ph in placeholders:
         if all(isinstance(d, int) for d in ph.shape) and (
-                int(np.prod(ph.shape)) <= PACK_MAX_SIZE):
+                int(np.prod(ph.shape)) <= profile.pack_max_size):
             small[ph.dtype].append(ph)
     packs = {}
     for dtype, members in small.items():
-        if len(members) < PACK_MIN_COUNT:
+        if len(members) < profile.pack_min_count:
             continue
         offset, entries = 0, []
         for ph in members:
@@ -335,11 +329,8 @@ def plan_packing(placeholders: list[Placeholder]
     return packs
 
 
-#: elements of a private accumulator block (doubles: 32 KiB)
-MAX_PRIVATE_ACCUMULATOR = 4096
-
-
-def independent_rows(scan: Scan, storage: StoragePlan) -> tuple | None:
+def independent_rows(scan: Scan, storage: StoragePlan,
+                     profile: DeviceProfile) -> tuple | None:
     """``(rows, rows per work group)`` if the scan's carries share a leading
     axis whose rows evolve independently (a batch): every body array that
     depends on a carry, and every stored body array, has that leading axis
@@ -375,7 +366,8 @@ def independent_rows(scan: Scan, storage: StoragePlan) -> tuple | None:
     # enough groups for the cores, enough rows per group to reuse weights
     per_group = 1
     if isinstance(rows, int):
-        per_group = next((p for p in (8, 4, 2) if rows % p == 0 and rows >= 2 * p), 1)
+        per_group = next((p for p in profile.scan_rows_per_group
+                          if rows % p == 0 and rows >= 2 * p), 1)
     return rows, per_group
 
 
@@ -396,7 +388,8 @@ def _subexpressions(expr: Any) -> list[Any]:
     return result
 
 
-def row_blockable(node: IndexLambda, scan_plan: ScanPlan) -> Any:
+def row_blockable(node: IndexLambda, scan_plan: ScanPlan,
+                  profile: DeviceProfile) -> Any:
     """The reduction if *node* is ``sum_k f(b, j, k)`` over rows ``b`` of a
     row-blocked scan, with a concrete number of columns (a private
     accumulator's size)."""
@@ -406,7 +399,7 @@ def row_blockable(node: IndexLambda, scan_plan: ScanPlan) -> Any:
             or not isinstance(expr, Reduce) or expr.op != "sum"
             or len(expr.bounds) != 1 or has_reduce(expr.inner)
             or scan_plan.rows_per_group == 1 or not isinstance(ncols, int)
-            or ncols * scan_plan.rows_per_group > MAX_PRIVATE_ACCUMULATOR):
+            or ncols * scan_plan.rows_per_group > profile.max_private_accumulator):
         return None
     return expr
 
@@ -420,7 +413,7 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
     if 0 in node.shape:
         return ArrayPlan("empty", node.shape, node.dtype, 1, None)
     if scan_plan is not None:
-        if row_blockable(node, scan_plan) is not None:
+        if row_blockable(node, scan_plan, profile) is not None:
             if profile.kind == "cpu":
                 kext = node.expr.bounds[0][2]
                 unroll = (profile.scan_k_unroll if isinstance(kext, int)
@@ -478,7 +471,7 @@ def _has_privates(node: IndexLambda, storage: StoragePlan) -> bool:
 def plan_scan(scan: Scan, profile: DeviceProfile) -> ScanPlan:
     """The flavour of *scan* (see :class:`ScanPlan`)."""
     storage = decide_storage(list(scan.body.outputs))
-    batch = independent_rows(scan, storage)
+    batch = independent_rows(scan, storage, profile)
     if batch is None:
         return ScanPlan(scan.length, "whole_group", storage=storage)
     return ScanPlan(scan.length, "row_blocked", batch[0], batch[1],
@@ -493,7 +486,7 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
     placeholders = [n for n in order if isinstance(n, Placeholder)]
     length, width = flat_vector_plan(order, storage, outputs, profile)
     plan = KernelPlan(profile, storage, vector_length=length, vector_width=width,
-                      packs=plan_packing(placeholders))
+                      packs=plan_packing(placeholders, profile))
     for n in order:
         if isinstance(n, Scan):
             scan_plan = plan_scan(n, profile)

@@ -149,6 +149,15 @@ class DeviceProfile:
     vector_min_length: int = 4096
     #: DAGs with more nodes skip loopy's array-bounds proof
     bounds_check_max_nodes: int = 500
+    #: rows per work group tried, in order, for row-blocked scans
+    scan_rows_per_group: tuple[int, ...] = (8, 4, 2)
+    #: elements of a private accumulator block (doubles: 32 KiB)
+    max_private_accumulator: int = 4096
+    #: inputs of at most this many elements are packed into one argument
+    #: per dtype when there are at least pack_min_count of them (devices cap
+    #: the size of kernel parameters, and each argument costs host time)
+    pack_max_size: int = 64
+    pack_min_count: int = 16
     #: vectorization allowed at all (CodegenOptions.vectorize)
     vectorize: bool = True
 
