@@ -4,10 +4,14 @@ matmul against a hand-written kernel of the same blocking, both launched the
 same way on the default device, with numpy's time.
 
 On the AVX-512 EPYC (PoCL 3.0, 2 cores) with a quiet machine: numpy 21 ms,
-generated 183 ms, hand-written 47-70 ms. The sources differ in accumulator
-storage (a private array vs scalars), a hoisted load of A per row, and
-``a = a + b`` vs ``+=``; measurements under load were too noisy to find
-which matters. Run: ``python doc/notes/spike-scripts/w2_generated_vs_hand.py``.
+generated 183 ms, hand-written 47-70 ms; under load, interleaved in one
+process, generated about 2x the hand kernel every time. Tried and ruled
+out, each changing the generated source alone or the hand source alone:
+scalar accumulators instead of the private array, one hoisted load of A
+per row, ``a = a + b`` vs ``+=``, the ``gid()`` macro, ``<= 1023`` vs
+``< 1024``, the fp64 pragma header, the argument declarations. Still
+different: the index expressions' form and the initialization and store
+loops around the k loop. Run: ``python doc/notes/spike-scripts/w2_generated_vs_hand.py``.
 """
 
 import time
