@@ -5,6 +5,7 @@ the reference evaluator and the OpenCL target."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -145,17 +146,149 @@ def _infer_size_params(shaped: list, env: dict[str, int]) -> None:
                                      f"not fit {sh.shape_str(shape)}: {e}") from None
 
 
+def negative_shape_message(kind: str, shape: Any, values: tuple[int, ...],
+                           env: Mapping[str, int]) -> str:
+    """The message of the :class:`ValueError` for a shape that the size
+    parameters *env* make negative."""
+    return (f"for size parameters {dict(env)}, the shape {sh.shape_str(shape)} "
+            f"of {kind} is {values}, which is negative: an index or slice "
+            "assumed a longer axis")
+
+
 def check_shape_nonnegative(node: Array, env: Mapping[str, int]) -> tuple[int, ...]:
     """The concrete shape of *node*; raises :class:`ValueError` if the size
     params make an entry negative (e.g. ``x[1:-1]`` on a length-1 axis)."""
     shape = sh.evaluate_shape(node.shape, env)
     if any(s < 0 for s in shape):
-        raise ValueError(f"for size parameters {dict(env)}, the shape "
-                         f"{sh.shape_str(node.shape)} of {type(node).__name__} "
-                         f"is {shape}, which is negative: an index or slice "
-                         "assumed a longer axis")
+        raise ValueError(negative_shape_message(type(node).__name__, node.shape,
+                                                shape, env))
     return shape
 
 
+# {{{ conditions on size parameters, collected once per DAG
+
+#: the reductions without an identity
+_NO_IDENTITY = ("max", "min")
+
+
+@dataclass(frozen=True)
+class SizeChecks:
+    """Conditions on the size parameters that a DAG's evaluation needs and
+    that only their values decide: collected from the DAG once (see
+    :func:`collect_size_checks`), checked by :meth:`check` at every call,
+    before anything is computed or allocated.
+
+    Entries carry *guards*: the lengths of the loops around them (a loop
+    body runs only for a loop of at least one step).
+    """
+
+    #: ``(node kind, shape, guards)``: shapes that may evaluate negative,
+    #: each distinct shape once, in evaluation order
+    shapes: tuple[tuple[str, sh.Shape, sh.Shape], ...] = ()
+    #: ``(reduction, extent, guards)``: extents of reductions without an
+    #: identity (max, min) that may be 0
+    extrema: tuple[tuple[str, Any, sh.Shape], ...] = ()
+
+    def check(self, env: Mapping[str, int],
+              names: Mapping[str, str] | None = None) -> None:
+        """Raise :class:`ValueError` if *env* makes a shape negative or an
+        extent of a max/min reduction 0. *names* renames size parameters
+        for the message (canonical name -> user name)."""
+        for kind, shape, guards in self.shapes:
+            values = sh.evaluate_shape(shape, env)
+            if any(v < 0 for v in values) and _guards_hold(guards, env):
+                raise ValueError(negative_shape_message(
+                    kind, rename_shape(shape, names), values,
+                    _user_env(env, names)))
+        for op, extent, guards in self.extrema:
+            if (sh.evaluate_component(extent, env) <= 0
+                    and _guards_hold(guards, env)):
+                from ftlazy.ops.reductions import empty_reduction_message
+                (shown,) = rename_shape((extent,), names)
+                raise ValueError(empty_reduction_message(op, shown))
+
+
+def _guards_hold(guards: sh.Shape, env: Mapping[str, int]) -> bool:
+    return all(sh.evaluate_component(g, env) > 0 for g in guards)
+
+
+def _user_env(env: Mapping[str, int], names: Mapping[str, str] | None
+              ) -> dict[str, int]:
+    if not names:
+        return dict(env)
+    return {names[k]: v for k, v in env.items() if k in names}
+
+
+def rename_shape(shape: Any, names: Mapping[str, str] | None) -> tuple:
+    """*shape* with its size parameters renamed by *names* (for messages)."""
+    if not names:
+        return tuple(shape)
+    result = []
+    for c in shape:
+        if isinstance(c, int):
+            result.append(c)
+            continue
+        form = sh.to_affine(c)
+        result.append(sh.AffineForm({names.get(k, k): v for k, v in
+                                     form.coeffs.items()}, form.const).to_expr())
+    return tuple(result)
+
+
+def _may_be_negative(c: Any) -> bool:
+    if isinstance(c, int):
+        return c < 0
+    form = sh.to_affine(c)
+    if form.const >= 0 and all(v >= 0 for v in form.coeffs.values()):
+        return False
+    return not sh.prove_le(0, c)
+
+
+def _may_be_zero(c: Any) -> bool:
+    if isinstance(c, int):
+        return c <= 0
+    form = sh.to_affine(c)
+    if form.const > 0 and all(v >= 0 for v in form.coeffs.values()):
+        return False
+    return not sh.prove_lt(0, c)
+
+
+def collect_size_checks(roots: Iterable[Node]) -> SizeChecks:
+    """The :class:`SizeChecks` of the DAG of *roots*, loop bodies
+    included: every shape that some size parameter values make negative
+    (``x[2:]`` of an ``(n,)`` array), and every extent of a max/min
+    reduction that may be 0."""
+    from ftlazy.array import IndexLambda
+    from ftlazy.fractal import Loop
+    from ftlazy.scalar_expr import Reduce, iter_subexpressions
+    shapes: list[tuple[str, sh.Shape, sh.Shape]] = []
+    extrema: list[tuple[str, Any, sh.Shape]] = []
+    seen_shapes: set[tuple] = set()
+    seen_extents: set[tuple] = set()
+    stack: list[tuple[list[Node], sh.Shape]] = [(list(roots), ())]
+    while stack:
+        nodes, guards = stack.pop()
+        for n in topological_order(nodes):
+            shape = getattr(n, "shape", ())
+            if (shape, guards) not in seen_shapes and any(
+                    _may_be_negative(c) for c in shape):
+                seen_shapes.add((shape, guards))
+                shapes.append((type(n).__name__, shape, guards))
+            if isinstance(n, IndexLambda):
+                for e in iter_subexpressions(n.expr):
+                    if not isinstance(e, Reduce) or e.op not in _NO_IDENTITY:
+                        continue
+                    for _, _, hi in e.bounds:
+                        key = (e.op, hi, guards)
+                        if key not in seen_extents and _may_be_zero(hi):
+                            seen_extents.add(key)
+                            extrema.append(key)
+            if isinstance(n, Loop):
+                stack.append((list(n.body.outputs), guards + (n.length,)))
+    return SizeChecks(tuple(shapes), tuple(extrema))
+
+# }}}
+
+
 __all__ = ["collect_inputs", "bind_inputs", "check_shape_nonnegative",
-           "iter_children"]
+           "iter_children", "SizeChecks", "collect_size_checks",
+           "negative_shape_message", "rename_shape"]

@@ -1,157 +1,484 @@
 # SPDX-License-Identifier: MIT
 """DAG passes that prepare a canonical DAG for kernel construction:
-run-time index checks for data-dependent reads, lowering to IndexLambda and
-batching of maps."""
+run-time checks that the kernel computes (data-dependent index reads,
+integer powers with negative exponents), lowering to IndexLambda, batching
+of maps, and the splitting of long reductions into partial results (for
+parallelism, and for float sums in blocks, for accuracy)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 import pymbolic.primitives as prim
 
-from ftlazy.array import AdvancedIndex, Array, IndexLambda
+from ftlazy import shapes as sh
+from ftlazy.array import AdvancedIndex, Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.node import Node
 from ftlazy.scalar_expr import (
-    ExprIdentityMapper, Reduce, TypeCast, index_var, reduction_var, substitute)
+    ExprIdentityMapper, Reduce, TypeCast, get_variable_names, index_var,
+    is_index_name, iter_subexpressions, reduction_var, substitute)
+from ftlazy.target.binding import SizeChecks
+from ftlazy.target.loopy.expressions import expr_dtype
 from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper, map_and_copy
 
-_BOOL = np.dtype(np.bool_)
+_INT64 = np.dtype(np.int64)
+
+#: the value of a check's ``failed`` output when nothing failed
+PASSED = np.int64(np.iinfo(np.int64).max)
 
 
-def _out_of_range(indices: Array, length: Any) -> IndexLambda:
-    """A 0-d bool array: whether any entry of *indices* lies outside
-    ``[-length, length)``."""
-    rvars = [reduction_var(i) for i in range(indices.ndim)]
+# {{{ checks computed by the kernel
+
+@dataclass(frozen=True)
+class KernelCheck:
+    """A condition the kernel verifies while it computes, reported by extra
+    0-d outputs: :attr:`failed` (int64) is :data:`PASSED`, or the position
+    of the first failing element; :attr:`value` (optional) is the offending
+    value there. The program raises :attr:`error` with :attr:`message`, a
+    :meth:`str.format` template of ``{value}`` and ``{length}`` (the value
+    of the shape component :attr:`length`), followed by where it failed.
+
+    :attr:`frame` says what :attr:`failed` counts: ``("array", shape)``
+    elements of an array of that shape in C order (the message gives the
+    multi-index), ``("map",)`` steps of a map, ``("scan",)`` nothing
+    reportable (a step of a scan), ``()`` nothing.
+    """
+
+    error: type
+    message: str
+    failed: Array
+    value: Array | None = None
+    length: Any = None
+    frame: tuple = ()
+
+    def lifted(self, failed: Array, value: Array | None, frame: tuple
+               ) -> KernelCheck:
+        """This check, reported by other outputs (of an enclosing loop)."""
+        return KernelCheck(self.error, self.message, failed, value, self.length,
+                           frame)
+
+    def format(self, failed: int, value: Any, env: Mapping[str, int]) -> str:
+        """The message for outputs *failed* and *value*, with the (canonical)
+        size parameter values *env*."""
+        length = (None if self.length is None
+                  else sh.evaluate_component(self.length, env))
+        value = value.item() if isinstance(value, np.generic) else value
+        text = self.message.format(value=value, length=length)
+        if self.frame[:1] == ("array",) and self.frame[1]:
+            shape = sh.evaluate_shape(self.frame[1], env)
+            position = tuple(int(i) for i in np.unravel_index(failed, shape))
+            text += f" (at position {position} of the index array)"
+        elif self.frame == ("map",):
+            text += f" (in step {failed} of a map)"
+        elif self.frame == ("scan",):
+            text += " (in a step of a scan)"
+        return text
+
+
+def _lambda(expr: Any, shape: tuple, dtype: np.dtype,
+            bindings: Mapping[str, Array]) -> IndexLambda:
+    """An IndexLambda of *expr*, which may use size parameters by name:
+    each becomes a :class:`~ftlazy.array.SizeParam` binding of that name, so
+    that the kernel declares it also where no loop bound mentions it."""
+    free = get_variable_names(expr)
+    sizes = {name: SizeParam(name) for name in free
+             if name not in bindings and not is_index_name(name)}
+    return IndexLambda(expr, shape, dtype, {**bindings, **sizes})
+
+
+def _int64(c: sh.ShapeComponent) -> Any:
+    """A shape component as an int64 operand."""
+    return np.int64(c) if isinstance(c, int) else c
+
+
+def _flat_position(rvars: list[prim.Variable], shape: sh.Shape,
+                   typed: bool = True) -> Any:
+    """The C-order flat position of indices *rvars* in *shape*: an int64
+    value, or (not *typed*) untyped index arithmetic."""
+    position: Any = None
+    for v, d in zip(rvars, shape):
+        term = TypeCast(_INT64, v) if typed else v
+        position = term if position is None else prim.Sum(
+            (prim.Product((position, _int64(d) if typed else d)), term))
+    if position is None:
+        return np.int64(0) if typed else 0
+    return position
+
+
+def _unravel(position: Any, shape: sh.Shape, typed: bool = True
+             ) -> tuple[Any, ...]:
+    """The multi-index of flat *position* in *shape* (C order): of an int64
+    value, or (not *typed*) of untyped index arithmetic."""
+    index: list[Any] = []
+    for k in range(len(shape) - 1, -1, -1):
+        d = _int64(shape[k]) if typed else shape[k]
+        index.append(prim.Remainder(position, d) if k else position)
+        position = prim.FloorDiv(position, d)
+    return tuple(reversed(index))
+
+
+def _first_failure(array: Array, bad: Any) -> IndexLambda:
+    """A 0-d int64 array: the flat position of the first element of *array*
+    for which *bad* (an expression of the element ``_v``) holds, else
+    :data:`PASSED`."""
+    if any(d == 0 for d in array.shape):
+        return IndexLambda(PASSED, (), _INT64, {})
+    rvars = [reduction_var(i) for i in range(array.ndim)]
     read = (prim.Subscript(prim.Variable("_in0"), tuple(rvars)) if rvars
             else prim.Variable("_in0"))
-    value = TypeCast(np.dtype(np.int64), read)
-    bad = prim.LogicalOr((prim.Comparison(value, "<", prim.Product((-1, length))
-                                          if not isinstance(length, int) else -length),
-                          prim.Comparison(value, ">=", length)))
-    expr = Reduce("any", bad, tuple((v.name, 0, d) for v, d in
-                                    zip(rvars, indices.shape))) if rvars else bad
-    return IndexLambda(expr, (), _BOOL, {"_in0": indices})
+    expr: Any = prim.If(substitute(bad, {"_v": read}),
+                        _flat_position(rvars, array.shape), PASSED)
+    if rvars:
+        expr = Reduce("min", expr, tuple((v.name, 0, d)
+                                         for v, d in zip(rvars, array.shape)))
+    return _lambda(expr, (), _INT64, {"_in0": array})
 
 
-def _any_of(flags: list[Array]) -> Array:
-    if len(flags) == 1:
-        return flags[0]
-    names = {f"_in{i}": f for i, f in enumerate(flags)}
-    return IndexLambda(prim.LogicalOr(tuple(prim.Variable(n) for n in names)),
-                       (), _BOOL, names)
+def _value_at(array: Array, failed: Array) -> IndexLambda:
+    """A 0-d array: the element of *array* at flat position *failed* (0
+    where *failed* is :data:`PASSED`; the position read is then 0)."""
+    ok = prim.Comparison(prim.Variable("_in1"), "==", PASSED)
+    position = prim.If(ok, np.int64(0), prim.Variable("_in1"))
+    read = (prim.Subscript(prim.Variable("_in0"), _unravel(position, array.shape))
+            if array.ndim else prim.Variable("_in0"))
+    return _lambda(prim.If(ok, array.dtype.type(0), read), (), array.dtype,
+                   {"_in0": array, "_in1": failed})
 
 
-def _any_along_axis0(flags: Array) -> IndexLambda:
-    expr = Reduce("any", prim.Subscript(prim.Variable("_in0"), (reduction_var(0),)),
-                  (("_r0", 0, flags.shape[0]),))
-    return IndexLambda(expr, (), _BOOL, {"_in0": flags})
+def _index_check(indices: Array, length: sh.ShapeComponent, message: str
+                 ) -> KernelCheck | None:
+    """A check that every entry of *indices* lies in ``[-length, length)``
+    (``[0, length)`` for unsigned indices); None for an empty array."""
+    if any(d == 0 for d in indices.shape):
+        return None
+    v = TypeCast(_INT64, prim.Variable("_v"))
+    n = _int64(length)
+    if indices.dtype.kind in "ub":
+        # (uint64 entries beyond the int64 range read as negative)
+        low: Any = prim.Comparison(v, "<", np.int64(0))
+    else:
+        low = prim.Comparison(v, "<", np.int64(-length) if isinstance(length, int)
+                              else prim.Product((np.int64(-1), n)))
+    failed = _first_failure(indices, prim.LogicalOr(
+        (low, prim.Comparison(v, ">=", n))))
+    return KernelCheck(IndexError, message, failed, _value_at(indices, failed),
+                       length, ("array", indices.shape))
 
 
-class _IndexCheckInserter(CopyMapper):
-    """Collects a check per data-dependent read; loop bodies report theirs as
-    extra map results or an extra scan carry."""
+#: numpy's message for an integer power with a negative exponent
+NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
+
+
+def _may_be_negative(exponent: Any, bindings: Mapping[str, Array]) -> bool:
+    """Whether a signed integer *exponent* may be negative: not for
+    non-negative constants and values cast from unsigned integers."""
+    if isinstance(exponent, (int, np.integer)):
+        return exponent < 0
+    if isinstance(exponent, TypeCast):
+        inner = expr_dtype(exponent.child, bindings)
+        return inner is None or inner.kind not in "ub"
+    return True
+
+
+def _children(e: Any) -> list[Any]:
+    """The direct sub-expressions of *e* (none for a leaf)."""
+    if not isinstance(e, prim.ExpressionNode):
+        return []
+    result: list[Any] = []
+    for f in dataclasses.fields(e):
+        value = getattr(e, f.name)
+        if isinstance(value, tuple):
+            result.extend(c for c in value if isinstance(c, prim.ExpressionNode))
+        elif isinstance(value, prim.ExpressionNode):
+            result.append(value)
+    return result
+
+
+def _power_check(node: IndexLambda) -> KernelCheck | None:
+    """A check that no signed integer power in *node*'s body has a negative
+    exponent, at any element (numpy raises :class:`ValueError` whether or
+    not the power's value is used, e.g. in a ``where`` branch)."""
+    found: list[tuple[Any, tuple]] = []
+    stack: list[tuple[Any, tuple]] = [(node.expr, ())]
+    while stack:
+        e, bounds = stack.pop()
+        if isinstance(e, Reduce):
+            stack.append((e.inner, bounds + e.bounds))
+            continue
+        if isinstance(e, prim.Power):
+            dtype = expr_dtype(e, node.bindings)
+            if (dtype is not None and dtype.kind == "i"
+                    and _may_be_negative(e.exponent, node.bindings)):
+                found.append((prim.Comparison(e.exponent, "<", dtype.type(0)),
+                              bounds))
+        stack.extend((c, bounds) for c in _children(e))
+    if not found or any(d == 0 for d in node.shape):
+        return None
+    # the output indices become reduction indices of the (0-d) check
+    used = {name for e in iter_subexpressions(node.expr) if isinstance(e, Reduce)
+            for name, _, _ in e.bounds}
+    fresh: list[str] = []
+    k = 0
+    while len(fresh) < node.ndim:
+        if f"_r{k}" not in used:
+            fresh.append(f"_r{k}")
+        k += 1
+    outer = {f"_{i}": prim.Variable(name) for i, name in enumerate(fresh)}
+    outer_bounds = tuple((name, 0, d) for name, d in zip(fresh, node.shape))
+    terms = []
+    for cond, bounds in found:
+        term: Any = prim.If(substitute(cond, outer), np.int64(0), PASSED)
+        if outer_bounds + bounds:
+            term = Reduce("min", term, outer_bounds + bounds)
+        terms.append(term)
+    expr = terms[0] if len(terms) == 1 else prim.Min(tuple(terms))
+    names = get_variable_names(expr)
+    bindings = {k: v for k, v in node.bindings.items() if k in names}
+    return KernelCheck(ValueError, NEGATIVE_POWER,
+                       _lambda(expr, (), _INT64, bindings))
+
+
+def _reported(check: KernelCheck) -> list[Array]:
+    """The arrays that report *check*."""
+    return [check.failed] + ([check.value] if check.value is not None else [])
+
+
+def _keep_first(before: Array, keep: Array, now: Array) -> IndexLambda:
+    """*keep* where *before* (a ``failed`` carry) failed, else *now*."""
+    cond = prim.Comparison(prim.Variable("_in0"), "!=", PASSED)
+    return IndexLambda(prim.If(cond, prim.Variable("_in1"), prim.Variable("_in2")),
+                       (), now.dtype, {"_in0": before, "_in1": keep, "_in2": now})
+
+
+def _failed_step(failed: Array) -> IndexLambda:
+    """The first step whose entry of stacked ``failed`` outputs failed."""
+    return _first_failure(failed, prim.Comparison(prim.Variable("_v"), "!=",
+                                                  PASSED))
+
+
+class _CheckInserter(CopyMapper):
+    """Collects a :class:`KernelCheck` per data-dependent read and per
+    integer power that may have a negative exponent; loop bodies report
+    theirs as extra map results or extra scan carries."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.checks: list[tuple[Array, str]] = []
+        self.checks: list[KernelCheck] = []
 
     def _reset_for_body(self) -> None:
         super()._reset_for_body()
         self.checks = []
 
+    def _add(self, check: KernelCheck | None) -> None:
+        if check is not None:
+            self.checks.append(check)
+
+    def map_index_lambda(self, expr: IndexLambda) -> Node:
+        new = self.map_node(expr)
+        if any(isinstance(e, prim.Power) for e in iter_subexpressions(new.expr)):
+            self._add(_power_check(new))
+        return new
+
     def map_gather(self, expr: Gather) -> Node:
         new = self.map_node(expr)
-        n = new.array.shape[new.axis]
-        self.checks.append((_out_of_range(new.indices, n),
-                            f"gather index out of range for axis {new.axis} "
-                            f"with size {n}"))
+        self._add(_index_check(
+            new.indices, new.array.shape[new.axis],
+            f"gather index {{value}} is out of range for axis {new.axis} with "
+            "size {length}"))
         return new
 
     def map_advanced_index(self, expr: AdvancedIndex) -> Node:
         new = self.map_node(expr)
         for axis, idx in enumerate(new.indices):
             if isinstance(idx, int):
-                n = new.array.shape[axis]
-                self.checks.append((_out_of_range(new.index_arrays[idx], n),
-                                    f"index out of range for axis {axis} with "
-                                    f"size {n}"))
+                self._add(_index_check(
+                    new.index_arrays[idx], new.array.shape[axis],
+                    f"index {{value}} is out of range for axis {axis} with "
+                    "size {length}"))
         return new
 
-    def _body_with_checks(self, body: Body) -> tuple[Body, list[Array], list[str]]:
+    def _body_checks(self, body: Body
+                     ) -> tuple[tuple[Array, ...], list[KernelCheck]]:
         clone = self.clone_for_body()
-        outputs = tuple(clone(o) for o in body.outputs)
-        flags = [c for c, _ in clone.checks]
-        return body.copy(outputs=outputs), flags, [m for _, m in clone.checks]
+        return tuple(clone(o) for o in body.outputs), clone.checks
 
     def map_map(self, expr: Map) -> Node:
         inputs = tuple(self.rec(a) for a in expr.inputs)
-        body, flags, messages = self._body_with_checks(expr.body)
-        if not flags:
-            return Map(body, inputs, expr.num_mapped)
-        new = Map(body.copy(outputs=body.outputs + tuple(flags)), inputs,
-                  expr.num_mapped)
-        for k, message in enumerate(messages):
-            result = LoopResult(new, len(body.outputs) + k)
-            self.checks.append((_any_along_axis0(result), message))
+        outputs, checks = self._body_checks(expr.body)
+        extra = tuple(a for c in checks for a in _reported(c))
+        new = Map(expr.body.copy(outputs=outputs + extra), inputs, expr.num_mapped)
+        k = len(outputs)
+        for c in checks:
+            step = _failed_step(LoopResult(new, k))
+            value = (_value_at(LoopResult(new, k + 1), step)
+                     if c.value is not None else None)
+            k += len(_reported(c))
+            self.checks.append(c.lifted(step, value, ("map",)))
         return new
 
     def map_scan(self, expr: Scan) -> Node:
         inputs = tuple(self.rec(a) for a in expr.inputs)
-        body, flags, messages = self._body_with_checks(expr.body)
-        if not flags:
-            return Scan(body, inputs, expr.num_carries, expr.num_scanned,
-                        expr.keep_all)
-        # one more carry: "some index was out of range so far"
+        outputs, checks = self._body_checks(expr.body)
+        if not checks:
+            return Scan(expr.body.copy(outputs=outputs), inputs, expr.num_carries,
+                        expr.num_scanned, expr.keep_all)
+        # per check, carries: the first failure so far (and its value)
         nc = expr.num_carries
+        extra = sum(len(_reported(c)) for c in checks)
 
         def shift(node: Node) -> Node:
             if isinstance(node, BodyParam) and node.index >= nc:
-                return BodyParam(node.index + 1, node.shape, node.dtype)
+                return BodyParam(node.index + extra, node.shape, node.dtype)
             return node
-        shifted = [map_and_copy(o, shift) for o in body.outputs + tuple(flags)]
-        flag_param = BodyParam(nc, (), _BOOL)
-        new_flag = _any_of([flag_param] + shifted[len(body.outputs):])
-        params = (body.params[:nc] + (flag_param,)
-                  + tuple(shift(p) for p in body.params[nc:]))
-        new_body = Body(params, tuple(shifted[:len(body.outputs)]) + (new_flag,))
-        init = IndexLambda(np.bool_(False), (), _BOOL, {})
-        new = Scan(new_body, inputs[:nc] + (init,) + inputs[nc:], nc + 1,
-                   expr.num_scanned, expr.keep_all)
-        result = LoopResult(new, nc)
-        flag = _any_along_axis0(result) if expr.keep_all else result
-        self.checks.append((flag, "; ".join(dict.fromkeys(messages))))
+        new_params: list[BodyParam] = []
+        new_outputs: list[Array] = []
+        inits: list[Array] = []
+        for c in checks:
+            before = BodyParam(nc + len(new_params), (), _INT64)
+            new_params.append(before)
+            inits.append(IndexLambda(PASSED, (), _INT64, {}))
+            new_outputs.append(_keep_first(before, before,
+                                           map_and_copy(c.failed, shift)))
+            if c.value is not None:
+                dtype = c.value.dtype
+                value_before = BodyParam(nc + len(new_params), (), dtype)
+                new_params.append(value_before)
+                inits.append(IndexLambda(dtype.type(0), (), dtype, {}))
+                new_outputs.append(_keep_first(before, value_before,
+                                               map_and_copy(c.value, shift)))
+        params = (expr.body.params[:nc] + tuple(new_params)
+                  + tuple(shift(p) for p in expr.body.params[nc:]))
+        new_body = Body(params, tuple(map_and_copy(o, shift) for o in outputs)
+                        + tuple(new_outputs))
+        new = Scan(new_body, inputs[:nc] + tuple(inits) + inputs[nc:],
+                   nc + extra, expr.num_scanned, expr.keep_all)
+        k = nc
+        for c in checks:
+            failed: Array = LoopResult(new, k)
+            value: Array | None = (LoopResult(new, k + 1) if c.value is not None
+                                   else None)
+            if expr.keep_all:
+                # carries keep the first failure: any failed step has it
+                failed = _failed_step(failed)
+                if value is not None:
+                    value = _value_at(value, failed)
+            k += len(_reported(c))
+            self.checks.append(c.lifted(failed, value, ("scan",)))
         return new
 
 
-def insert_index_checks(roots: dict[Any, Array]
-                        ) -> tuple[dict[Any, Array], list[tuple[Array, str]]]:
-    """For every data-dependent read (gathers, advanced indexing) reachable
-    from *roots*, loops included: a 0-d bool array that is true when an index
-    was out of range, and the message of the :class:`IndexError` to raise.
-    Returns the roots rewritten so that loops also report their checks, and
-    the checks. Checks read the same index arrays as the program."""
-    inserter = _IndexCheckInserter()
+def insert_kernel_checks(roots: dict[Any, Array]
+                         ) -> tuple[dict[Any, Array], list[KernelCheck]]:
+    """The :class:`KernelCheck` of every data-dependent read (gathers,
+    advanced indexing) and of every signed integer power whose exponent may
+    be negative, reachable from *roots*, loops included. Returns the roots
+    rewritten so that loops also report their checks, and the checks.
+    Checks read the same arrays as the program."""
+    inserter = _CheckInserter()
     new_roots = {k: inserter(r) for k, r in roots.items()}
     return new_roots, inserter.checks
 
 
-def lower_for_codegen(roots: dict[Any, Array]) -> dict[Any, Array]:
+@dataclass(frozen=True)
+class CallChecks:
+    """What a compiled program checks at each call, collected at compile
+    time: conditions on the size parameters (before anything is allocated),
+    the outputs of each :class:`KernelCheck` (after the kernel ran), and the
+    derived size parameters that :func:`lower_for_codegen` introduced."""
+
+    sizes: SizeChecks = dataclasses.field(default_factory=SizeChecks)
+    #: ``(failed output, value output or None, check)`` by kernel argument
+    kernel: tuple[tuple[str, str | None, KernelCheck], ...] = ()
+    #: derived size parameter -> ``(extent, block)``, see :func:`derived_sizes`
+    derived: Mapping[str, tuple[Any, int]] = dataclasses.field(
+        default_factory=dict)
+
+    def raise_failed(self, results: Mapping[str, Any], env: Mapping[str, int]
+                     ) -> None:
+        """Raise the error of the first check whose outputs in *results*
+        (kernel argument -> numpy or device array) report a failure; *env*
+        has the (canonical) size parameter values."""
+        for failed_arg, value_arg, check in self.kernel:
+            failed = int(_scalar(results[failed_arg]))
+            if failed == PASSED:
+                continue
+            value = _scalar(results[value_arg]) if value_arg is not None else None
+            raise check.error(check.format(failed, value, env))
+
+
+def _scalar(value: Any) -> Any:
+    """The single element of a one-element numpy or device array."""
+    if hasattr(value, "get"):
+        value = value.get()
+    return np.asarray(value).reshape(-1)[0]
+
+# }}}
+
+
+def lower_for_codegen(roots: dict[Any, Array]
+                      ) -> tuple[dict[Any, Array], dict[str, tuple[Any, int]]]:
     """Every root with maps batched away, high-level nodes lowered to
-    IndexLambdas (scans and their bodies included) and scalar reductions
-    split for parallelism."""
+    IndexLambdas (scans and their bodies included) and reductions split
+    (see :class:`_SplitReductions`). Also returns the derived size
+    parameters that blocked sums over symbolic lengths introduced: name ->
+    ``(extent, block)``, for the value ``ceil(extent / block)``."""
     batcher = MapBatcher()
     lowerer = IndexLambdaLowerer()
-    splitter = _ReductionSplitter()
-    return {k: splitter(lowerer(batcher(lowerer(v)))) for k, v in roots.items()}
+    derived: dict[str, tuple[Any, int]] = {}
+    splitter = _ReductionSplitter(derived)
+    lowered = {k: splitter(lowerer(batcher(lowerer(v)))) for k, v in roots.items()}
+    return lowered, derived
 
+
+def derived_sizes(derived: Mapping[str, tuple[Any, int]], env: Mapping[str, int]
+                  ) -> dict[str, int]:
+    """Values of the derived size parameters of :func:`lower_for_codegen`
+    for the size parameter values *env* (in order: one may use another)."""
+    values: dict[str, int] = {}
+    if not derived:
+        return values
+    scope = dict(env)
+    for name, (extent, block) in derived.items():
+        n = sh.evaluate_component(extent, scope)
+        values[name] = scope[name] = max(0, -(-n // block))
+    return values
+
+
+# {{{ splitting reductions
 
 #: a reduction to a scalar over more elements than this is split in chunks
 REDUCTION_CHUNK = 8192
+
+#: float sums are accumulated in blocks of this many elements, and the
+#: blocks' sums again in blocks (the accuracy of a pairwise sum, as in
+#: numpy, with each block summed by a work item's accumulator lanes)
+SUM_BLOCK = 128
+
+def _blocked_sum_min(dtype: np.dtype) -> int:
+    """Float sums over data of *dtype* are blocked from this length on:
+    single precision needs short chains of additions for numpy's accuracy;
+    double precision keeps one loop nest (with accumulator lanes) up to a
+    longer length, where the rounding error stays far below what single
+    precision can hold and an extra kernel would only cost time."""
+    real_size = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+    return 2 * SUM_BLOCK if real_size <= 4 else 2 * REDUCTION_CHUNK
+
+
+#: the last level of a blocked float sum over more elements than this (a
+#: concrete number) sums runs of about its square root, then their sums
+NESTED_SUM_MIN = 16
+
+#: a float sum over a symbolic length is blocked this many times (the last
+#: level sums ``ceil(n / SUM_BLOCK**SYMBOLIC_SUM_LEVELS)`` partial sums)
+SYMBOLIC_SUM_LEVELS = 3
 
 
 def neutral_element(op: str, dtype: np.dtype) -> Any:
@@ -166,22 +493,46 @@ def neutral_element(op: str, dtype: np.dtype) -> Any:
     return dtype.type(info.min if op == "max" else info.max)
 
 
-class _SplitScalarReductions(ExprIdentityMapper):
-    """Rewrites each outermost reduction of a 0-d body into a reduction of a
-    stored partial result computed in parallel: over the first of several
-    axes, or over chunks of one long axis."""
+class _SplitReductions(ExprIdentityMapper):
+    """Rewrites each outermost reduction of a body into a reduction of a
+    stored partial result, computed in parallel:
 
-    def __init__(self, node: IndexLambda) -> None:
+    * float sums (with *blocked*): a sum over several axes sums a partial
+      result that has the first of them as its last axis; a long sum (see
+      :func:`_blocked_sum_min`; or over a symbolic number of elements) sums
+      partial sums of blocks of :data:`SUM_BLOCK` consecutive elements, and
+      so on recursively, which bounds the rounding error as a pairwise sum
+      does; a short sum in a 0-d body (one work item) sums runs;
+    * other reductions of a 0-d body: over the first of several axes, or
+      over chunks of one long concrete axis.
+
+    *split* is applied to each partial result (which may need splitting
+    itself).
+    """
+
+    def __init__(self, node: IndexLambda, blocked: bool,
+                 derived: dict[str, tuple[Any, int]],
+                 split: Callable[[IndexLambda], IndexLambda]) -> None:
         self.node = node
+        self.blocked = blocked
+        self.derived = derived
+        self.split = split
         self.bindings = dict(node.bindings)
 
     def map_reduce(self, expr: Reduce) -> Any:
+        dtype = expr_dtype(expr.inner, self.node.bindings) or self.node.dtype
+        if expr.op in ("any", "all"):
+            dtype = np.dtype(np.bool_)
+        if self.blocked and expr.op == "sum" and dtype.kind in "fc":
+            blocked = self._blocked_sum(expr, dtype, 0)
+            if blocked is not expr:
+                return blocked
+        if self.node.shape != ():
+            return expr
         (name, lo, hi), rest = expr.bounds[0], expr.bounds[1:]
-        dtype = self.node.dtype if expr.op not in ("any", "all") else _BOOL
         if rest:
             inner = substitute(expr.inner, {name: index_var(0)})
-            partial = IndexLambda(Reduce(expr.op, inner, rest), (hi,), dtype,
-                                  self.node.bindings)
+            partial = self._partial(Reduce(expr.op, inner, rest), (hi,), dtype)
         elif isinstance(hi, int) and hi > 2 * REDUCTION_CHUNK:
             k = REDUCTION_CHUNK
             chunks = -(-hi // k)
@@ -189,26 +540,155 @@ class _SplitScalarReductions(ExprIdentityMapper):
             inner = prim.If(prim.Comparison(position, "<", hi),
                             substitute(expr.inner, {name: position}),
                             neutral_element(expr.op, dtype))
-            partial = IndexLambda(Reduce(expr.op, inner, ((name, 0, k),)),
-                                  (chunks,), dtype, self.node.bindings)
+            partial = self._partial(Reduce(expr.op, inner, ((name, 0, k),)),
+                                    (chunks,), dtype)
             hi = chunks
         else:
             return expr
-        part = f"_ft_part{len(self.bindings)}"
-        self.bindings[part] = partial
-        return Reduce(expr.op, prim.Subscript(prim.Variable(part),
+        return Reduce(expr.op, prim.Subscript(prim.Variable(partial),
                                               (prim.Variable(name),)),
                       ((name, lo, hi),))
 
+    def _partial(self, expr: Any, shape: tuple, dtype: np.dtype,
+                 split: bool = True) -> str:
+        """Bind a partial result of *shape* computing *expr* (which reads
+        the node's bindings and earlier partials), with its own reductions
+        split if *split*; returns its name."""
+        names = get_variable_names(expr)
+        bindings = {k: v for k, v in self.bindings.items() if k in names}
+        part = f"_ft_part{len(self.bindings)}"
+        partial = _lambda(expr, shape, dtype, bindings)
+        self.bindings[part] = self.split(partial) if split else partial
+        return part
+
+    def _blocked_sum(self, expr: Reduce, dtype: np.dtype, level: int) -> Any:
+        """*expr*, a float sum, as a sum of partial sums (*expr* itself
+        where it is short)."""
+        d = self.node.ndim
+        outer_index = tuple(index_var(i) for i in range(d))
+        (name, lo, hi), rest = expr.bounds[0], expr.bounds[1:]
+        k = SUM_BLOCK
+        shortest = 2 * k if level else _blocked_sum_min(dtype)
+        if lo != 0:
+            return expr
+        if rest:
+            lengths = [b for _, _, b in expr.bounds]
+            if all(isinstance(b, int) for b in lengths) and (
+                    int(np.prod(lengths)) <= shortest):
+                return expr
+            # the first axis becomes the last axis of a partial result
+            inner = substitute(expr.inner, {name: index_var(d)})
+            part = self._partial(Reduce("sum", inner, rest),
+                                 self.node.shape + (hi,), dtype)
+            return self._blocked_sum(Reduce("sum", prim.Subscript(
+                prim.Variable(part), outer_index + (prim.Variable(name),)),
+                ((name, 0, hi),)), dtype, level)
+        if isinstance(hi, int):
+            if hi <= shortest:
+                # (a sum over data in a node with axes keeps its loop nest,
+                # whose accumulator lanes shorten the chain of additions)
+                return (self._nested_sum(expr, dtype) if level or not d
+                        else expr)
+            blocks: Any = -(-hi // k)
+        else:
+            if level >= SYMBOLIC_SUM_LEVELS:
+                return expr
+            blocks = _derived_size(self.derived, hi, k)
+        shape = self.node.shape + (blocks,)
+        if d and all(isinstance(c, int) for c in shape):
+            # one flat axis: a 2-D partial would be taken for a matrix product
+            flat = index_var(0)
+            unravel = _unravel(flat, shape, typed=False)
+            outer = {f"_{i}": unravel[i] for i in range(d)}
+            block, shape = unravel[-1], (int(np.prod(shape)),)
+            read_at: tuple = (prim.Sum((prim.Product((
+                _flat_position(list(outer_index), self.node.shape, typed=False),
+                blocks)), prim.Variable(name))),)
+        else:
+            outer, block = {}, index_var(d)
+            read_at = outer_index + (prim.Variable(name),)
+        position = prim.Sum((prim.Product((block, k)), prim.Variable(name)))
+        inner = substitute(expr.inner, {**outer, name: position})
+        if not (isinstance(hi, int) and hi % k == 0):
+            inner = prim.If(prim.Comparison(position, "<", hi), inner,
+                            dtype.type(0))
+        part = self._partial(Reduce("sum", inner, ((name, 0, k),)), shape, dtype,
+                             split=False)
+        return self._blocked_sum(Reduce("sum", prim.Subscript(
+            prim.Variable(part), read_at), ((name, 0, blocks),)), dtype, level + 1)
+
+    def _nested_sum(self, expr: Reduce, dtype: np.dtype) -> Any:
+        """*expr*, a float sum over one concrete axis of more than
+        :data:`NESTED_SUM_MIN` elements, as a sum of sums of consecutive
+        runs (about the square root of the length each): its one work item
+        adds two short chains instead of one long one."""
+        (name, _, hi), = expr.bounds
+        if hi <= NESTED_SUM_MIN:
+            return expr
+        run = int(np.ceil(np.sqrt(hi)))
+        runs = -(-hi // run)
+        outer_name = _fresh_reduction_name(expr)
+        position = prim.Sum((prim.Product((prim.Variable(outer_name), run)),
+                             prim.Variable(name)))
+        inner = substitute(expr.inner, {name: position})
+        if hi % run:
+            inner = prim.If(prim.Comparison(position, "<", hi), inner,
+                            dtype.type(0))
+        return Reduce("sum", Reduce("sum", inner, ((name, 0, run),)),
+                      ((outer_name, 0, runs),))
+
+
+def _fresh_reduction_name(expr: Any) -> str:
+    """A reduction variable name ``_r<k>`` that *expr* does not use."""
+    used = get_variable_names(expr) | {
+        name for e in iter_subexpressions(expr) if isinstance(e, Reduce)
+        for name, _, _ in e.bounds}
+    k = 0
+    while f"_r{k}" in used:
+        k += 1
+    return f"_r{k}"
+
+
+def _derived_size(derived: dict[str, tuple[Any, int]], extent: Any,
+                  block: int) -> prim.Variable:
+    """The derived size parameter ``ceil(extent / block)``."""
+    for name, value in derived.items():
+        if value == (extent, block):
+            return prim.Variable(name)
+    name = f"_ft_blocks{len(derived)}"
+    derived[name] = (extent, block)
+    return prim.Variable(name)
+
 
 class _ReductionSplitter(CopyMapper):
+    """Applies :class:`_SplitReductions` to every IndexLambda with a
+    reduction. Float sums are blocked outside loop bodies only (a scan's
+    body keeps its loop nests; maps are batched away before)."""
+
+    def __init__(self, derived: dict[str, tuple[Any, int]]) -> None:
+        super().__init__()
+        self.derived = derived
+        self.in_body = False
+
+    def _reset_for_body(self) -> None:
+        super()._reset_for_body()
+        self.in_body = True
+
     def map_index_lambda(self, expr: IndexLambda) -> Node:
-        new = self.map_node(expr)
-        if new.shape != () or not has_reduce(new.expr):
-            return new
-        splitter = _SplitScalarReductions(new)
-        body = splitter(new.expr)
-        if body is new.expr:
-            return new
-        return IndexLambda(body, (), new.dtype, splitter.bindings, tags=new.tags,
-                           axes=new.axes)
+        return self.split(self.map_node(expr))
+
+    def split(self, node: IndexLambda) -> IndexLambda:
+        """*node* with its reductions split."""
+        if not has_reduce(node.expr) or (self.in_body and node.shape != ()):
+            return node
+        splitter = _SplitReductions(node, not self.in_body, self.derived,
+                                    self.split)
+        body = splitter(node.expr)
+        if body is node.expr:
+            return node
+        names = get_variable_names(body)
+        bindings = {k: v for k, v in splitter.bindings.items() if k in names}
+        return IndexLambda(body, node.shape, node.dtype, bindings, tags=node.tags,
+                           axes=node.axes)
+
+# }}}

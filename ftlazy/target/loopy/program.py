@@ -21,6 +21,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools as cltools
+import pymbolic
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
@@ -28,7 +29,7 @@ from ftlazy.array import Array, DictOfNamedArrays, IndexLambda
 from ftlazy.fractal import LoopResult
 from ftlazy.node import Node
 from ftlazy.scalar_expr import index_var
-from ftlazy.target.binding import bind_inputs
+from ftlazy.target.binding import bind_inputs, collect_size_checks
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
 from ftlazy.target.loopy.kernel import ArgSpec, build_kernel
 from ftlazy.target.loopy.device import (
@@ -36,7 +37,8 @@ from ftlazy.target.loopy.device import (
 from ftlazy.target.loopy.plan import KernelPlan
 from ftlazy.target.loopy.profile import (
     CodegenOptions, DeviceProfile, as_options, device_profile)
-from ftlazy.target.loopy.lowering import insert_index_checks, lower_for_codegen
+from ftlazy.target.loopy.lowering import (
+    CallChecks, derived_sizes, insert_kernel_checks, lower_for_codegen)
 
 silence_compiler_output()
 
@@ -68,8 +70,8 @@ class CompiledArtifact:
     outputs: list[ArgSpec]
     #: canonical output name -> kernel output argument name
     output_args: dict[Any, str]
-    #: kernel output argument name -> message for an index check that failed
-    checks: dict[str, str]
+    #: what each call checks (size parameters, the kernel's check outputs)
+    checks: CallChecks
     timings: StageTimings
     #: packed argument -> (canonical input name, offset, size) of its members
     packs: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
@@ -176,28 +178,34 @@ def _identity_copy(a: Array) -> IndexLambda:
     return IndexLambda(expr, a.shape, a.dtype, {"_in0": a})
 
 
-def _kernel_outputs(canon: CanonicalDAG) -> tuple[dict[str, Array], dict, dict]:
-    """Lowered outputs by kernel argument name, plus index checks."""
-    roots, checks = insert_index_checks(dict(canon.outputs))
-    for i, (check, _) in enumerate(checks):
-        roots[("_ft_check", i)] = check
-    lowered = lower_for_codegen(roots)
+def _kernel_outputs(canon: CanonicalDAG
+                    ) -> tuple[dict[str, Array], dict[Any, str], CallChecks]:
+    """Lowered outputs by kernel argument name, the kernel argument of each
+    canonical output, and what each call checks."""
+    sizes = collect_size_checks(canon.outputs.values())
+    roots, checks = insert_kernel_checks(dict(canon.outputs))
+    for i, check in enumerate(checks):
+        roots[("_ft_check", i)] = check.failed
+        if check.value is not None:
+            roots[("_ft_check_value", i)] = check.value
+    lowered, derived = lower_for_codegen(roots)
     kernel_outputs: dict[str, Array] = {}
     output_args: dict[Any, str] = {}
     by_node: dict[Array, str] = {}
     for key, a in lowered.items():
-        if a in by_node:
-            output_args[key] = by_node[a]
-            continue
         if not isinstance(a, (IndexLambda, LoopResult)):
             a = _identity_copy(a)
-        arg = f"_ft_out{len(kernel_outputs)}"
-        kernel_outputs[arg] = a
-        by_node[lowered[key]] = arg
+        # (deduplicated after the copy: the copy of a 0-d input is the same
+        # interned node as an output that reads it, e.g. a sum over no axes)
+        arg = by_node.get(a)
+        if arg is None:
+            arg = by_node[a] = f"_ft_out{len(kernel_outputs)}"
+            kernel_outputs[arg] = a
         output_args[key] = arg
-    check_messages = {output_args[("_ft_check", i)]: msg
-                      for i, (_, msg) in enumerate(checks)}
-    return kernel_outputs, output_args, check_messages
+    kernel_checks = tuple(
+        (output_args[("_ft_check", i)], output_args.get(("_ft_check_value", i)),
+         check) for i, check in enumerate(checks))
+    return kernel_outputs, output_args, CallChecks(sizes, kernel_checks, derived)
 
 
 def _pack(parts: list[Any], queue: cl.CommandQueue) -> Any:
@@ -299,10 +307,20 @@ class BoundProgram:
 
     def kernel_arguments(self, queue: cl.CommandQueue, inputs: dict[str, Any]
                          ) -> tuple[dict[str, Any], dict[str, int]]:
-        """Validate user *inputs*; return the kernel arguments and the values
-        of the (canonically named) size parameters."""
+        """Validate user *inputs* and the sizes they imply (no negative
+        shape, no max/min reduction over nothing, no buffer larger than the
+        device allocates); return the kernel arguments and the values of the
+        (canonically named) size parameters."""
         canon = self.canon
+        checks = self.artifact.checks
         env, arrays = bind_inputs(canon.user_inputs, inputs, canon.size_names)
+        canon_env = {canon.size_names[k]: v for k, v in env.items()
+                     if k in canon.size_names}
+        if checks.sizes.shapes or checks.sizes.extrema:
+            checks.sizes.check(canon_env, {v: k for k, v in
+                                           canon.size_names.items()})
+        canon_env.update(derived_sizes(checks.derived, canon_env))
+        _check_allocations(self, queue.device, canon_env, arrays)
         args: dict[str, Any] = {}
         packed = self.artifact.packed_inputs
         for user_name, value in arrays.items():
@@ -316,14 +334,14 @@ class BoundProgram:
         for pack, members in self.artifact.packs.items():
             args[pack] = _pack([args.pop(name) for name, _, _ in members], queue)
         kernel_args = {a.name for a in self.artifact.t_unit.default_entrypoint.args}
-        for user_name, canon_name in canon.size_names.items():
-            if canon_name in kernel_args:
-                args[canon_name] = np.int64(env[user_name])
-        canon_env = {canon.size_names[k]: v for k, v in env.items()
-                     if k in canon.size_names}
+        for name, value in canon_env.items():
+            if name in kernel_args:
+                args[name] = np.int64(value)
         return args, canon_env
 
-    def __call__(self, queue: cl.CommandQueue, **inputs: Any) -> tuple[Any, Any]:
+    def __call__(self, queue: cl.CommandQueue, /, **inputs: Any
+                 ) -> tuple[Any, Any]:
+        # (positional-only: inputs may be named "queue" or "self")
         art = self.artifact
         args, canon_env = self.kernel_arguments(queue, inputs)
         out_host = not any(isinstance(v, cla.Array) for v in args.values())
@@ -335,10 +353,10 @@ class BoundProgram:
             ex = art.executor(queue.context)
             evt, results = ex(queue, allocator=self._allocator(queue),
                               out_host=out_host, **args)
-        self._check(results)
+        self._check(results, canon_env)
         outputs = {}
         for key, arg in art.output_args.items():
-            if isinstance(key, tuple) and key[:1] == ("_ft_check",):
+            if _is_check_key(key):
                 continue
             outputs[key] = self._from_kernel_form(results[arg], arg)
         if list(outputs) == [None]:
@@ -364,12 +382,79 @@ class BoundProgram:
             value = value.reshape(())
         return value
 
-    def _check(self, results: dict) -> None:
-        for arg, message in self.artifact.checks.items():
-            value = results[arg]
-            flag = value.get() if isinstance(value, cla.Array) else value
-            if np.asarray(flag).reshape(-1)[0]:
-                raise IndexError(message)
+    def _check(self, results: dict, env: dict[str, int]) -> None:
+        """Raise the error of a run-time check that the kernel reports as
+        failed (an index out of range, a negative integer exponent)."""
+        if self.artifact.checks.kernel:
+            self.artifact.checks.raise_failed(results, env)
+
+
+def _is_check_key(key: Any) -> bool:
+    """Whether *key* of :attr:`CompiledArtifact.output_args` names a
+    run-time check's output rather than a user's."""
+    return (isinstance(key, tuple) and len(key) == 2
+            and key[0] in ("_ft_check", "_ft_check_value"))
+
+
+#: device -> its max_mem_alloc_size
+_MAX_ALLOC: dict[cl.Device, int] = {}
+
+#: id(artifact) -> (artifact, its allocations: (what, shape, item size))
+_ALLOCATIONS: dict[int, tuple[CompiledArtifact, list[tuple[str, tuple, int]]]] = {}
+
+
+def _allocations(program: BoundProgram) -> list[tuple[str, tuple, int]]:
+    """The device buffers that a call of *program* allocates (outputs and
+    global temporaries) as ``(what, shape, item size)``, shapes in
+    canonical size names (computed once per artifact)."""
+    art = program.artifact
+    cached = _ALLOCATIONS.get(id(art))
+    if cached is not None and cached[0] is art:
+        return cached[1]
+    what: dict[str, str] = {}
+    for key, arg in art.output_args.items():
+        what.setdefault(arg, "a run-time check's output" if _is_check_key(key)
+                        else "the output" if key is None else f"output {key!r}")
+    result = [(what.get(o.name, o.name), tuple(o.shape),
+               np.dtype(o.dtype).itemsize) for o in art.outputs]
+    for tv in art.t_unit.default_entrypoint.temporary_variables.values():
+        if tv.address_space == lp.AddressSpace.GLOBAL and tv.shape:
+            result.append((f"intermediate array {tv.name!r}", tuple(tv.shape),
+                           tv.dtype.numpy_dtype.itemsize))
+    if len(_ALLOCATIONS) >= _CACHE_LIMIT:
+        _ALLOCATIONS.pop(next(iter(_ALLOCATIONS)))
+    _ALLOCATIONS[id(art)] = (art, result)
+    return result
+
+
+def _extent(c: Any, env: dict[str, int]) -> int:
+    """The value of a buffer's extent (an int or an expression of size
+    parameters) for *env*."""
+    if isinstance(c, (int, np.integer)):
+        return int(c)
+    return int(pymbolic.evaluate(c, env))
+
+
+def _check_allocations(program: BoundProgram, device: cl.Device,
+                       env: dict[str, int], arrays: dict[str, Any]) -> None:
+    """Raise :class:`MemoryError` before anything is allocated when an
+    input, output or intermediate array of a call of *program* needs a
+    larger buffer than *device* allocates (``max_mem_alloc_size``)."""
+    limit = _MAX_ALLOC.get(device)
+    if limit is None:
+        limit = _MAX_ALLOC[device] = int(device.max_mem_alloc_size)
+    found = [(f"input {name!r}", tuple(a.shape), a.dtype.itemsize)
+             for name, a in arrays.items()
+             if isinstance(a, np.ndarray) and a.nbytes > limit]
+    for what, shape, itemsize in found + _allocations(program):
+        values = tuple(_extent(c, env) for c in shape)
+        nbytes = int(np.prod(values, dtype=object)) * itemsize
+        if nbytes > limit:
+            raise MemoryError(
+                f"{what} of shape {values} needs {nbytes} bytes, more than the "
+                f"{limit} bytes that the OpenCL device "
+                f"{device.name.strip()!r} allocates in one buffer "
+                "(max_mem_alloc_size)")
 
 
 def _profile(queue: cl.CommandQueue, options: Any) -> DeviceProfile:
@@ -428,7 +513,8 @@ class CompiledFunction:
         """The plan the kernel was emitted from (see :class:`BoundProgram`)."""
         return self.program.plan
 
-    def __call__(self, **inputs: Any) -> Any:
+    def __call__(self, /, **inputs: Any) -> Any:
+        # (positional-only: inputs may be named "self")
         _, outputs = self.program(self.queue, **inputs)
         if self.single:
             (out,) = outputs

@@ -1,0 +1,464 @@
+# SPDX-License-Identifier: MIT
+"""Compiled programs against :func:`ft.evaluate_numpy` and numpy where the
+compiled path used to differ: aliased 0-d outputs, run-time errors that
+numpy raises (negative integer powers, max/min of nothing, negative shapes,
+indices out of range, arrays too large for the device), the accuracy of
+float sums, and inputs whose names are parameter names of ``__call__``."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+import ftlazy as ft
+from ftlazy.tags import Named
+from ftlazy.target.loopy.device import default_queue
+
+N = ft.make_size_param("n")
+M = ft.make_size_param("m")
+
+
+def _numpy_error(result: Any, **inputs: Any) -> BaseException:
+    """The exception :func:`ft.evaluate_numpy` raises for *inputs*."""
+    with pytest.raises(Exception) as info:
+        ft.evaluate_numpy(result, **inputs)
+    return info.value
+
+
+def _assert_same(compiled: Any, expected: Any) -> None:
+    expected = np.asarray(expected)
+    compiled = np.asarray(compiled)
+    assert compiled.shape == expected.shape and compiled.dtype == expected.dtype
+    np.testing.assert_array_equal(compiled, expected)
+
+
+# {{{ 1. 0-d outputs that alias each other
+
+S = ft.make_placeholder("s", (), np.float64)
+ZERO_D = {"sum": ft.sum(S), "max": ft.max(S), "min": ft.min(S), "prod": ft.prod(S),
+          "index": S[()], "itself": S, "twice": S * 2}
+
+
+@pytest.mark.parametrize("keys", [
+    keys for r in (2, 3) for keys in itertools.permutations(
+        ["sum", "index", "max", "itself"], r)] + [("min", "prod", "twice", "index")],
+    ids="-".join)
+def test_zero_d_outputs_in_any_order(keys: tuple[str, ...]) -> None:
+    """Outputs that lower to the same node (the sum of a 0-d array is the
+    array) share one kernel output, whatever their order."""
+    result = ft.make_dict_of_named_arrays({k: ZERO_D[k] for k in keys})
+    f = ft.compile(result)
+    for value in (3.5, -2.25):
+        out = f(s=np.float64(value))
+        expected = ft.evaluate_numpy(result, s=np.float64(value))
+        assert set(out) == set(keys)
+        for k in keys:
+            _assert_same(out[k], expected[k])
+
+
+def test_zero_d_outputs_on_device_arrays() -> None:
+    queue = default_queue()
+    result = ft.make_dict_of_named_arrays({"b": ft.sum(S), "c": S[()]})
+    _, out = ft.generate_loopy(result)(queue, s=cla.to_device(
+        queue, np.array(1.25)))
+    assert out["b"].get() == 1.25 and out["c"].get() == 1.25
+
+# }}}
+
+
+# {{{ 2. integer powers with negative exponents
+
+XI = ft.make_placeholder("xi", (3,), np.int64)
+YI = ft.make_placeholder("yi", (3,), np.int64)
+NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8])
+def test_negative_integer_power_raises(dtype: type) -> None:
+    x = ft.make_placeholder("x", (3,), dtype)
+    y = ft.make_placeholder("y", (3,), dtype)
+    f = ft.compile(x ** y)
+    base = np.array([1, 2, 3], dtype)
+    good = np.array([0, 1, 2], dtype)
+    _assert_same(f(x=base, y=good), base ** good)
+    bad = np.array([0, -1, 2], dtype)
+    numpy_error = _numpy_error(x ** y, x=base, y=bad)
+    assert isinstance(numpy_error, ValueError)
+    with pytest.raises(ValueError, match=re.escape(str(numpy_error))):
+        f(x=base, y=bad)
+    # the program stays usable
+    _assert_same(f(x=base, y=good), base ** good)
+
+
+def test_negative_power_in_an_unused_branch_raises() -> None:
+    """numpy computes both branches of ``where``: so does the check."""
+    result = ft.where(YI >= 0, XI ** YI, 0)
+    inputs = {"xi": np.array([1, 2, 3]), "yi": np.array([1, -1, 2])}
+    assert isinstance(_numpy_error(result, **inputs), ValueError)
+    with pytest.raises(ValueError, match=re.escape(NEGATIVE_POWER)):
+        ft.compile(result)(**inputs)
+
+
+def test_negative_power_in_a_reduction_and_symbolic_shape() -> None:
+    x = ft.make_placeholder("x", (N, M), np.int64)
+    y = ft.make_placeholder("y", (M,), np.int64)
+    result = ft.sum(x ** y, axis=1)
+    f = ft.compile(result)
+    xv = np.arange(6).reshape(2, 3)
+    _assert_same(f(x=xv, y=np.array([2, 0, 1])),
+                 ft.evaluate_numpy(result, x=xv, y=np.array([2, 0, 1])))
+    with pytest.raises(ValueError, match=re.escape(NEGATIVE_POWER)):
+        f(x=xv, y=np.array([2, 0, -3]))
+    # nothing to compute: nothing raises, as in numpy
+    _assert_same(f(x=np.zeros((0, 3), np.int64), y=np.array([-1, -1, -1])),
+                 np.zeros(0, np.int64))
+
+
+def test_negative_power_in_loop_bodies() -> None:
+    mapped = ft.map(lambda row: row ** YI, ft.make_placeholder("rows", (N, 3),
+                                                                np.int64))
+    f = ft.compile(mapped)
+    rows = np.arange(6).reshape(2, 3) + 1
+    _assert_same(f(rows=rows, yi=np.array([1, 2, 0])), rows ** [1, 2, 0])
+    with pytest.raises(ValueError, match=re.escape(NEGATIVE_POWER)):
+        f(rows=rows, yi=np.array([1, -2, 0]))
+
+    xs = ft.make_placeholder("xs", (N,), np.int64)
+    folded = ft.fold(lambda c, e: c + 2 ** e, xs, ft.zeros((), np.int64))
+    g = ft.compile(folded)
+    assert g(xs=np.array([0, 3, 1])) == 11
+    with pytest.raises(ValueError, match=re.escape(NEGATIVE_POWER)):
+        g(xs=np.array([0, 3, -1]))
+
+
+@pytest.mark.parametrize("exponent", ["unsigned", "constant"])
+def test_no_power_check_where_the_exponent_is_non_negative(exponent: str) -> None:
+    if exponent == "unsigned":
+        result = ft.make_placeholder("u", (3,), np.uint32) ** ft.make_placeholder(
+            "v", (3,), np.uint32)
+        inputs = {"u": np.array([1, 2, 3], np.uint32),
+                  "v": np.array([3, 2, 1], np.uint32)}
+    else:
+        result = XI ** 3
+        inputs = {"xi": np.array([1, -2, 3])}
+    prg = ft.generate_loopy(result)
+    assert not prg.artifact.checks.kernel
+    _, (out,) = prg(default_queue(), **inputs)
+    _assert_same(out, ft.evaluate_numpy(result, **inputs))
+
+# }}}
+
+
+# {{{ 3. max and min over nothing
+
+@pytest.mark.parametrize(("fn", "name"), [(ft.amax, "maximum"), (ft.max, "maximum"),
+                                          (ft.amin, "minimum"), (ft.min, "minimum")])
+def test_max_min_of_symbolic_empty_axis_raise(fn: Any, name: str) -> None:
+    x = ft.make_placeholder("x", (N,), np.float64)
+    f = ft.compile(fn(x))
+    assert f(x=np.array([3.0, -1.0])) == (3.0 if name == "maximum" else -1.0)
+    message = str(_numpy_error(fn(x), x=np.zeros(0)))
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
+        f(x=np.zeros(0))
+    assert "the reduced axis has length n, which is 0" in str(info.value)
+    assert f"reduction operation {name}" in str(info.value)
+
+
+def test_max_over_an_axis_of_a_2d_array() -> None:
+    x = ft.make_placeholder("x", (M, N), np.int32)
+    f = ft.compile(ft.max(x, axis=1))
+    _assert_same(f(x=np.arange(6, dtype=np.int32).reshape(2, 3)),
+                 np.array([2, 5], np.int32))
+    with pytest.raises(ValueError, match="reduction operation maximum which has "
+                                         "no identity: the reduced axis has "
+                                         "length n, which is 0"):
+        f(x=np.zeros((2, 0), np.int32))
+    with pytest.raises(ValueError, match="maximum"):
+        f(x=np.zeros((0, 0), np.int32))  # numpy raises here too
+    _assert_same(f(x=np.zeros((0, 3), np.int32)), np.zeros(0, np.int32))
+
+
+def test_max_in_a_map_body_only_raises_when_the_body_runs() -> None:
+    x = ft.make_placeholder("x", (M, N), np.float64)
+    result = ft.map(lambda row: ft.max(row) + 1, x)
+    f = ft.compile(result)
+    with pytest.raises(ValueError, match="maximum"):
+        f(x=np.zeros((2, 0)))
+    for shape in ((0, 0), (0, 2), (2, 3)):
+        value = np.arange(float(np.prod(shape))).reshape(shape)
+        _assert_same(f(x=value), ft.evaluate_numpy(result, x=value))
+
+
+def test_max_extent_that_is_never_zero_needs_no_check() -> None:
+    x = ft.make_placeholder("x", (N + 1,), np.float64)
+    prg = ft.generate_loopy(ft.max(x))
+    assert not prg.artifact.checks.sizes.extrema
+    _, (out,) = prg(default_queue(), x=np.array([2.0]))
+    assert out == 2.0
+
+# }}}
+
+
+# {{{ 4. shapes made negative by the size parameters
+
+def test_negative_slice_length_gives_evaluate_numpys_error() -> None:
+    x = ft.make_placeholder("x", (N,), np.float64)
+    result = x[2:] * 2
+    f = ft.compile(result)
+    _assert_same(f(x=np.arange(4.0)), [4.0, 6.0])
+    _assert_same(f(x=np.arange(2.0)), np.zeros(0))
+    message = str(_numpy_error(result, x=np.zeros(1)))
+    assert "negative" in message
+    with pytest.raises(ValueError, match=re.escape(message)):
+        f(x=np.zeros(1))
+
+
+def test_negative_shape_in_a_loop_body() -> None:
+    x = ft.make_placeholder("x", (M, N), np.float64)
+    result = ft.map(lambda row: ft.sum(row[3:]), x)
+    f = ft.compile(result)
+    value = np.arange(8.0).reshape(2, 4)
+    _assert_same(f(x=value), ft.evaluate_numpy(result, x=value))
+    with pytest.raises(ValueError, match=r"the shape \(n \+ -3,\) of .* is \(-1,\)"):
+        f(x=np.zeros((2, 2)))
+    # a map of no steps runs no body, as in numpy
+    _assert_same(f(x=np.zeros((0, 2))), ft.evaluate_numpy(result,
+                                                          x=np.zeros((0, 2))))
+
+
+def test_shape_checks_are_collected_once() -> None:
+    x = ft.make_placeholder("x", (N,), np.float64)
+    prg = ft.generate_loopy(x[2:] + x[:-2] + 1)
+    shapes = prg.artifact.checks.sizes.shapes
+    assert len(shapes) == 1  # one distinct shape, n - 2
+    assert not ft.generate_loopy(x * 2).artifact.checks.sizes.shapes
+
+# }}}
+
+
+# {{{ 5. arrays larger than the device allocates
+
+def _limit() -> int:
+    return default_queue().device.max_mem_alloc_size
+
+
+def test_output_too_large_raises_memory_error() -> None:
+    n = 2**40
+    f = ft.compile(ft.zeros((N,)) + 1)
+    with pytest.raises(MemoryError, match=re.escape(
+            f"the output of shape ({n},) needs {8 * n} bytes, more than the "
+            f"{_limit()} bytes")) as info:
+        f(n=n)
+    assert "max_mem_alloc_size" in str(info.value)
+    _assert_same(f(n=3), np.ones(3))
+
+
+def test_named_output_and_intermediate_too_large() -> None:
+    big = ft.make_dict_of_named_arrays({"small": ft.zeros((2,)) + 1,
+                                        "huge": ft.ones((N, 3), np.int32) * 2})
+    with pytest.raises(MemoryError, match=r"output 'huge' of shape \(\d+, 3\) "
+                                          r"needs \d+ bytes"):
+        ft.compile(big)(n=_limit())
+    stored = (ft.ones((N,)) * 2).tagged(Named("twice"))
+    result = ft.sum(stored) + ft.max(stored)
+    f = ft.compile(result)
+    with pytest.raises(MemoryError, match=r"intermediate array 'twice' of shape "
+                                          rf"\({2**40},\) needs {2**43} bytes"):
+        f(n=2**40)
+    assert f(n=4) == 10.0
+
+
+def test_blocked_sum_partials_count_too() -> None:
+    """The partial sums of a long float sum are intermediate arrays."""
+    f = ft.compile(ft.sum(ft.ones((N,), np.float32)))
+    with pytest.raises(MemoryError, match="intermediate array"):
+        f(n=2**42 * 129)
+    assert f(n=1000) == 1000.0
+
+# }}}
+
+
+# {{{ 6. indices out of range name the index and its position
+
+EMB = ft.make_placeholder("emb", (5, 2), np.float64)
+EMB_VALUE = np.arange(10.0).reshape(5, 2)
+
+
+def test_gather_names_the_first_bad_index() -> None:
+    ids = ft.make_placeholder("ids", (2, 3), np.int64)
+    result = ft.gather(EMB, ids)
+    f = ft.compile(result)
+    bad = np.array([[0, 1, 2], [9, -6, 7]])
+    numpy_message = str(_numpy_error(result, emb=EMB_VALUE, ids=bad))
+    assert numpy_message == "gather index 9 is out of range for axis 0 with size 5"
+    with pytest.raises(IndexError, match=re.escape(
+            numpy_message + " (at position (1, 0) of the index array)")):
+        f(emb=EMB_VALUE, ids=bad)
+    with pytest.raises(IndexError, match=re.escape(
+            "gather index -6 is out of range for axis 0 with size 5 (at position "
+            "(0, 2)")):
+        f(emb=EMB_VALUE, ids=np.array([[0, 1, -6], [4, -5, 0]]))
+    good = np.array([[0, 1, 2], [4, -5, 0]])
+    _assert_same(f(emb=EMB_VALUE, ids=good), EMB_VALUE[good])
+
+
+def test_advanced_index_names_value_and_position_with_symbolic_shapes() -> None:
+    a = ft.make_placeholder("a", (N,), np.float32)
+    idx = ft.make_placeholder("idx", (M, 2), np.int32)
+    f = ft.compile(a[idx + 1])
+    value = np.arange(4, dtype=np.float32)
+    with pytest.raises(IndexError, match=re.escape(
+            "index 4 is out of range for axis 0 with size 4 (at position (2, 1) "
+            "of the index array)")):
+        f(a=value, idx=np.array([[0, 1], [2, -5], [1, 3]], np.int32))
+    with pytest.raises(IndexError, match=re.escape("index -5 is out of range")):
+        f(a=value, idx=np.array([[0, 1], [2, -6], [1, 2]], np.int32))
+    ok = np.array([[0, 1], [-5, 2]], np.int32)
+    _assert_same(f(a=value, idx=ok), value[ok + 1])
+
+
+def test_unsigned_indices_beyond_int64() -> None:
+    idx = ft.make_placeholder("idx", (2,), np.uint64)
+    f = ft.compile(ft.gather(EMB, idx))
+    with pytest.raises(IndexError, match=f"gather index {2**64 - 1} is out of range"):
+        f(emb=EMB_VALUE, idx=np.array([0, 2**64 - 1], np.uint64))
+    with pytest.raises(IndexError, match="gather index 5 is out of range"):
+        f(emb=EMB_VALUE, idx=np.array([5, 0], np.uint64))
+
+
+def test_index_errors_in_loops_name_value_and_step() -> None:
+    ids = ft.make_placeholder("ids", (N, 2), np.int64)
+    mapped = ft.map(lambda row: ft.sum(ft.gather(EMB, row), axis=0), ids)
+    f = ft.compile(mapped)
+    with pytest.raises(IndexError, match=re.escape(
+            "gather index 8 is out of range for axis 0 with size 5 (in step 2 of "
+            "a map)")):
+        f(emb=EMB_VALUE, ids=np.array([[0, 1], [2, 3], [1, 8], [9, 0]]))
+    good = np.array([[0, 1], [2, -1]])
+    _assert_same(f(emb=EMB_VALUE, ids=good), EMB_VALUE[good].sum(axis=1))
+
+    for keep_all in (True, False):
+        loop = ft.scan if keep_all else ft.fold
+        result = loop(lambda c, i: c + ft.gather(EMB, i[None])[0], ids[:, 0],
+                      ft.zeros((2,)))
+        g = ft.compile(result)
+        with pytest.raises(IndexError, match=re.escape(
+                "gather index 7 is out of range for axis 0 with size 5 (in a "
+                "step of a scan)")):
+            g(emb=EMB_VALUE, ids=np.array([[1, 0], [7, 0], [-9, 0]]))
+        _assert_same(g(emb=EMB_VALUE, ids=good),
+                     ft.evaluate_numpy(result, emb=EMB_VALUE, ids=good))
+
+# }}}
+
+
+# {{{ 7. the accuracy of float sums
+
+def _float32_sum_error(result: ft.Array, value: np.ndarray) -> float:
+    exact = value.astype(np.float64).sum(axis=-1)
+    return float(np.max(np.abs(ft.compile(result)(x=value) - exact)))
+
+
+@pytest.mark.parametrize("symbolic", [False, True], ids=["concrete", "symbolic"])
+def test_float32_sum_is_as_accurate_as_numpys(symbolic: bool) -> None:
+    """A sum of 10**6 float32 values of 0.1: numpy's pairwise sum is off by
+    0.0063; a sequential sum by about 1, chunks of 8192 by 0.87."""
+    value = np.full(10**6, 0.1, np.float32)
+    x = ft.make_placeholder("x", (N,) if symbolic else value.shape, np.float32)
+    numpy_error = abs(float(value.sum()) - float(value.astype(np.float64).sum()))
+    assert _float32_sum_error(ft.sum(x), value) <= 4 * numpy_error
+    rows = np.full((4, 10**6), 0.1, np.float32)
+    rows[1] *= 3
+    xr = ft.make_placeholder("x", (4, N) if symbolic else rows.shape, np.float32)
+    assert _float32_sum_error(ft.sum(xr, axis=1), rows) <= 12 * numpy_error
+
+
+def test_float32_sum_of_random_values() -> None:
+    value = np.random.default_rng(3).random(3 * 10**5 + 17, dtype=np.float32)
+    x = ft.make_placeholder("x", (N,), np.float32)
+    numpy_error = abs(float(value.sum()) - value.astype(np.float64).sum())
+    assert _float32_sum_error(ft.sum(x), value) <= max(4 * numpy_error, 0.01)
+
+
+@pytest.mark.parametrize("length", [0, 1, 127, 128, 129, 256, 257, 1000,
+                                    128**2 + 3, 3 * 128**3 + 5])
+def test_blocked_sums_of_any_length(length: int) -> None:
+    """Exact sums (small integers in float64) of every blocking case:
+    concrete and symbolic lengths, rows, several axes and means."""
+    rng = np.random.default_rng(length)
+    value = rng.integers(-8, 9, length).astype(np.float64)
+    x = ft.make_placeholder("x", (length,), np.float64)
+    xs = ft.make_placeholder("xs", (N,), np.float64)
+    r = ft.make_placeholder("r", (3, N), np.float64)
+    results = {"concrete": ft.sum(x), "symbolic": ft.sum(xs),
+               "rows": ft.sum(r, axis=1), "all": ft.sum(r),
+               "cols": ft.sum(r, axis=0), "scaled": ft.sum(xs * 2 + 1)}
+    if length:
+        results["mean"] = ft.mean(xs)
+    rows = np.stack([value, -value, value * 3])
+    inputs = {"x": value, "xs": value, "r": rows}
+    compiled = ft.compile(ft.make_dict_of_named_arrays(results))(**inputs)
+    expected = ft.evaluate_numpy(ft.make_dict_of_named_arrays(results), **inputs)
+    for key in results:
+        _assert_same(compiled[key], expected[key])
+
+
+def test_sum_over_several_axes_and_complex() -> None:
+    x = ft.make_placeholder("x", (3, N, 200), np.complex128)
+    value = (np.arange(3 * 700 * 200).reshape(3, 700, 200) % 7
+             + 1j * (np.arange(3 * 700 * 200).reshape(3, 700, 200) % 5))
+    result = ft.make_dict_of_named_arrays({
+        "axes12": ft.sum(x, axis=(1, 2)), "all": ft.sum(x),
+        "axes01": ft.sum(x, axis=(0, 1))})
+    compiled = ft.compile(result)(x=value)
+    np.testing.assert_array_equal(compiled["axes12"], value.sum(axis=(1, 2)))
+    np.testing.assert_array_equal(compiled["all"], value.sum())
+    np.testing.assert_array_equal(compiled["axes01"], value.sum(axis=(0, 1)))
+
+
+def _global_temporaries(result: Any) -> list[str]:
+    import loopy as lp
+    knl = ft.generate_loopy(result).program.default_entrypoint
+    return [name for name, tv in knl.temporary_variables.items()
+            if tv.address_space == lp.AddressSpace.GLOBAL]
+
+
+def test_integer_and_short_sums_are_not_blocked() -> None:
+    """Integer sums are exact in any order; float64 rows up to 16384 long
+    keep their one loop nest (its accumulator lanes keep the error far
+    below float32's), as do short float32 rows; longer float32 rows sum
+    partial sums of blocks."""
+    x = ft.make_placeholder("x", (N,), np.int64)
+    y = ft.make_placeholder("y", (5, 256), np.float32)
+    z = ft.make_placeholder("z", (8, 4096), np.float64)
+    assert not _global_temporaries(ft.make_dict_of_named_arrays(
+        {"ints": ft.sum(x), "short_rows": ft.sum(y, axis=1),
+         "double_rows": ft.sum(z, axis=1)}))
+    assert _global_temporaries(ft.sum(z.astype(np.float32), axis=1))
+    assert _global_temporaries(ft.sum(ft.make_placeholder("w", (8, 4096 * 5),
+                                                          np.float64), axis=1))
+
+
+# }}}
+
+
+# {{{ 8. inputs named like the parameters of __call__
+
+def test_inputs_named_self_queue_result() -> None:
+    names = ("self", "queue", "result")
+    arrays = [ft.make_placeholder(name, (2,), np.float64) for name in names]
+    total = arrays[0] + 2 * arrays[1] + 3 * arrays[2]
+    inputs = {name: np.array([1.0, 2.0]) * (k + 1) for k, name in enumerate(names)}
+    expected = inputs["self"] + 2 * inputs["queue"] + 3 * inputs["result"]
+    _assert_same(ft.compile(total)(**inputs), expected)
+    _, (out,) = ft.generate_loopy(total)(default_queue(), **inputs)
+    _assert_same(out, expected)
+    with pytest.raises(TypeError):
+        ft.compile(total)(default_queue(), **inputs)
+
+# }}}
