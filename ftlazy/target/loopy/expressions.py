@@ -189,16 +189,20 @@ class Translator(ExprIdentityMapper):
     :arg read: ``read(node, index_tuple) -> loopy expression`` for a binding
     :arg fresh_iname: ``fresh_iname(upper_bound) -> name`` creates a
         reduction iname with a domain ``0 <= name < upper_bound``
-    :arg dtype_of: ``dtype_of(expr) -> dtype or None`` for operand typing
+    :arg declare_size: ``declare_size(name)`` is called for each size
+        parameter the body uses by name (a kernel value argument even where
+        no loop bound mentions it), if given
     """
 
     def __init__(self, index_map: dict[str, Any], bindings: Any,
                  read: Callable[[Any, tuple], Any],
-                 fresh_iname: Callable[[Any], str]) -> None:
+                 fresh_iname: Callable[[Any], str],
+                 declare_size: Callable[[str], None] | None = None) -> None:
         self.index_map = index_map
         self.bindings = bindings
         self.read = read
         self.fresh_iname = fresh_iname
+        self.declare_size = declare_size
         self.in_index = False
 
     def map_constant(self, expr: Any) -> Any:
@@ -216,7 +220,10 @@ class Translator(ExprIdentityMapper):
             return self.index_map[name]
         if name in self.bindings:
             return self.read(self.bindings[name], ())
-        return expr  # a size parameter (a kernel value argument)
+        # a size parameter (a kernel value argument)
+        if self.declare_size is not None:
+            self.declare_size(name)
+        return expr
 
     def map_subscript(self, expr: prim.Subscript) -> Any:
         outer, self.in_index = self.in_index, True
