@@ -405,8 +405,9 @@ _ALLOCATIONS: dict[int, tuple[CompiledArtifact, list[tuple[str, tuple, int]]]] =
 
 def _allocations(program: BoundProgram) -> list[tuple[str, tuple, int]]:
     """The device buffers that a call of *program* allocates (outputs and
-    global temporaries) as ``(what, shape, item size)``, shapes in
-    canonical size names (computed once per artifact)."""
+    global temporaries) as ``(what, extents, item size)``, extents (see
+    :func:`_extents`) in canonical size names, computed once per
+    artifact."""
     art = program.artifact
     cached = _ALLOCATIONS.get(id(art))
     if cached is not None and cached[0] is art:
@@ -415,11 +416,11 @@ def _allocations(program: BoundProgram) -> list[tuple[str, tuple, int]]:
     for key, arg in art.output_args.items():
         what.setdefault(arg, "a run-time check's output" if _is_check_key(key)
                         else "the output" if key is None else f"output {key!r}")
-    result = [(what.get(o.name, o.name), tuple(o.shape),
+    result = [(what.get(o.name, o.name), _extents(o.shape),
                np.dtype(o.dtype).itemsize) for o in art.outputs]
     for tv in art.t_unit.default_entrypoint.temporary_variables.values():
         if tv.address_space == lp.AddressSpace.GLOBAL and tv.shape:
-            result.append((f"intermediate array {tv.name!r}", tuple(tv.shape),
+            result.append((f"intermediate array {tv.name!r}", _extents(tv.shape),
                            tv.dtype.numpy_dtype.itemsize))
     if len(_ALLOCATIONS) >= _CACHE_LIMIT:
         _ALLOCATIONS.pop(next(iter(_ALLOCATIONS)))
@@ -427,11 +428,27 @@ def _allocations(program: BoundProgram) -> list[tuple[str, tuple, int]]:
     return result
 
 
+def _extents(shape: Any) -> tuple[Any, ...]:
+    """A buffer's extents in a form quick to evaluate: ints, affine forms
+    of size parameters, or (products of them) pymbolic expressions."""
+    result: list[Any] = []
+    for c in shape:
+        if isinstance(c, (int, np.integer)):
+            result.append(int(c))
+            continue
+        try:
+            result.append(sh.to_affine(c))
+        except (sh.NonAffineError, TypeError):
+            result.append(c)
+    return tuple(result)
+
+
 def _extent(c: Any, env: dict[str, int]) -> int:
-    """The value of a buffer's extent (an int or an expression of size
-    parameters) for *env*."""
-    if isinstance(c, (int, np.integer)):
-        return int(c)
+    """The value of an extent of :func:`_extents` for *env*."""
+    if isinstance(c, int):
+        return c
+    if isinstance(c, sh.AffineForm):
+        return c.const + sum(v * env[k] for k, v in c.coeffs.items())
     return int(pymbolic.evaluate(c, env))
 
 
@@ -443,12 +460,14 @@ def _check_allocations(program: BoundProgram, device: cl.Device,
     limit = _MAX_ALLOC.get(device)
     if limit is None:
         limit = _MAX_ALLOC[device] = int(device.max_mem_alloc_size)
-    found = [(f"input {name!r}", tuple(a.shape), a.dtype.itemsize)
+    found = [(f"input {name!r}", _extents(a.shape), a.dtype.itemsize)
              for name, a in arrays.items()
              if isinstance(a, np.ndarray) and a.nbytes > limit]
     for what, shape, itemsize in found + _allocations(program):
         values = tuple(_extent(c, env) for c in shape)
-        nbytes = int(np.prod(values, dtype=object)) * itemsize
+        nbytes = itemsize
+        for v in values:
+            nbytes *= v
         if nbytes > limit:
             raise MemoryError(
                 f"{what} of shape {values} needs {nbytes} bytes, more than the "
