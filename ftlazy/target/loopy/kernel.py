@@ -141,7 +141,8 @@ class KernelBuilder:
         :meth:`_read` in *ctx*."""
         translator = Translator(index_map, node.bindings,
                                 lambda b, idx: self._read(b, idx, ctx),
-                                self.parts.fresh_reduction_iname)
+                                self.parts.fresh_reduction_iname,
+                                self.parts.params.add)
         return translator(expr)
 
     def _load_once(self, node: Array, ref: Any, ctx: StoreContext) -> Any:
@@ -477,7 +478,11 @@ class KernelBuilder:
                     inputs.append(ArgSpec(n.name, n.shape, n.dtype))
             elif isinstance(n, SizeParam):
                 self.parts.params.add(n.name)
-        out_names = {a: name for name, a in reversed(list(self.outputs.items()))}
+        out_names: dict[Array, str] = {}
+        for name, a in self.outputs.items():
+            if out_names.setdefault(a, name) != name:
+                raise AssertionError(f"outputs {out_names[a]} and {name} are one "
+                                     f"node {a!r}: the second would not be written")
         outputs = [ArgSpec(name, a.shape, a.dtype) for name, a in self.outputs.items()]
         for n in self.order:
             if isinstance(n, Scan):

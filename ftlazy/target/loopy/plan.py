@@ -27,7 +27,8 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder
 from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
-from ftlazy.scalar_expr import Reduce, index_var, iter_subexpressions
+from ftlazy.scalar_expr import (
+    Reduce, get_variable_names, index_var, iter_subexpressions)
 from ftlazy.target.loopy.expressions import C_FUNCTIONS
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.storage import (
@@ -194,7 +195,21 @@ def blockable_contraction(node: IndexLambda, profile: DeviceProfile
     rows, cols = profile.matmul_block
     if ni % rows or nj % cols or kext < 16 or ni * nj < 4096:
         return None
+    if not _reuses_operands(expr):
+        return None
     return expr, rows, cols
+
+
+def _reuses_operands(reduction: Reduce) -> bool:
+    """Whether some array read of *reduction*'s summand ignores the row
+    index and some the column index (``a[i, k] * b[k, j]``): only then does
+    a register block reuse the elements it loads."""
+    reads = [e for e in iter_subexpressions(reduction.inner)
+             if isinstance(e, prim.Subscript)]
+    names = [set().union(*(get_variable_names(i) for i in r.index_tuple))
+             for r in reads]
+    return (any("_0" not in n for n in names)
+            and any("_1" not in n for n in names))
 
 
 def splittable_reduction(node: IndexLambda, profile: DeviceProfile) -> Any:
