@@ -192,6 +192,19 @@ def _field_values(e: prim.ExpressionNode) -> list:
     return [getattr(e, n) for n in names]
 
 
+def expression_children(e) -> list:
+    """The direct sub-expressions of *e* (none for a leaf)."""
+    if not isinstance(e, prim.ExpressionNode):
+        return []
+    result: list = []
+    for value in _field_values(e):
+        if isinstance(value, tuple):
+            result.extend(c for c in value if isinstance(c, prim.ExpressionNode))
+        elif isinstance(value, prim.ExpressionNode):
+            result.append(value)
+    return result
+
+
 def iter_subexpressions(expr):
     """*expr* and every expression node below it (an iterative walk, so
     deep bodies do not hit the recursion limit)."""

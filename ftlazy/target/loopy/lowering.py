@@ -20,8 +20,9 @@ from ftlazy.array import AdvancedIndex, Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.node import Node
 from ftlazy.scalar_expr import (
-    ExprIdentityMapper, Reduce, TypeCast, get_variable_names, index_var,
-    is_index_name, iter_subexpressions, reduction_var, substitute)
+    ExprIdentityMapper, Reduce, TypeCast, expression_children,
+    get_variable_names, index_var, is_index_name, iter_subexpressions,
+    reduction_var, substitute)
 from ftlazy.target.binding import SizeChecks
 from ftlazy.target.loopy.expressions import expr_dtype
 from ftlazy.target.loopy.storage import has_reduce
@@ -188,20 +189,6 @@ def _may_be_negative(exponent: Any, bindings: Mapping[str, Array]) -> bool:
     return True
 
 
-def _children(e: Any) -> list[Any]:
-    """The direct sub-expressions of *e* (none for a leaf)."""
-    if not isinstance(e, prim.ExpressionNode):
-        return []
-    result: list[Any] = []
-    for f in dataclasses.fields(e):
-        value = getattr(e, f.name)
-        if isinstance(value, tuple):
-            result.extend(c for c in value if isinstance(c, prim.ExpressionNode))
-        elif isinstance(value, prim.ExpressionNode):
-            result.append(value)
-    return result
-
-
 def _power_check(node: IndexLambda) -> KernelCheck | None:
     """A check that no signed integer power in *node*'s body has a negative
     exponent, at any element (numpy raises :class:`ValueError` whether or
@@ -219,7 +206,7 @@ def _power_check(node: IndexLambda) -> KernelCheck | None:
                     and _may_be_negative(e.exponent, node.bindings)):
                 found.append((prim.Comparison(e.exponent, "<", dtype.type(0)),
                               bounds))
-        stack.extend((c, bounds) for c in _children(e))
+        stack.extend((c, bounds) for c in expression_children(e))
     if not found or any(d == 0 for d in node.shape):
         return None
     # the output indices become reduction indices of the (0-d) check

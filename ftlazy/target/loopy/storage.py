@@ -14,7 +14,6 @@ which are computed inside their readers.
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -27,7 +26,8 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda
 from ftlazy.node import Node, iter_children, topological_order
 from ftlazy.scalar_expr import (
-    ExprIdentityMapper, Reduce, index_var, iter_subexpressions)
+    ExprIdentityMapper, Reduce, expression_children, index_var,
+    iter_subexpressions)
 from ftlazy.tags import ImplInlined, ImplStored, Named, PrefixNamed
 
 #: an inlined chain deeper than this is cut into private statements
@@ -40,18 +40,6 @@ RECOMPUTE_COST_LIMIT = 12
 
 
 # {{{ analysis of the lowered DAG
-
-def _expr_children(e: Any) -> list[Any]:
-    """The sub-expressions of a pymbolic node."""
-    result = []
-    for f in dataclasses.fields(e):
-        value = getattr(e, f.name)
-        if isinstance(value, tuple):
-            result.extend(c for c in value if isinstance(c, prim.ExpressionNode))
-        elif isinstance(value, prim.ExpressionNode):
-            result.append(value)
-    return result
-
 
 @lru_cache(maxsize=2**16)
 def _expr_cost(expr: Any) -> int:
@@ -94,7 +82,7 @@ def identity_read_bindings(node: IndexLambda) -> frozenset[str]:
             stack.append((e.inner, True))
             continue
         if isinstance(e, prim.ExpressionNode):
-            stack.extend((c, in_reduce) for c in _expr_children(e))
+            stack.extend((c, in_reduce) for c in expression_children(e))
     return frozenset(good - bad)
 
 
