@@ -137,3 +137,33 @@ def test_synthetic_profile_with_options() -> None:
     assert profile.with_options(CodegenOptions(vectorize=False)).vector_width(
         "float32") == 1
     assert DeviceProfile().vector_width("float64", ["exp"]) == 1
+
+
+def test_tuning_measures_once_and_caches(monkeypatch, tmp_path) -> None:
+    """The matmul block is timed on the device the first time, written to
+    disk, and read back afterwards without measuring; FTLAZY_TUNE=0 keeps
+    the profile's default."""
+    from ftlazy.target.loopy import tuning
+    monkeypatch.setenv("FTLAZY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tuning, "MATMUL_BLOCK_CANDIDATES", ((4, 4), (8, 8)))
+    monkeypatch.setattr(tuning, "TUNING_MATMUL_SIZE", 64)
+    queue = default_queue()
+    base = synthetic_profile("cpu", 1)
+    measured = []
+    real_time = tuning._time_matmul_block
+
+    def timed(queue, profile, block):
+        measured.append(block)
+        return real_time(queue, profile, block)
+    monkeypatch.setattr(tuning, "_time_matmul_block", timed)
+    tuned = tuning.tuned_profile(queue, base)
+    assert sorted(measured) == [(4, 4), (8, 8)]
+    assert tuned.matmul_block in ((4, 4), (8, 8))
+    assert len(list(tmp_path.glob("probe/tuning-*.json"))) == 1
+
+    def refuse(*args):
+        raise AssertionError("measured again instead of reading the cache")
+    monkeypatch.setattr(tuning, "_time_matmul_block", refuse)
+    assert tuning.tuned_profile(queue, base).matmul_block == tuned.matmul_block
+    monkeypatch.setenv("FTLAZY_TUNE", "0")
+    assert tuning.tuned_profile(queue, base) is base
