@@ -65,9 +65,14 @@ _SIMD_UNSAFE = (prim.Comparison, prim.If, prim.LogicalAnd, prim.LogicalOr,
 def simd_safe(expr: Any) -> bool:
     """Whether a body means the same on vectors: OpenCL vector comparisons
     give -1 for true and vector conditionals select by sign bit, so bodies
-    with comparisons, conditionals, min/max or integer casts stay scalar."""
+    with comparisons, conditionals, min/max, integer casts or general powers
+    stay scalar."""
     for e in iter_subexpressions(expr):
         if isinstance(e, _SIMD_UNSAFE):
+            return False
+        # loopy turns x**2 into x*x, any other power into a call of a scalar
+        # helper function that takes no vectors
+        if isinstance(e, prim.Power) and e.exponent not in (2, 2.0):
             return False
         if isinstance(e, TypeCast) and e.dtype.kind != "f":
             return False
