@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -248,10 +249,18 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
         return profile
     kind = "gpu" if device.type & cl.device_type.GPU else "cpu"
     widths: tuple = ()
+    result = None
     description = f"{device.platform.name} | {device.name} | {device.driver_version}"
     if kind == "cpu" and os.environ.get("FTLAZY_PROBE", "1") != "0":
         from ftlazy.target.loopy.probe import probe_device
-        result = probe_device(device)
+        try:
+            result = probe_device(device)
+        except Exception as err:  # noqa: BLE001 (no probe: scalar code)
+            warnings.warn(f"ftlazy could not probe {description} ({err}); "
+                          "generating scalar code only", RuntimeWarning,
+                          stacklevel=2)
+            result = None
+    if result is not None:
         widths = tuple(sorted(
             ((dtype, builtin), max(passing, default=1))
             for dtype, by_builtin in result.passing_widths.items()
