@@ -29,5 +29,6 @@ from ftlazy.visualization import get_dot_graph, show_dot_graph  # noqa: E402,F40
 from ftlazy.target.loopy import compile, generate_loopy  # noqa: E402,F401,A001
 from ftlazy.target.loopy.profile import (  # noqa: E402,F401
     CodegenOptions, DeviceProfile)
+from ftlazy.jagged import JaggedArray  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -1,0 +1,382 @@
+# SPDX-License-Identifier: MIT
+"""The run-time container of jagged nested data (FractalTensors).
+
+A :class:`JaggedArray` of depth ``d`` is a batch of ``n`` FractalTensors of
+depth ``d``: each is a list of FractalTensors of depth ``d - 1``, and one of
+depth 1 is a sequence of ``L`` tensors of the static ``elem_shape``. Memory is
+packed and unpadded (CSR of CSR): one values array ``(nnz, *elem_shape)`` and
+one offsets array per level, outermost first. The offsets of level ``k``
+index the entries of level ``k + 1``; the innermost ones index rows of the
+values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["JaggedArray"]
+
+
+def _to_numpy(x: Any) -> np.ndarray:
+    """*x* as a numpy array; device arrays (pyopencl) are copied with
+    ``.get()``."""
+    if not isinstance(x, np.ndarray) and hasattr(x, "get"):
+        x = x.get()
+    return np.asarray(x)
+
+
+def _fmt_path(path: tuple[int, ...]) -> str:
+    if not path:
+        return "the outer list"
+    return "element " + "".join(f"[{i}]" for i in path)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+class JaggedArray:
+    """A batch of jagged nested sequences (FractalTensors) in packed form.
+
+    ``JaggedArray(values, offsets_1, ..., offsets_d)`` takes the values
+    ``(nnz, *elem_shape)`` and the ``d >= 1`` offsets arrays, outermost first
+    (numpy arrays, or device arrays with a ``.get()`` method). The outermost
+    offsets have ``n + 1`` entries for a batch of ``n``; the offsets of level
+    ``k`` end at the number of entries of level ``k + 1`` (for the innermost,
+    the number of rows of *values*). The arrays are copied (offsets as
+    int64, values C-contiguous) and stored read-only: a JaggedArray is
+    immutable.
+    """
+
+    __slots__ = ("_offsets", "_values")
+
+    def __init__(self, values: Any, *offsets: Any) -> None:
+        if not offsets:
+            raise ValueError(
+                "JaggedArray needs at least one offsets array (depth >= 1), "
+                "got only the values")
+        vals = _to_numpy(values)
+        if vals.ndim < 1:
+            raise ValueError(
+                "values must have at least one dimension (the entries), got "
+                f"a 0-d array of dtype {vals.dtype}")
+        if vals.dtype == object:
+            raise TypeError("values must have a numeric dtype, got object")
+        offs = tuple(_to_numpy(o) for o in offsets)
+        depth = len(offs)
+        for k, o in enumerate(offs):
+            name = f"offsets of level {k}"
+            if o.ndim != 1:
+                raise ValueError(f"{name} must be 1-D, got shape {o.shape}")
+            if o.dtype.kind not in "iu":
+                raise TypeError(
+                    f"{name} must have an integer dtype, got {o.dtype}")
+            if len(o) == 0:
+                raise ValueError(f"{name} must not be empty (they start with 0)")
+            if o[0] != 0:
+                raise ValueError(f"{name} must start at 0, got {o[0]}")
+            dec = np.flatnonzero(o[1:] < o[:-1])
+            if len(dec):
+                i = int(dec[0]) + 1
+                raise ValueError(
+                    f"{name} must not decrease, but they do at position {i} "
+                    f"({o[i - 1]} -> {o[i]})")
+            if k + 1 < depth:
+                n_next = len(offs[k + 1]) - 1
+                what = f"level {k + 1} has {n_next} entries"
+            else:
+                n_next = len(vals)
+                what = f"values has {n_next} rows"
+            if int(o[-1]) != n_next:
+                raise ValueError(f"{name} end at {int(o[-1])}, but {what}")
+        self._values = _read_only(np.array(vals, order="C", copy=True))
+        self._offsets = tuple(
+            _read_only(np.array(o, dtype=np.int64, copy=True)) for o in offs)
+
+    # {{{ attributes
+
+    @property
+    def values(self) -> np.ndarray:
+        """The packed values ``(nnz, *elem_shape)`` (read-only)."""
+        return self._values
+
+    @property
+    def offsets(self) -> tuple[np.ndarray, ...]:
+        """The int64 offsets arrays, outermost first (read-only)."""
+        return self._offsets
+
+    @property
+    def depth(self) -> int:
+        """The number of offsets levels (``>= 1``)."""
+        return len(self._offsets)
+
+    @property
+    def elem_shape(self) -> tuple[int, ...]:
+        """The static shape of one innermost element."""
+        return tuple(self._values.shape[1:])
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype of the values."""
+        return self._values.dtype
+
+    @property
+    def nnz(self) -> int:
+        """The number of innermost elements (rows of :attr:`values`)."""
+        return len(self._values)
+
+    def __len__(self) -> int:
+        """The batch size ``n`` (the outer length)."""
+        return len(self._offsets[0]) - 1
+
+    def lengths(self, level: int = 0) -> np.ndarray:
+        """The int64 lengths of the entries of *level*
+        (``np.diff(offsets[level])``)."""
+        if not isinstance(level, (int, np.integer)) or isinstance(level, bool):
+            raise TypeError(f"level must be an int, got {type(level).__name__}")
+        if not 0 <= level < self.depth:
+            raise ValueError(
+                f"level {level} is out of range for a JaggedArray of depth "
+                f"{self.depth} (levels 0 to {self.depth - 1})")
+        return np.diff(self._offsets[level]).astype(np.int64)
+
+    def __repr__(self) -> str:
+        return (f"JaggedArray(depth={self.depth}, len={len(self)}, "
+                f"elem_shape={self.elem_shape}, dtype={self.dtype}, "
+                f"nnz={self.nnz})")
+
+    # }}}
+
+    def tolist(self) -> list[Any]:
+        """Nested Python lists, ``depth`` levels deep, whose innermost items
+        are numpy arrays ``(L, *elem_shape)`` (fresh, writable copies)."""
+        offs, vals, d = self._offsets, self._values, self.depth
+
+        def build(k: int, lo: int, hi: int) -> list[Any]:
+            o = offs[k]
+            if k == d - 1:
+                return [vals[o[i]:o[i + 1]].copy() for i in range(lo, hi)]
+            return [build(k + 1, int(o[i]), int(o[i + 1])) for i in range(lo, hi)]
+
+        return build(0, 0, len(self))
+
+    def equals(self, other: Any) -> bool:
+        """Whether *other* is a JaggedArray with the same depth, offsets,
+        elem shape, dtype and values (NaNs compare equal)."""
+        if not isinstance(other, JaggedArray):
+            return False
+        if (self.depth != other.depth or self.dtype != other.dtype
+                or self._values.shape != other._values.shape):
+            return False
+        if not all(np.array_equal(a, b)
+                   for a, b in zip(self._offsets, other._offsets)):
+            return False
+        equal_nan = self.dtype.kind in "fc"
+        return bool(np.array_equal(self._values, other._values,
+                                   equal_nan=equal_nan))
+
+    # {{{ from_list
+
+    @classmethod
+    def from_list(cls, nested: Sequence[Any], elem_shape: Any = None,
+                  dtype: Any = None, depth: int | None = None) -> JaggedArray:
+        """Build a JaggedArray from nested lists, ``depth`` levels of lists
+        above the innermost sequences (the form :meth:`tolist` returns).
+
+        An innermost sequence is a numpy array ``(L, *elem_shape)`` or a list
+        of elements (numpy arrays of ``elem_shape`` or scalars). Without
+        *depth*, a numpy array inside a list is an innermost sequence unless
+        it is 0-d or has ``len(elem_shape)`` dimensions; with *depth*, the
+        items of the innermost sequences are elements (nested Python lists
+        there are converted with :func:`numpy.asarray` when *elem_shape* is
+        given too). Empty lists are
+        valid at every level; if no sequence determines *elem_shape* or
+        *dtype*, they must be given. With *dtype*, every element is cast to
+        it; without, all elements must share one dtype.
+        """
+        es = None if elem_shape is None else _normalize_elem_shape(elem_shape)
+        dt = None if dtype is None else np.dtype(dtype)
+        if depth is not None:
+            if (not isinstance(depth, (int, np.integer))
+                    or isinstance(depth, bool) or depth < 1):
+                raise ValueError(f"depth must be an int >= 1, got {depth!r}")
+            depth = int(depth)
+        if not isinstance(nested, (list, tuple)):
+            raise TypeError(
+                "from_list expects a (nested) list, got "
+                f"{type(nested).__name__}")
+
+        def is_element(x: Any, level: int) -> bool:
+            if isinstance(x, (list, tuple)):
+                # with both depth and elem_shape, lists at the element level
+                # are elements; otherwise a list is a level of nesting
+                return (depth is not None and es is not None
+                        and level == depth + 1)
+            if depth is not None and level == depth + 1:
+                return True
+            if isinstance(x, np.ndarray) or hasattr(x, "get"):
+                nd = np.ndim(x)
+                return nd == 0 or (es is not None and nd == len(es))
+            return True
+
+        # height: -1 element, 0 innermost sequence, h list of height h-1
+        # items; returns (height, exact) where an inexact height is a minimum
+        # (lists of only empty lists)
+        def height(x: Any, path: tuple[int, ...]) -> tuple[int, bool]:
+            level = len(path)
+            if is_element(x, level):
+                return -1, True
+            if not isinstance(x, (list, tuple)):
+                return 0, True  # a numpy (or device) array sequence
+            if len(x) == 0:
+                return 0, False
+            exact: tuple[int, tuple[int, ...]] | None = None
+            lo = -1  # the largest minimum height of an inexact item
+            lo_path: tuple[int, ...] = ()
+            for i, item in enumerate(x):
+                p = path + (i,)
+                h, ex = height(item, p)
+                if ex:
+                    if exact is None:
+                        exact = (h, p)
+                    elif exact[0] != h:
+                        raise ValueError(
+                            "inconsistent nesting depth: "
+                            f"{_fmt_path(p)} is {_describe(h)} but "
+                            f"{_fmt_path(exact[1])} is {_describe(exact[0])}")
+                elif h > lo:
+                    lo, lo_path = h, p
+            if exact is not None:
+                if lo > exact[0]:
+                    raise ValueError(
+                        "inconsistent nesting depth: "
+                        f"{_fmt_path(lo_path)} is a list nested at least {lo} "
+                        "levels above the innermost sequences but "
+                        f"{_fmt_path(exact[1])} is "
+                        f"{_describe(exact[0])}")
+                return exact[0] + 1, True
+            return max(lo, 0) + 1, False
+
+        h, exact = height(nested, ())
+        if depth is None:
+            if h < 1:
+                if exact:
+                    raise ValueError(
+                        "from_list expects a list of sequences (depth >= 1), "
+                        "got a single sequence of elements; wrap it in a list")
+                h = 1
+            depth = h
+        elif (exact and h != depth) or (not exact and h > depth):
+            at_least = "" if exact else "at least "
+            raise ValueError(
+                f"the nested list has nesting depth {at_least}{h}, "
+                f"but depth={depth} was given")
+
+        # collect offsets and leaves
+        offs: list[list[int]] = [[0] for _ in range(depth)]
+        leaves: list[tuple[tuple[int, ...], Any, bool]] = []
+
+        def walk(x: Any, path: tuple[int, ...]) -> None:
+            k = len(path)
+            if k == depth:
+                leaves.append((path, x, isinstance(x, (list, tuple))))
+                return
+            if k > 0:
+                offs[k - 1].append(offs[k - 1][-1] + len(x))
+            for i, item in enumerate(x):
+                walk(item, path + (i,))
+
+        walk(nested, ())
+        # innermost offsets and values
+        rows: list[np.ndarray] = []
+        first: dict[str, tuple[Any, tuple[int, ...]]] = {}
+        if es is not None:
+            first["shape"] = (es, ())
+        if dt is not None:
+            first["dtype"] = (dt, ())
+
+        def check(shape: tuple[int, ...], dtype_: np.dtype,
+                  path: tuple[int, ...]) -> None:
+            if "shape" not in first:
+                first["shape"] = (shape, path)
+            elif first["shape"][0] != shape:
+                s0, p0 = first["shape"]
+                where = ("elem_shape" if p0 == () and es is not None
+                         else _fmt_path(p0))
+                raise ValueError(
+                    f"{_fmt_path(path)} has elem shape {shape}, but "
+                    f"{where} has {s0}")
+            if dt is None:
+                if "dtype" not in first:
+                    first["dtype"] = (dtype_, path)
+                elif first["dtype"][0] != dtype_:
+                    d0, p0 = first["dtype"]
+                    raise TypeError(
+                        f"{_fmt_path(path)} has dtype {dtype_}, but "
+                        f"{_fmt_path(p0)} has dtype {d0}")
+
+        inner = offs[depth - 1]
+        for path, x, seq in leaves:
+            if seq:
+                elems = []
+                for j, e in enumerate(x):
+                    a = _to_numpy(e)
+                    if a.dtype == object:
+                        raise TypeError(
+                            f"{_fmt_path(path + (j,))} is not numeric "
+                            f"({type(e).__name__})")
+                    check(a.shape, a.dtype, path + (j,))
+                    elems.append(a)
+                if elems:
+                    rows.append(np.stack(elems))
+                inner.append(inner[-1] + len(elems))
+            else:
+                a = _to_numpy(x)
+                if a.dtype == object:
+                    raise TypeError(f"{_fmt_path(path)} is not numeric")
+                check(tuple(a.shape[1:]), a.dtype, path)
+                rows.append(a)
+                inner.append(inner[-1] + len(a))
+        missing = [n for n in ("shape", "dtype") if n not in first]
+        if missing:
+            raise ValueError(
+                "cannot determine the "
+                + " and ".join("elem_shape" if n == "shape" else n
+                               for n in missing)
+                + " of the jagged array from the (empty) nested list; "
+                "pass elem_shape= and dtype=")
+        fshape = first["shape"][0]
+        fdtype = first["dtype"][0]
+        if rows:
+            values = np.concatenate([r.astype(fdtype, copy=False) for r in rows])
+        else:
+            values = np.empty((0, *fshape), dtype=fdtype)
+        return cls(values, *(np.asarray(o, dtype=np.int64) for o in offs))
+
+    # }}}
+
+
+def _describe(h: int) -> str:
+    if h < 0:
+        return "an element (not a list)"
+    if h == 0:
+        return "an innermost sequence"
+    levels = "1 level" if h == 1 else f"{h} levels"
+    return f"a list nested {levels} above the innermost sequences"
+
+
+def _normalize_elem_shape(elem_shape: Any) -> tuple[int, ...]:
+    if isinstance(elem_shape, (int, np.integer)):
+        elem_shape = (elem_shape,)
+    try:
+        shape = tuple(int(s) for s in elem_shape)
+    except TypeError:
+        raise TypeError(
+            f"elem_shape must be a tuple of ints, got {elem_shape!r}") from None
+    if any(s < 0 for s in shape):
+        raise ValueError(f"elem_shape must be non-negative, got {shape}")
+    return shape
