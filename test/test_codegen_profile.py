@@ -172,14 +172,14 @@ def test_tuning_measures_once_and_caches(monkeypatch, tmp_path) -> None:
 def test_a_failing_probe_falls_back_to_scalar_code(monkeypatch) -> None:
     """A probe that cannot run (say, its child cannot open the device)
     warns and leaves code generation scalar instead of failing compiles."""
-    from ftlazy.target.loopy import probe, profile as profile_module
+    from ftlazy.target.loopy import profile as profile_module
     dev = default_queue().device
     if dev.type & cl.device_type.GPU:
         pytest.skip("GPUs are not probed")
 
     def broken(device, refresh=False):
         raise RuntimeError("probe child could not open the device")
-    monkeypatch.setattr(probe, "probe_device", broken)
+    monkeypatch.setattr(profile_module, "probe_device", broken)
     monkeypatch.setattr(profile_module, "_PROFILES", {})
     monkeypatch.setenv("FTLAZY_PROBE", "1")
     with pytest.warns(RuntimeWarning, match="could not probe.*scalar code"):

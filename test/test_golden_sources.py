@@ -106,3 +106,13 @@ def test_shared_scan_arrays_are_not_restrict() -> None:
         else:
             assert "__restrict__" not in param, param
     assert any("const" not in p for p in params.split(","))
+
+
+def test_a_profile_may_allow_restrict_on_shared_arrays() -> None:
+    """The profile decides: a device known to honour barriers across
+    restrict pointers may keep them (every argument restrict then)."""
+    profile = synthetic_profile("gpu", vector_width=1, restrict_shared_arrays=True)
+    source = ft.generate_loopy(_coupled_scan(), profile=profile).source
+    (header,) = [line for line in source.splitlines() if "__kernel" in line]
+    params = header[header.index("(", header.index("ftlazy_kernel")) + 1:]
+    assert all("__restrict__" in p for p in params.rstrip(")").split(","))

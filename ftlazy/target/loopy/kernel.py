@@ -576,7 +576,9 @@ class KernelBuilder:
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
             name="ftlazy_kernel", seq_dependencies=False,
-            target=FtlazyOpenCLTarget(self._shared_arrays()),
+            target=FtlazyOpenCLTarget(
+                () if self.profile.restrict_shared_arrays
+                else self._shared_arrays()),
             silenced_warnings=["v1_scheduler_fallback",
                                "insn_count_subdomains_order", "write_race*"],
             options=lp.Options(

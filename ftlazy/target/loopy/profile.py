@@ -25,8 +25,11 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-#: the vector widths code generation knows how to emit
-VECTOR_WIDTHS = (1, 2, 4, 8, 16)
+from ftlazy.target.loopy.probe import PROBE_WIDTHS, probe_device
+from ftlazy.target.loopy.probe import PROBED_BUILTINS as PROBED_FAMILIES
+
+#: the vector widths code generation may emit: exactly those the probe checks
+VECTOR_WIDTHS = PROBE_WIDTHS
 #: the widest vector a CPU strategy asks for (wider was not faster on PoCL)
 PREFERRED_VECTOR_WIDTH = 8
 
@@ -211,11 +214,6 @@ class DeviceProfile:
         return dataclasses.replace(self, **changes) if changes else self
 
 
-#: the builtins the probe covers (see :mod:`.probe`)
-PROBED_FAMILIES = (
-    "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
-    "atan", "atan2", "sinh", "cosh", "tanh", "sqrt", "fabs", "floor", "ceil",
-    "fmod", "pow", "fmin", "fmax", "copysign")
 
 
 def synthetic_profile(kind: str = "cpu", vector_width: int = 8,
@@ -252,7 +250,6 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
     result = None
     description = f"{device.platform.name} | {device.name} | {device.driver_version}"
     if kind == "cpu" and os.environ.get("FTLAZY_PROBE", "1") != "0":
-        from ftlazy.target.loopy.probe import probe_device
         try:
             result = probe_device(device)
         except Exception as err:  # noqa: BLE001 (no probe: scalar code)
