@@ -87,6 +87,23 @@ class CompiledArtifact:
         return self.plan.vector_width if self.plan is not None else 1
 
     @cached_property
+    def allocations(self) -> list[tuple[str, tuple, int]]:
+        """The device buffers a call allocates (outputs and global
+        temporaries) as ``(what, extents, item size)``, extents (see
+        :func:`_extents`) in canonical size names."""
+        what: dict[str, str] = {}
+        for key, arg in self.output_args.items():
+            what.setdefault(arg, "a run-time check's output" if _is_check_key(key)
+                            else "the output" if key is None else f"output {key!r}")
+        result = [(what.get(o.name, o.name), _extents(o.shape),
+                   np.dtype(o.dtype).itemsize) for o in self.outputs]
+        for tv in self.t_unit.default_entrypoint.temporary_variables.values():
+            if tv.address_space == lp.AddressSpace.GLOBAL and tv.shape:
+                result.append((f"intermediate array {tv.name!r}",
+                               _extents(tv.shape), tv.dtype.numpy_dtype.itemsize))
+        return result
+
+    @cached_property
     def packed_inputs(self) -> frozenset[str]:
         """Canonical names of the inputs that travel in packs."""
         return frozenset(name for members in self.packs.values()
@@ -399,34 +416,6 @@ def _is_check_key(key: Any) -> bool:
 #: device -> its max_mem_alloc_size
 _MAX_ALLOC: dict[cl.Device, int] = {}
 
-#: id(artifact) -> (artifact, its allocations: (what, shape, item size))
-_ALLOCATIONS: dict[int, tuple[CompiledArtifact, list[tuple[str, tuple, int]]]] = {}
-
-
-def _allocations(program: BoundProgram) -> list[tuple[str, tuple, int]]:
-    """The device buffers that a call of *program* allocates (outputs and
-    global temporaries) as ``(what, extents, item size)``, extents (see
-    :func:`_extents`) in canonical size names, computed once per
-    artifact."""
-    art = program.artifact
-    cached = _ALLOCATIONS.get(id(art))
-    if cached is not None and cached[0] is art:
-        return cached[1]
-    what: dict[str, str] = {}
-    for key, arg in art.output_args.items():
-        what.setdefault(arg, "a run-time check's output" if _is_check_key(key)
-                        else "the output" if key is None else f"output {key!r}")
-    result = [(what.get(o.name, o.name), _extents(o.shape),
-               np.dtype(o.dtype).itemsize) for o in art.outputs]
-    for tv in art.t_unit.default_entrypoint.temporary_variables.values():
-        if tv.address_space == lp.AddressSpace.GLOBAL and tv.shape:
-            result.append((f"intermediate array {tv.name!r}", _extents(tv.shape),
-                           tv.dtype.numpy_dtype.itemsize))
-    if len(_ALLOCATIONS) >= _CACHE_LIMIT:
-        _ALLOCATIONS.pop(next(iter(_ALLOCATIONS)))
-    _ALLOCATIONS[id(art)] = (art, result)
-    return result
-
 
 def _extents(shape: Any) -> tuple[Any, ...]:
     """A buffer's extents in a form quick to evaluate: ints, affine forms
@@ -463,7 +452,7 @@ def _check_allocations(program: BoundProgram, device: cl.Device,
     found = [(f"input {name!r}", _extents(a.shape), a.dtype.itemsize)
              for name, a in arrays.items()
              if isinstance(a, np.ndarray) and a.nbytes > limit]
-    for what, shape, itemsize in found + _allocations(program):
+    for what, shape, itemsize in found + program.artifact.allocations:
         values = tuple(_extent(c, env) for c in shape)
         nbytes = itemsize
         for v in values:
