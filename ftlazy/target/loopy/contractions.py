@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 def emit_blocked_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
-                              scope: Scope, ti: int, tj: int
-                              ) -> tuple[list[Any], set[Node]]:
+                             scope: Scope, ti: int, tj: int
+                             ) -> tuple[list[Any], set[Node]]:
     """``out[i, j] = sum_k f(i, j, k)`` (a matrix product) with register
     blocking: each work item accumulates a ``ti x tj`` block of outputs in
     private memory over a sequential ``k`` loop, so each loaded operand
@@ -79,8 +79,8 @@ def emit_blocked_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
                       depends_on=frozenset({update_id}))]
     return ctx.pending + insns, ctx.reads
 
-def emit_split_reduction(kb: KernelBuilder, node: IndexLambda, name: str, scope: Scope,
-                          lanes: int) -> tuple[list[Any], set[Node]]:
+def emit_split_reduction(kb: KernelBuilder, node: IndexLambda, name: str,
+                         scope: Scope, lanes: int) -> tuple[list[Any], set[Node]]:
     """``out[...] = op_r f(..., r)`` with *lanes* independent private
     accumulators (lane ``v`` takes ``r = lanes*ro + v``), combined at the
     end: one dependent chain of adds is latency-bound, several keep a
@@ -126,5 +126,3 @@ def emit_split_reduction(kb: KernelBuilder, node: IndexLambda, name: str, scope:
                       within_inames_is_final=True,
                       depends_on=frozenset({upd_id}))]
     return ctx.pending + insns, ctx.reads
-
-

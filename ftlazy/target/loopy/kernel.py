@@ -135,7 +135,7 @@ class KernelBuilder:
         return self.translate_expr(node.expr, node, index_map, ctx)
 
     def translate_expr(self, expr: Any, node: IndexLambda,
-                        index_map: dict[str, Any], ctx: StoreContext) -> Any:
+                       index_map: dict[str, Any], ctx: StoreContext) -> Any:
         """*expr* (part of *node*'s body) as a loopy expression, with the
         variables of *index_map* substituted and bindings read via
         :meth:`_read` in *ctx*."""
@@ -176,8 +176,8 @@ class KernelBuilder:
         if self._vector_lane(ctx) is None:
             name = self.parts.private_array(prefix, dtype, ())
         else:
-            name = self.parts.private_array(prefix, dtype, (self.plan.vector_width,),
-                                       "vec")
+            name = self.parts.private_array(
+                prefix, dtype, (self.plan.vector_width,), "vec")
         insn_id = name + "_insn"
         self.private_statements += 1
         ctx.pending.append(lp.Assignment(
@@ -226,7 +226,7 @@ class KernelBuilder:
     # {{{ loop nests
 
     def loop_nest(self, shape: tuple, scope: Scope, cheap: bool = True,
-                   lanes: int = 1) -> tuple[list[str], tuple]:
+                  lanes: int = 1) -> tuple[list[str], tuple]:
         """Inames over *shape* and the index expressions of its axes.
 
         Every loop nest of a kernel must use the same hardware axes, so axis 0
@@ -289,7 +289,7 @@ class KernelBuilder:
         return inames, tuple(index)
 
     def sequential_axis(self, d: int, extent: Any, lanes: int
-                         ) -> tuple[list[str], Any]:
+                        ) -> tuple[list[str], Any]:
         """Inames and index of a sequential axis; with *lanes* > 1 (a CPU's
         contiguous axis whose length that vector width divides) split into
         ``lanes * outer + lane``, for :meth:`_vector_calls`."""
@@ -376,8 +376,8 @@ class KernelBuilder:
         return f"{size}:{shape[0]}"
 
     def emit_store(self, node: IndexLambda, name: str, scope: Scope,
-                    extra_deps: frozenset = frozenset(), index_prefix: tuple = ()
-                    ) -> tuple[list[Any], set[Node]]:
+                   extra_deps: frozenset = frozenset(), index_prefix: tuple = ()
+                   ) -> tuple[list[Any], set[Node]]:
         """Assignments computing *node* into array *name* (whose leading
         indices are *index_prefix*); returns them and the stored arrays read."""
         array_plan = self.plan.arrays.get(node)
@@ -438,13 +438,13 @@ class KernelBuilder:
 
 
     def emit_copy(self, src: Callable[[tuple], Any], dst: str, shape: tuple,
-                   scope: Scope, deps: frozenset, dst_prefix: tuple = ()
-                   ) -> list[Any]:
+                  scope: Scope, deps: frozenset, dst_prefix: tuple = ()
+                  ) -> list[Any]:
         return self.emit_copies(src, [(dst, dst_prefix)], shape, scope, deps)
 
     def emit_copies(self, src: Callable[[tuple], Any],
-                     destinations: list[tuple[str, tuple]], shape: tuple,
-                     scope: Scope, deps: frozenset) -> list[Any]:
+                    destinations: list[tuple[str, tuple]], shape: tuple,
+                    scope: Scope, deps: frozenset) -> list[Any]:
         """Copy *src* to each ``(array, leading indices)`` of *destinations*
         in one loop nest."""
         inames, index = (flat_row_block_nest(self, shape, scope)
@@ -655,5 +655,3 @@ def _check_dtypes(order: list[Node]) -> None:
                     "and int8 arrays, e.g. sqrt: cast to float32 first")
             if isinstance(n, Scan):
                 stack.append(topological_order(list(n.body.outputs)))
-
-

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from ftlazy.target.loopy.kernel import KernelBuilder
 
 
-def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str, scope: Scope,
-                          reduction: Any) -> tuple[list[Any], set[Node]]:
+def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
+                          scope: Scope, reduction: Any
+                          ) -> tuple[list[Any], set[Node]]:
     """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan on a CPU:
     the group's single work item keeps a ``rows x columns`` accumulator
     and runs ``for k: for row: for j: acc[row, j] += f(row, j, k)``, whose
@@ -104,8 +105,9 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str, scope
                       depends_on=frozenset({upd_id}))]
     return ctx.pending + insns, ctx.reads
 
-def _emit_row_blocked(kb: KernelBuilder, node: IndexLambda, name: str, scope: Scope,
-                      reduction: Any) -> tuple[list[Any], set[Node]]:
+def _emit_row_blocked(kb: KernelBuilder, node: IndexLambda, name: str,
+                      scope: Scope, reduction: Any
+                      ) -> tuple[list[Any], set[Node]]:
     """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan: each
     work item (a column ``j``) accumulates its group's rows in private
     memory inside the ``k`` loop, so each loaded ``f`` operand that does
@@ -162,7 +164,7 @@ def _emit_row_blocked(kb: KernelBuilder, node: IndexLambda, name: str, scope: Sc
     return ctx.pending + insns, ctx.reads
 
 def flat_row_block_nest(kb: KernelBuilder, shape: tuple, scope: Scope
-                         ) -> tuple[list[str], tuple] | None:
+                        ) -> tuple[list[str], tuple] | None:
     """For copies in a row-partitioned scan on a CPU: one flat loop over
     the group's block of a 2-D array (its rows are contiguous), or None
     where that does not apply."""
@@ -182,8 +184,8 @@ def flat_row_block_nest(kb: KernelBuilder, shape: tuple, scope: Scope
     return [group, item, flat], (prim.Variable(group) * per_group + f // ncols,
                                  f % ncols)
 
-def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope, lanes: int = 1
-                       ) -> tuple[list[str], tuple]:
+def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope,
+                      lanes: int = 1) -> tuple[list[str], tuple]:
     """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
     into the work group (g.0) and a sequential loop over its rows; the
     last axis is spread over the group's work items (l.0)."""
@@ -225,7 +227,8 @@ def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope, lanes: int 
     kb.parts.priorities.extend(zip(sequential, sequential[1:]))
     return inames, tuple(index)
 
-def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict) -> None:
+def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
+              ) -> None:
     body = scan.body
     if any(isinstance(n, (Scan, LoopResult))
            for n in topological_order(list(body.outputs))):
@@ -286,7 +289,6 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict) -> N
     for n in stored:
         name = kb.storage_name(n)
         kb.parts.global_temporary(name, n.shape, n.dtype)
-        kb.plan.names[n] = name
         if kb.plan.arrays[n].strategy == "row_blocked_product":
             emit = _emit_row_blocked_cpu if single else _emit_row_blocked
             new, reads = emit(kb, n, name, local, n.expr)
@@ -350,7 +352,8 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict) -> N
     for k, name in results.items():
         outer.names[LoopResult(scan, k)] = name
 
-def _scan_result_name(kb: KernelBuilder, scan: Scan, k: int, out_names: dict) -> str:
+def _scan_result_name(kb: KernelBuilder, scan: Scan, k: int, out_names: dict
+                      ) -> str:
     result = LoopResult(scan, k)
     name = out_names.get(result)
     if name is None:

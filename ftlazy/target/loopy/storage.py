@@ -232,5 +232,3 @@ def _depth_weight(expr: Any) -> int:
     return 1 + CALL_DEPTH * calls
 
 # }}}
-
-
