@@ -231,7 +231,7 @@ def splittable_reduction(node: IndexLambda, profile: DeviceProfile) -> Any:
 
 
 def inlined_nodes(node: IndexLambda, storage: StoragePlan) -> list[IndexLambda]:
-    """*node* and the arrays inlined into its loop nest."""
+    """*node* (first) and the arrays inlined into its loop nest."""
     found: list[IndexLambda] = []
     seen: set[Node] = set()
     stack: list[Node] = [node]
@@ -256,12 +256,13 @@ def row_vector_width(node: IndexLambda, profile: DeviceProfile,
                      storage: StoragePlan) -> int:
     """Vector width for the math calls of a CPU row loop (its contiguous last
     axis computes calls lane by lane on a private vector), 1 for none."""
-    if (profile.kind != "cpu" or node.dtype.kind != "f" or not node.shape
-            or _has_privates(node, storage)):
+    if profile.kind != "cpu" or node.dtype.kind != "f" or not node.shape:
         return 1
+    inlined = inlined_nodes(node, storage)
+    if any(n in storage.private for n in inlined[1:]):
+        return 1  # private statements: the lanes would need vectors too
     # every inlined body must qualify (calls of the loop nest's dtype, no
     # casts or reductions), and one must call a builtin
-    inlined = inlined_nodes(node, storage)
     if not any(has_vector_calls(n.expr) for n in inlined) or not all(
             n.dtype == node.dtype and (has_vector_calls(n.expr)
                                        or not called_builtins(n.expr))
@@ -466,21 +467,6 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
                      local_size(profile, node.shape, cheap),
                      0 if node.shape else None,
                      row_vector_width(node, profile, storage))
-
-
-def _has_privates(node: IndexLambda, storage: StoragePlan) -> bool:
-    """Whether *node* inlines arrays that become private statements."""
-    seen: set[Node] = set()
-    stack = [b for b in node.bindings.values() if isinstance(b, IndexLambda)]
-    while stack:
-        n = stack.pop()
-        if n in seen or n in storage.stored:
-            continue
-        seen.add(n)
-        if n in storage.private:
-            return True
-        stack.extend(b for b in n.bindings.values() if isinstance(b, IndexLambda))
-    return False
 
 
 def plan_scan(scan: Scan, profile: DeviceProfile) -> ScanPlan:
