@@ -234,22 +234,15 @@ def rename_shape(shape: Any, names: Mapping[str, str] | None) -> tuple:
     return tuple(result)
 
 
-def _may_be_negative(c: Any) -> bool:
+def _may_be_below(c: Any, least: int) -> bool:
+    """Whether the shape component *c* may be less than *least* for some
+    non-negative size parameter values (0: negative, 1: empty)."""
     if isinstance(c, int):
-        return c < 0
+        return c < least
     form = sh.to_affine(c)
-    if form.const >= 0 and all(v >= 0 for v in form.coeffs.values()):
+    if form.const >= least and all(v >= 0 for v in form.coeffs.values()):
         return False
-    return not sh.prove_le(0, c)
-
-
-def _may_be_zero(c: Any) -> bool:
-    if isinstance(c, int):
-        return c <= 0
-    form = sh.to_affine(c)
-    if form.const > 0 and all(v >= 0 for v in form.coeffs.values()):
-        return False
-    return not sh.prove_lt(0, c)
+    return not sh.prove_le(least, c)
 
 
 def collect_size_checks(roots: Iterable[Node]) -> SizeChecks:
@@ -270,7 +263,7 @@ def collect_size_checks(roots: Iterable[Node]) -> SizeChecks:
         for n in topological_order(nodes):
             shape = getattr(n, "shape", ())
             if (shape, guards) not in seen_shapes and any(
-                    _may_be_negative(c) for c in shape):
+                    _may_be_below(c, 0) for c in shape):
                 seen_shapes.add((shape, guards))
                 shapes.append((type(n).__name__, shape, guards))
             if isinstance(n, IndexLambda):
@@ -279,7 +272,7 @@ def collect_size_checks(roots: Iterable[Node]) -> SizeChecks:
                         continue
                     for _, _, hi in e.bounds:
                         key = (e.op, hi, guards)
-                        if key not in seen_extents and _may_be_zero(hi):
+                        if key not in seen_extents and _may_be_below(hi, 1):
                             seen_extents.add(key)
                             extrema.append(key)
             if isinstance(n, Loop):
