@@ -136,11 +136,6 @@ def _join_warm_up_threads() -> None:
         thread.join(timeout=30)
 
 
-def device_kind(device: cl.Device) -> str:
-    """'gpu' or 'cpu': decides how loops are parallelized."""
-    return "gpu" if device.type & cl.device_type.GPU else "cpu"
-
-
 def silence_compiler_output() -> None:
     """Keep a user's output clean of harmless compiler chatter.
 
