@@ -1,13 +1,18 @@
 # SPDX-License-Identifier: MIT
 """The run-time container of jagged nested data (FractalTensors).
 
-A :class:`JaggedArray` of depth ``d`` is a batch of ``n`` FractalTensors of
-depth ``d``: each is a list of FractalTensors of depth ``d - 1``, and one of
-depth 1 is a sequence of ``L`` tensors of the static ``elem_shape``. Memory is
-packed and unpadded (CSR of CSR): one values array ``(nnz, *elem_shape)`` and
-one offsets array per level, outermost first. The offsets of level ``k``
-index the entries of level ``k + 1``; the innermost ones index rows of the
-values.
+Depths follow FractalTensor: a FractalTensor of depth ``d`` is a list of
+FractalTensors of depth ``d - 1``; depth 1 is a sequence of ``L`` tensors of
+the static ``elem_shape`` (an array ``(L, *elem_shape)``), depth 0 one such
+tensor. A :class:`JaggedArray` holds one FractalTensor of depth ``d >= 2``,
+for instance a batch of ``n`` sentences (``d = 2``: a list of sequences) or of
+documents (``d = 3``: a list of lists of sequences), the same ``depth`` as
+``make_jagged_placeholder(..., depth=d)``. Memory is packed and unpadded (CSR
+of CSR): one values array ``(nnz, *elem_shape)`` and one offsets array per
+jagged level, outermost first. A JaggedArray of depth ``d`` has ``d - 1``
+offsets arrays; the outermost list's trivial ``[0, n]`` is implied. The
+offsets of level ``k`` index the entries of level ``k + 1``; the innermost
+ones index rows of the values.
 """
 
 from __future__ import annotations
@@ -40,16 +45,22 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 
 class JaggedArray:
-    """A batch of jagged nested sequences (FractalTensors) in packed form.
+    """A FractalTensor of depth ``d >= 2`` (a list of jagged nested
+    sequences) in packed form.
 
-    ``JaggedArray(values, offsets_1, ..., offsets_d)`` takes the values
-    ``(nnz, *elem_shape)`` and the ``d >= 1`` offsets arrays, outermost first
-    (numpy arrays, or device arrays with a ``.get()`` method). The outermost
-    offsets have ``n + 1`` entries for a batch of ``n``; the offsets of level
-    ``k`` end at the number of entries of level ``k + 1`` (for the innermost,
-    the number of rows of *values*). The arrays are copied (offsets as
-    int64, values C-contiguous) and stored read-only: a JaggedArray is
-    immutable.
+    A JaggedArray of depth ``d`` has ``d - 1`` offsets arrays; the outermost
+    list's trivial ``[0, n]`` is implied. So a batch of ``n`` sentences (a
+    list of sequences ``(L_i, *elem_shape)``) has depth 2 and one offsets
+    array of ``n + 1`` entries, as a ``depth=2`` jagged placeholder declares.
+
+    ``JaggedArray(values, offsets_1, ..., offsets_{d-1})`` takes the values
+    ``(nnz, *elem_shape)`` and the ``d - 1 >= 1`` offsets arrays, outermost
+    first (numpy arrays, or device arrays with a ``.get()`` method). The
+    outermost offsets have ``n + 1`` entries for an outer list of ``n``; the
+    offsets of level ``k`` end at the number of entries of level ``k + 1``
+    (for the innermost, the number of rows of *values*). The arrays are
+    copied (offsets as int64, values C-contiguous) and stored read-only: a
+    JaggedArray is immutable.
     """
 
     __slots__ = ("_offsets", "_values")
@@ -57,8 +68,8 @@ class JaggedArray:
     def __init__(self, values: Any, *offsets: Any) -> None:
         if not offsets:
             raise ValueError(
-                "JaggedArray needs at least one offsets array (depth >= 1), "
-                "got only the values")
+                "JaggedArray needs at least one offsets array (a JaggedArray "
+                "of depth d >= 2 has d - 1), got only the values")
         vals = _to_numpy(values)
         if vals.ndim < 1:
             raise ValueError(
@@ -67,7 +78,7 @@ class JaggedArray:
         if vals.dtype == object:
             raise TypeError("values must have a numeric dtype, got object")
         offs = tuple(_to_numpy(o) for o in offsets)
-        depth = len(offs)
+        n_levels = len(offs)
         for k, o in enumerate(offs):
             name = f"offsets of level {k}"
             if o.ndim != 1:
@@ -85,7 +96,7 @@ class JaggedArray:
                 raise ValueError(
                     f"{name} must not decrease, but they do at position {i} "
                     f"({o[i - 1]} -> {o[i]})")
-            if k + 1 < depth:
+            if k + 1 < n_levels:
                 n_next = len(offs[k + 1]) - 1
                 what = f"level {k + 1} has {n_next} entries"
             else:
@@ -96,6 +107,16 @@ class JaggedArray:
         self._values = _read_only(np.array(vals, order="C", copy=True))
         self._offsets = tuple(
             _read_only(np.array(o, dtype=np.int64, copy=True)) for o in offs)
+
+    @classmethod
+    def _trusted(cls, values: np.ndarray,
+                 offsets: tuple[np.ndarray, ...]) -> JaggedArray:
+        """A JaggedArray of already checked, read-only, int64 *offsets* and
+        fresh C-contiguous *values* (neither copied nor checked again)."""
+        self = object.__new__(cls)
+        self._values = _read_only(values)
+        self._offsets = offsets
+        return self
 
     # {{{ attributes
 
@@ -111,8 +132,11 @@ class JaggedArray:
 
     @property
     def depth(self) -> int:
-        """The number of offsets levels (``>= 1``)."""
-        return len(self._offsets)
+        """The FractalTensor depth (``>= 2``): ``len(offsets) + 1``, as
+        ``make_jagged_placeholder(..., depth=...)`` declares it; 2 for a list
+        of sequences (:meth:`tolist` gives a list of numpy arrays), 3 for a
+        list of lists of sequences, and so on."""
+        return len(self._offsets) + 1
 
     @property
     def elem_shape(self) -> tuple[int, ...]:
@@ -135,13 +159,19 @@ class JaggedArray:
 
     def lengths(self, level: int = 0) -> np.ndarray:
         """The int64 lengths of the entries of *level*
-        (``np.diff(offsets[level])``)."""
+        (``np.diff(offsets[level])``), for ``0 <= level <= depth - 2``: level 0
+        gives the lengths of the outer list's elements (for depth 2, the
+        sequence lengths), the last level those of the innermost
+        sequences."""
         if not isinstance(level, (int, np.integer)) or isinstance(level, bool):
             raise TypeError(f"level must be an int, got {type(level).__name__}")
-        if not 0 <= level < self.depth:
+        n_levels = len(self._offsets)
+        if not 0 <= level < n_levels:
+            valid = ("the only valid level is 0" if n_levels == 1
+                     else f"valid levels are 0 to {n_levels - 1}")
             raise ValueError(
                 f"level {level} is out of range for a JaggedArray of depth "
-                f"{self.depth} (levels 0 to {self.depth - 1})")
+                f"{self.depth}: {valid} (depth - 1 levels of lengths)")
         return np.diff(self._offsets[level]).astype(np.int64)
 
     def __repr__(self) -> str:
@@ -152,9 +182,11 @@ class JaggedArray:
     # }}}
 
     def tolist(self) -> list[Any]:
-        """Nested Python lists, ``depth`` levels deep, whose innermost items
-        are numpy arrays ``(L, *elem_shape)`` (fresh, writable copies)."""
-        offs, vals, d = self._offsets, self._values, self.depth
+        """Nested Python lists, ``depth - 1`` levels deep, whose innermost
+        items are numpy arrays ``(L, *elem_shape)`` (fresh, writable copies):
+        for depth 2 a list of arrays, for depth 3 a list of lists of
+        arrays."""
+        offs, vals, d = self._offsets, self._values, len(self._offsets)
 
         def build(k: int, lo: int, hi: int) -> list[Any]:
             o = offs[k]
@@ -184,39 +216,51 @@ class JaggedArray:
     @classmethod
     def from_list(cls, nested: Sequence[Any], elem_shape: Any = None,
                   dtype: Any = None, depth: int | None = None) -> JaggedArray:
-        """Build a JaggedArray from nested lists, ``depth`` levels of lists
-        above the innermost sequences (the form :meth:`tolist` returns).
+        """Build a JaggedArray from nested lists (the form :meth:`tolist`
+        returns): a list of innermost sequences has depth 2, a list of such
+        lists depth 3, and so on.
 
         An innermost sequence is a numpy array ``(L, *elem_shape)`` or a list
-        of elements (numpy arrays of ``elem_shape`` or scalars). Without
-        *depth*, a numpy array inside a list is an innermost sequence unless
-        it is 0-d or has ``len(elem_shape)`` dimensions; with *depth*, the
-        items of the innermost sequences are elements (nested Python lists
-        there are converted with :func:`numpy.asarray` when *elem_shape* is
-        given too). Empty lists are
-        valid at every level; if no sequence determines *elem_shape* or
-        *dtype*, they must be given. With *dtype*, every element is cast to
-        it; without, all elements must share one dtype.
+        of elements (numpy arrays of ``elem_shape`` or scalars). *depth*, if
+        given, is the FractalTensor depth (``>= 2``) the nested list must
+        have, ``depth - 1`` levels of lists above the innermost sequences.
+        Without *depth*, a numpy array inside a list is an innermost sequence
+        unless it is 0-d or has ``len(elem_shape)`` dimensions; with *depth*,
+        the items of the innermost sequences are elements (nested Python
+        lists there are converted with :func:`numpy.asarray` when a
+        non-scalar *elem_shape* is given too). Empty lists are valid at every level; if
+        no sequence determines *elem_shape* or *dtype*, they must be given.
+        With *dtype*, every element is cast to it; without, all elements must
+        share one dtype.
         """
         es = None if elem_shape is None else _normalize_elem_shape(elem_shape)
         dt = None if dtype is None else np.dtype(dtype)
         if depth is not None:
-            if (not isinstance(depth, (int, np.integer))
-                    or isinstance(depth, bool) or depth < 1):
-                raise ValueError(f"depth must be an int >= 1, got {depth!r}")
-            depth = int(depth)
+            depth = _check_depth(depth)
+        return cls._build(nested, es, dt, depth, "unsafe")
+
+    @classmethod
+    def _build(cls, nested: Any, es: tuple[int, ...] | None,
+               dt: np.dtype | None, depth: int | None,
+               casting: str) -> JaggedArray:
+        """:meth:`from_list` with checked arguments; with *dt*, the elements
+        are cast to it under the numpy rule *casting* (a leaf that may not be
+        raises :class:`TypeError`)."""
         if not isinstance(nested, (list, tuple)):
             raise TypeError(
                 "from_list expects a (nested) list, got "
                 f"{type(nested).__name__}")
+        # levels of lists above the innermost sequences (= offsets arrays)
+        n_levels = None if depth is None else depth - 1
 
         def is_element(x: Any, level: int) -> bool:
             if isinstance(x, (list, tuple)):
-                # with both depth and elem_shape, lists at the element level
-                # are elements; otherwise a list is a level of nesting
-                return (depth is not None and es is not None
-                        and level == depth + 1)
-            if depth is not None and level == depth + 1:
+                # with both depth and a non-scalar elem_shape, lists at the
+                # element level are elements; otherwise a list is a level of
+                # nesting (one too many, there)
+                return (n_levels is not None and bool(es)
+                        and level == n_levels + 1)
+            if n_levels is not None and level == n_levels + 1:
                 return True
             if isinstance(x, np.ndarray) or hasattr(x, "get"):
                 nd = np.ndim(x)
@@ -224,8 +268,8 @@ class JaggedArray:
             return True
 
         # height: -1 element, 0 innermost sequence, h list of height h-1
-        # items; returns (height, exact) where an inexact height is a minimum
-        # (lists of only empty lists)
+        # items (a FractalTensor of depth h + 1); returns (height, exact)
+        # where an inexact height is a minimum (lists of only empty lists)
         def height(x: Any, path: tuple[int, ...]) -> tuple[int, bool]:
             level = len(path)
             if is_element(x, level):
@@ -254,35 +298,35 @@ class JaggedArray:
                 if lo > exact[0]:
                     raise ValueError(
                         "inconsistent nesting depth: "
-                        f"{_fmt_path(lo_path)} is a list nested at least {lo} "
-                        "levels above the innermost sequences but "
-                        f"{_fmt_path(exact[1])} is "
+                        f"{_fmt_path(lo_path)} is a list of depth at least "
+                        f"{lo + 1} but {_fmt_path(exact[1])} is "
                         f"{_describe(exact[0])}")
                 return exact[0] + 1, True
             return max(lo, 0) + 1, False
 
         h, exact = height(nested, ())
-        if depth is None:
+        if n_levels is None:
             if h < 1:
                 if exact:
                     raise ValueError(
-                        "from_list expects a list of sequences (depth >= 1), "
-                        "got a single sequence of elements; wrap it in a list")
+                        "from_list expects a list of sequences (depth >= 2), "
+                        "got a single sequence of elements (depth 1); wrap "
+                        "it in a list")
                 h = 1
-            depth = h
-        elif (exact and h != depth) or (not exact and h > depth):
+            n_levels = h
+        elif (exact and h != n_levels) or (not exact and h > n_levels):
             at_least = "" if exact else "at least "
             raise ValueError(
-                f"the nested list has nesting depth {at_least}{h}, "
+                f"the nested list has nesting depth {at_least}{h + 1}, "
                 f"but depth={depth} was given")
 
         # collect offsets and leaves
-        offs: list[list[int]] = [[0] for _ in range(depth)]
+        offs: list[list[int]] = [[0] for _ in range(n_levels)]
         leaves: list[tuple[tuple[int, ...], Any, bool]] = []
 
         def walk(x: Any, path: tuple[int, ...]) -> None:
             k = len(path)
-            if k == depth:
+            if k == n_levels:
                 leaves.append((path, x, isinstance(x, (list, tuple))))
                 return
             if k > 0:
@@ -318,8 +362,12 @@ class JaggedArray:
                     raise TypeError(
                         f"{_fmt_path(path)} has dtype {dtype_}, but "
                         f"{_fmt_path(p0)} has dtype {d0}")
+            elif not np.can_cast(dtype_, dt, casting):
+                raise TypeError(
+                    f"{_fmt_path(path)} has dtype {dtype_}, expected {dt} "
+                    f"(no {casting!r} cast from {dtype_} to {dt})")
 
-        inner = offs[depth - 1]
+        inner = offs[n_levels - 1]
         for path, x, seq in leaves:
             if seq:
                 elems = []
@@ -359,14 +407,71 @@ class JaggedArray:
 
     # }}}
 
+    # {{{ coerce
+
+    @classmethod
+    def coerce(cls, value: Any, depth: int, elem_shape: Any, dtype: Any,
+               name: str) -> JaggedArray:
+        """*value*, what a user passes at run time for the jagged input
+        *name* (a JaggedArray, or nested lists as :meth:`from_list` takes
+        them), as a JaggedArray of the declared FractalTensor *depth*
+        (``>= 2``), *elem_shape* and *dtype*.
+
+        Values of another dtype are cast to *dtype* where numpy's
+        ``'same_kind'`` rule allows it (``int64`` to ``float32``, ``float64``
+        to ``float32``), else :class:`TypeError`; a depth or elem shape
+        other than declared raises :class:`ValueError`. The messages name
+        *name*, the expected and the actual value. A JaggedArray of the
+        declared type is returned as is (it is immutable).
+        """
+        depth = _check_depth(depth)
+        es = _normalize_elem_shape(elem_shape)
+        dt = np.dtype(dtype)
+        what = f"jagged input {name!r}"
+        if isinstance(value, JaggedArray):
+            if value.depth != depth:
+                raise ValueError(
+                    f"{what} has depth {value.depth}, expected depth {depth} "
+                    f"({depth - 1} offsets array"
+                    f"{'' if depth == 2 else 's'}, got {len(value.offsets)})")
+            if value.elem_shape != es:
+                raise ValueError(
+                    f"{what} has elem_shape {value.elem_shape}, expected {es}")
+            if value.dtype == dt:
+                return value
+            if not np.can_cast(value.dtype, dt, "same_kind"):
+                raise TypeError(
+                    f"{what} has dtype {value.dtype}, expected {dt} (no "
+                    f"'same_kind' cast from {value.dtype} to {dt})")
+            return cls._trusted(
+                np.ascontiguousarray(value.values.astype(dt)), value.offsets)
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(
+                f"{what} must be a JaggedArray or nested lists of depth "
+                f"{depth}, got {type(value).__name__}")
+        try:
+            return cls._build(value, es, dt, depth, "same_kind")
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"{what}: {e}") from None
+
+    # }}}
+
+
+def _check_depth(depth: Any) -> int:
+    if (not isinstance(depth, (int, np.integer)) or isinstance(depth, bool)
+            or depth < 2):
+        raise ValueError(
+            "depth must be an int >= 2 (the FractalTensor depth: 2 for a "
+            f"list of sequences), got {depth!r}")
+    return int(depth)
+
 
 def _describe(h: int) -> str:
     if h < 0:
-        return "an element (not a list)"
+        return "an element (depth 0)"
     if h == 0:
-        return "an innermost sequence"
-    levels = "1 level" if h == 1 else f"{h} levels"
-    return f"a list nested {levels} above the innermost sequences"
+        return "an innermost sequence (depth 1)"
+    return f"a list of depth {h + 1}"
 
 
 def _normalize_elem_shape(elem_shape: Any) -> tuple[int, ...]:
