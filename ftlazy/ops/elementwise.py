@@ -106,6 +106,9 @@ def _unary(ufunc: np.ufunc, x: ArrayLike,
     *identity_kinds* unchanged, the input is returned itself."""
     if is_scalar(x):
         return ufunc(x)
+    from ftlazy.fractal_tensor import Jagged
+    if isinstance(x, Jagged):  # leaf-wise, keeping the structure
+        return x.with_values(_unary(ufunc, x.values, build, identity_kinds))
     a = asarray(x)
     (in_dtype,), out_dtype = resolve_ufunc(ufunc, [a], ufunc.__name__)
     if in_dtype == out_dtype == a.dtype and a.dtype.kind in identity_kinds:
@@ -123,6 +126,10 @@ def _binary(ufunc: np.ufunc, x1: ArrayLike, x2: ArrayLike,
     from operands already cast to numpy's loop dtype."""
     if is_scalar(x1) and is_scalar(x2):
         return ufunc(x1, x2)
+    from ftlazy.fractal_tensor import Jagged, apply_leafwise
+    if isinstance(x1, Jagged) or isinstance(x2, Jagged):
+        return apply_leafwise(
+            lambda a, b: _binary(ufunc, a, b, build), x1, x2)
     operands = [prepare(x1), prepare(x2)]
     in_dtypes, out_dtype = resolve_ufunc(ufunc, operands, ufunc.__name__)
     folded = fold_constants(ufunc, operands)

@@ -39,6 +39,7 @@ def collect_size_names(roots: Iterable[Node]) -> set[str]:
     """Names of all size parameters in the shapes of nodes reachable from
     *roots*, loop bodies included."""
     from ftlazy.fractal import Loop
+    from ftlazy.fractal_tensor import ELEMENT_SIZE_PREFIX
     names: set[str] = set()
     stack = [list(roots)]
     while stack:
@@ -49,7 +50,9 @@ def collect_size_names(roots: Iterable[Node]) -> set[str]:
                 names.add(n.name)
             if isinstance(n, Loop):
                 stack.append(list(n.body.outputs))
-    return names
+    # the sizes of one element of a map over FractalTensors are bound per
+    # element from the offsets, never by the user
+    return {name for name in names if not name.startswith(ELEMENT_SIZE_PREFIX)}
 
 
 def _data_shape(value: Any) -> tuple[int, ...]:
@@ -253,6 +256,7 @@ def collect_size_checks(roots: Iterable[Node]) -> SizeChecks:
     from ftlazy.array import IndexLambda
     from ftlazy.fractal import Loop
     from ftlazy.scalar_expr import Reduce, iter_subexpressions
+    from ftlazy.fractal_tensor import JaggedMap
     shapes: list[tuple[str, sh.Shape, sh.Shape]] = []
     extrema: list[tuple[str, Any, sh.Shape]] = []
     seen_shapes: set[tuple] = set()
@@ -275,7 +279,9 @@ def collect_size_checks(roots: Iterable[Node]) -> SizeChecks:
                         if key not in seen_extents and _may_be_below(hi, 1):
                             seen_extents.add(key)
                             extrema.append(key)
-            if isinstance(n, Loop):
+            if isinstance(n, Loop) and not isinstance(n, JaggedMap):
+                # (a map over FractalTensors checks each element's sizes
+                # when it binds them)
                 stack.append((list(n.body.outputs), guards + (n.length,)))
     return SizeChecks(tuple(shapes), tuple(extrema))
 

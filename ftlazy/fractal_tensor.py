@@ -1,0 +1,530 @@
+# SPDX-License-Identifier: MIT
+"""FractalTensors in the DAG: jagged nested sequences, and :func:`map` over
+them.
+
+A FractalTensor of depth ``d`` is a list of FractalTensors of depth
+``d - 1``; depth 1 is a sequence ``(L, *elem_shape)``, which is simply an
+array whose first axis has a symbolic length. Deeper ones are a
+:class:`Jagged` node: the packed values ``(nnz, *elem_shape)`` and one
+offsets array per nested list level, outermost first (CSR of CSR). The
+outermost list's trivial offsets ``[0, n]`` are implied, so depth ``d`` has
+``d - 1`` offsets arrays, as :class:`~ftlazy.JaggedArray` at run time.
+
+Inside the body of :func:`map` over a depth-2 FractalTensor, an element is
+an ordinary array ``(L, *elem_shape)`` whose length ``L`` is a size
+parameter of the body: islpy proves shapes of expressions in ``L`` as for
+any size parameter, so jagged code reads as dense code. The length is bound
+per element at run time from the offsets.
+
+.. autoclass:: Jagged
+.. autoclass:: JaggedMap
+.. autoclass:: JaggedInputPart
+.. autofunction:: make_jagged_placeholder
+.. autofunction:: flatten
+.. autofunction:: lengths
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import field
+from typing import Any, Callable
+
+import numpy as np
+import pymbolic.primitives as prim
+from pytools.tag import UniqueTag, tag_dataclass
+
+from ftlazy import shapes as sh
+from ftlazy.array import (
+    Array, IndexLambda, Placeholder, SizeParam, check_user_name, normalize_dtype)
+from ftlazy.fractal import Loop, LoopResult, _flatten, _trace, _unflatten
+from ftlazy.node import Node, node
+from ftlazy.scalar_expr import index_var
+from ftlazy.shapes import Shape, ShapeComponent
+
+__all__ = ["Jagged", "JaggedMap", "JaggedInputPart", "make_jagged_placeholder",
+           "flatten", "lengths", "jagged_map", "is_jagged"]
+
+#: prefix of the size parameters standing for an element's sizes in a body
+ELEMENT_SIZE_PREFIX = "_ft_elem"
+
+
+@tag_dataclass
+class JaggedInputPart(UniqueTag):
+    """Marks a placeholder as one part of the jagged input *name* (declared
+    by :func:`make_jagged_placeholder`): ``part`` is ``"values"`` or
+    ``"offsets<k>"``. At run time the user passes the whole FractalTensor as
+    *name*; it is split into its parts."""
+
+    name: str
+    part: str
+    depth: int
+    elem_shape: tuple
+    #: the leaves' dtype (a numpy dtype name)
+    dtype: str
+
+
+# {{{ the Jagged node
+
+@node(children=("values", "offsets"))
+class Jagged(Node):
+    """A FractalTensor of depth ``len(offsets) + 1 >= 2``: packed
+    :attr:`values` ``(nnz, *elem_shape)`` and :attr:`offsets` (int64, one
+    per list level, outermost first; level ``k`` has ``n_k + 1`` entries).
+    Elementwise operators apply to every leaf and keep the structure."""
+
+    values: Array
+    offsets: tuple[Array, ...]
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offsets", tuple(self.offsets))
+        if not self.offsets:
+            raise ValueError("a Jagged node needs at least one offsets array")
+        if self.values.ndim < 1:
+            raise ValueError(f"jagged values must have at least one axis, got "
+                             f"shape {sh.shape_str(self.values.shape)}")
+        for k, o in enumerate(self.offsets):
+            if o.ndim != 1 or o.dtype != np.int64:
+                raise TypeError(f"jagged offsets of level {k} must be a 1-D int64 "
+                                f"array, got shape {sh.shape_str(o.shape)} and "
+                                f"dtype {o.dtype}")
+
+    @property
+    def depth(self) -> int:
+        return len(self.offsets) + 1
+
+    @property
+    def elem_shape(self) -> Shape:
+        return self.values.shape[1:]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.values.dtype
+
+    @property
+    def length(self) -> ShapeComponent:
+        """The number of elements of the outer list (symbolic)."""
+        return sh.sub(self.offsets[0].shape[0], 1)
+
+    def with_values(self, values: Array) -> Jagged:
+        """The same structure with other leaves (``(nnz, *new_elem_shape)``)."""
+        if not sh.prove_equal(values.shape[0], self.values.shape[0]):
+            raise ValueError(f"new values of shape {sh.shape_str(values.shape)} "
+                             f"do not have the {sh.shape_str(self.values.shape[:1])} "
+                             "rows of the FractalTensor")
+        return Jagged(values, self.offsets)
+
+    def __repr__(self) -> str:
+        name = f"{self.name!r}, " if self.name else ""
+        return (f"Jagged({name}depth={self.depth}, "
+                f"elem_shape={sh.shape_str(self.elem_shape)}, dtype={self.dtype})")
+
+    # leaf-wise operators
+    def __add__(self, other: Any) -> Jagged: return leafwise(np.add, self, other)
+    def __radd__(self, other: Any) -> Jagged: return leafwise(np.add, other, self)
+    def __sub__(self, other: Any) -> Jagged: return leafwise(np.subtract, self, other)
+    def __rsub__(self, other: Any) -> Jagged: return leafwise(np.subtract, other, self)
+    def __mul__(self, other: Any) -> Jagged: return leafwise(np.multiply, self, other)
+    def __rmul__(self, other: Any) -> Jagged: return leafwise(np.multiply, other, self)
+    def __truediv__(self, other: Any) -> Jagged: return leafwise(np.divide, self, other)
+    def __rtruediv__(self, other: Any) -> Jagged: return leafwise(np.divide, other, self)
+    def __pow__(self, other: Any) -> Jagged: return leafwise(np.power, self, other)
+    def __neg__(self) -> Jagged: return self.with_values(-self.values)
+
+    def __matmul__(self, other: Any) -> Jagged:
+        from ftlazy.ops import asarray
+        other = asarray(other)
+        if isinstance(other, Jagged) or other.ndim != 2 or len(self.elem_shape) != 1:
+            raise ValueError(
+                f"FractalTensor @ W needs vector leaves and a dense 2-D W, got "
+                f"leaves of shape {sh.shape_str(self.elem_shape)} and W of "
+                f"shape {sh.shape_str(other.shape)}")
+        return self.with_values(self.values @ other)
+
+    def astype(self, dtype: Any) -> Jagged:
+        return self.with_values(self.values.astype(dtype))
+
+
+def is_jagged(x: Any) -> bool:
+    return isinstance(x, Jagged)
+
+
+def leafwise(ufunc: Any, x1: Any, x2: Any) -> Jagged:
+    """``ufunc(x1, x2)`` on the leaves, where one or both are FractalTensors
+    (see :func:`apply_leafwise`)."""
+    from ftlazy import ops
+    fn = {np.add: ops.add, np.subtract: ops.subtract, np.multiply: ops.multiply,
+          np.divide: ops.divide, np.power: ops.power}[ufunc]
+    return fn(x1, x2)
+
+
+def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
+    """``fn`` applied to the leaves of the FractalTensor arguments. A dense
+    argument broadcasts against the element shape (it must not have more
+    axes than an element); FractalTensor arguments must have the same
+    structure: depth and elem_shape at build time, offsets at run time
+    (different offsets nodes are zipped by :func:`jagged_map`, which checks
+    them)."""
+    jagged = [a for a in args if isinstance(a, Jagged)]
+    first = jagged[0]
+    for other in jagged[1:]:
+        if other.depth != first.depth or not sh.shapes_equal(
+                other.elem_shape, first.elem_shape):
+            raise ValueError(
+                f"leaf-wise operation on FractalTensors of different structure: "
+                f"{first!r} and {other!r}")
+    if all(o.offsets == first.offsets for o in jagged):
+        nd = len(first.elem_shape)
+        for a in args:
+            shape = () if isinstance(a, Jagged) else tuple(getattr(a, "shape",
+                                                                    np.shape(a)))
+            if len(shape) > nd:
+                raise ValueError(
+                    f"a dense operand of shape {sh.shape_str(shape)} has more "
+                    "axes than the FractalTensor's elements "
+                    f"{sh.shape_str(first.elem_shape)}: it would broadcast "
+                    "against the packed rows")
+        result = fn(*(a.values if isinstance(a, Jagged) else a for a in args))
+        return first.with_values(result)
+    # different offsets nodes: zip them element by element (checked at run time)
+    positions = [k for k, a in enumerate(args) if isinstance(a, Jagged)]
+
+    def element_fn(*elems: Any) -> Any:
+        full = list(args)
+        for k, e in zip(positions, elems):
+            full[k] = e
+        if any(isinstance(e, Jagged) for e in elems):
+            return apply_leafwise(fn, *full)
+        return fn(*full)
+
+    return jagged_map(element_fn, *jagged)
+
+# }}}
+
+
+# {{{ declaring jagged inputs
+
+def _elem_shape(elem_shape: Any) -> tuple[int, ...]:
+    if isinstance(elem_shape, (int, np.integer)):
+        elem_shape = (elem_shape,)
+    try:
+        shape = tuple(elem_shape)
+    except TypeError:
+        raise TypeError(f"elem_shape must be a tuple of ints, got "
+                        f"{elem_shape!r}") from None
+    for s in shape:
+        if (isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer))
+                or s < 0):
+            raise ValueError(f"elem_shape must hold non-negative ints (a leaf is a "
+                             f"static-shape tensor), got {elem_shape!r}")
+    return tuple(int(s) for s in shape)
+
+
+def make_jagged_placeholder(name: str, elem_shape: Any, dtype: Any,
+                            depth: int = 1) -> Array | Jagged:
+    """Declare a FractalTensor input *name* of *depth* whose leaves have the
+    static *elem_shape* and *dtype*.
+
+    Depth 1 (one sequence) gives a :class:`~ftlazy.Placeholder` of shape
+    ``(L, *elem_shape)`` with the size parameter ``<name>_length``. Deeper
+    ones give a :class:`Jagged` over placeholders ``<name>_values`` and
+    ``<name>_offsets<k>``; at run time pass the whole FractalTensor as
+    *name* (a :class:`~ftlazy.JaggedArray` or nested lists)."""
+    check_user_name(name, "jagged placeholder")
+    shape = _elem_shape(elem_shape)
+    dtype = normalize_dtype(dtype)
+    if (isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer))
+            or depth < 1):
+        raise ValueError(f"depth of jagged placeholder {name!r} must be an int "
+                         f">= 1, got {depth!r}")
+    depth = int(depth)
+    if depth == 1:
+        return Placeholder(name, (prim.Variable(f"{name}_length"),) + shape, dtype)
+
+    def part(what: str) -> frozenset:
+        return frozenset({JaggedInputPart(name, what, depth, shape, dtype.name)})
+
+    offsets = tuple(
+        Placeholder(f"{name}_offsets{k}", (sh.add(prim.Variable(f"{name}_n{k}"), 1),),
+                    np.int64, tags=part(f"offsets{k}"))
+        for k in range(depth - 1))
+    values = Placeholder(f"{name}_values", (prim.Variable(f"{name}_nnz"),) + shape,
+                         dtype, tags=part("values"))
+    return Jagged(values, offsets, name)
+
+# }}}
+
+
+# {{{ access operations
+
+def flatten(xs: Jagged | Array) -> Array:
+    """The packed leaves of *xs*: ``(nnz, *elem_shape)``, in order."""
+    if isinstance(xs, Jagged):
+        return xs.values
+    if isinstance(xs, Array) and xs.ndim >= 1:
+        return xs
+    raise TypeError(f"flatten expects a FractalTensor, got {type(xs).__name__}")
+
+
+def _diff_lambda(offsets: Array) -> IndexLambda:
+    i = index_var(0)
+    read = prim.Variable("_in0")
+    return IndexLambda(read[i + 1] - read[i], (sh.sub(offsets.shape[0], 1),),
+                       np.dtype(np.int64), {"_in0": offsets})
+
+
+def lengths(xs: Jagged) -> Array:
+    """The int64 lengths ``(n,)`` of the outer list's elements."""
+    if isinstance(xs, Jagged):
+        return _diff_lambda(xs.offsets[0])
+    if isinstance(xs, Array):
+        raise TypeError("lengths: a depth-1 FractalTensor (an array) is a list "
+                        "of tensors, which have no lengths; its own length is "
+                        f"x.shape[0] = {sh.shape_str(xs.shape[:1])}")
+    raise TypeError(f"lengths expects a FractalTensor, got {type(xs).__name__}")
+
+# }}}
+
+
+# {{{ map over FractalTensors
+
+@node(children=("inputs",), bodies=("body",))
+class JaggedMap(Loop):
+    """:func:`map` over the outer list of FractalTensors.
+
+    :attr:`inputs` hold, for each mapped input in order, its arrays (a
+    dense array mapped along axis 0; or a FractalTensor's values then its
+    offsets), then the captured arrays. :attr:`depths` gives each mapped
+    input's depth (1: dense). :attr:`symbols` names, per mapped input, the
+    body's size parameters of one element: ``(L,)`` at depth 2 (the
+    element's length), ``(m, T)`` at depth 3 (its number of sequences and
+    of leaves). Zipped FractalTensors share symbols. Body parameters: the
+    element of each mapped input (its values, then at depth 3 its rebased
+    offsets), then the captured arrays. Each output is dense (``(n, ...)``)
+    or, where its first axis is affine in the symbols, the values of a
+    depth-2 FractalTensor (see :meth:`output_shape`)."""
+
+    body: Body
+    inputs: tuple[Array, ...]
+    depths: tuple[int, ...]
+    symbols: tuple[tuple[str, ...], ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        for k, out in enumerate(self.body.outputs):
+            if any(self._element_symbols & sh.size_param_names(c)
+                   for c in out.shape[1:]):
+                raise ValueError(
+                    f"map over a FractalTensor: result {k} has shape "
+                    f"{sh.shape_str(out.shape)}, where a length of the element "
+                    "occurs after the first axis; only the first axis of a "
+                    "result may depend on the element's lengths")
+
+    @property
+    def _element_symbols(self) -> frozenset[str]:
+        return frozenset(s for group in self.symbols for s in group)
+
+    def mapped_parts(self) -> list[tuple[int, tuple[Array, ...]]]:
+        """``(depth, arrays)`` of each mapped input."""
+        result, pos = [], 0
+        for d in self.depths:
+            count = 1 if d == 1 else d
+            result.append((d, self.inputs[pos:pos + count]))
+            pos += count
+        return result
+
+    @property
+    def captured(self) -> tuple[Array, ...]:
+        return self.inputs[sum(1 if d == 1 else d for d in self.depths):]
+
+    @property
+    def length(self) -> ShapeComponent:
+        depth, arrays = self.mapped_parts()[0]
+        if depth == 1:
+            return arrays[0].shape[0]
+        return sh.sub(arrays[1].shape[0], 1)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.body.outputs)
+
+    def symbol_totals(self) -> dict[str, ShapeComponent]:
+        """Each element symbol's sum over all elements (an affine size)."""
+        totals: dict[str, ShapeComponent] = {}
+        for (depth, arrays), symbols in zip(self.mapped_parts(), self.symbols):
+            if depth == 2:
+                totals.setdefault(symbols[0], arrays[0].shape[0])
+            elif depth == 3:
+                totals.setdefault(symbols[0], sh.sub(arrays[2].shape[0], 1))
+                totals.setdefault(symbols[1], arrays[0].shape[0])
+        return totals
+
+    def is_jagged_output(self, index: int) -> bool:
+        shape = self.body.outputs[index].shape
+        return bool(shape) and bool(self._element_symbols
+                                    & sh.size_param_names(shape[0]))
+
+    def output_shape(self, index: int) -> Shape:
+        shape = self.body.outputs[index].shape
+        if not self.is_jagged_output(index):
+            return (self.length,) + shape
+        form = sh.to_affine(shape[0])
+        total: ShapeComponent = sh.mul(self.length, form.const)
+        totals = self.symbol_totals()
+        for name, coeff in form.coeffs.items():
+            if name not in totals:
+                raise ValueError(f"map over a FractalTensor: result {index}'s "
+                                 f"length {shape[0]} uses a size parameter "
+                                 f"'{name}' defined inside the body")
+            total = sh.add(total, sh.mul(totals[name], coeff))
+        return (total,) + shape[1:]
+
+    def output_dtype(self, index: int) -> np.dtype:
+        return self.body.outputs[index].dtype
+
+    def prefix_expr(self, symbol: str) -> tuple[Any, dict[str, Array]]:
+        """The sum of *symbol* over the elements before ``_0``, as an
+        expression over the bindings it returns."""
+        for (depth, arrays), symbols in zip(self.mapped_parts(), self.symbols):
+            if symbol not in symbols:
+                continue
+            outer = prim.Variable("_off0")[index_var(0)]
+            if depth == 2 or symbol == symbols[0]:
+                return outer, {"_off0": arrays[1]}
+            return (prim.Variable("_off1")[outer],
+                    {"_off0": arrays[1], "_off1": arrays[2]})
+        raise KeyError(symbol)
+
+    def output_offsets(self, index: int) -> IndexLambda:
+        """Offsets of jagged output *index*: the running sum of the first
+        axis' length, an affine function of the element's sizes."""
+        form = sh.to_affine(self.body.outputs[index].shape[0])
+        expr: Any = form.const * index_var(0)
+        bindings: dict[str, Array] = {}
+        for k, (name, coeff) in enumerate(sorted(form.coeffs.items())):
+            term, b = self.prefix_expr(name)
+            renamed = {old: f"{old}_{k}" for old in b}
+            from ftlazy.scalar_expr import substitute
+            term = substitute(term, {old: prim.Variable(new)
+                                     for old, new in renamed.items()})
+            bindings.update({renamed[old]: a for old, a in b.items()})
+            expr = expr + coeff * term
+        return IndexLambda(expr, (sh.add(self.length, 1),), np.dtype(np.int64),
+                           bindings)
+
+
+_map_nesting = [0]
+
+
+def _element_params(depth: int, values: Array, symbols: tuple[str, ...]
+                    ) -> list[tuple[Shape, np.dtype]]:
+    elem = values.shape[1:]
+    if depth == 2:
+        return [((prim.Variable(symbols[0]),) + elem, values.dtype)]
+    return [((prim.Variable(symbols[1]),) + elem, values.dtype),
+            ((sh.add(prim.Variable(symbols[0]), 1),), np.dtype(np.int64))]
+
+
+def jagged_map(f: Callable, *xs: Any) -> Any:
+    """:func:`ftlazy.map` where at least one of *xs* is a FractalTensor
+    (:class:`Jagged`, depth 2 or 3): *f* gets one element of each (an array
+    ``(L, *elem_shape)`` at depth 2, a depth-2 :class:`Jagged` at depth 3)
+    and the elements of dense *xs* along axis 0. Results with a static shape
+    stack to ``(n, ...)``; results whose first axis is affine in the
+    element's sizes become FractalTensors of depth 2."""
+    from ftlazy.ops import asarray
+    if not callable(f):
+        raise TypeError(f"map: f must be callable, got {type(f).__name__}")
+    level = _map_nesting[0]
+    inputs: list[Array] = []
+    depths: list[int] = []
+    symbols: list[tuple[str, ...]] = []
+    params: list[tuple[Shape, np.dtype]] = []
+    first_jagged: Jagged | None = None
+    first_symbols: tuple[str, ...] = ()
+    for k, x in enumerate(xs):
+        if isinstance(x, Jagged):
+            if x.depth > 3:
+                raise ValueError(f"map over a FractalTensor of depth {x.depth}: "
+                                 "depths 2 and 3 are supported")
+            if first_jagged is None:
+                first_jagged = x
+                names = (("L",) if x.depth == 2 else ("m", "T"))
+                first_symbols = tuple(f"{ELEMENT_SIZE_PREFIX}{level}_{s}"
+                                      for s in names)
+            elif x.depth != first_jagged.depth:
+                raise ValueError(f"map zips FractalTensors of different depths: "
+                                 f"{first_jagged!r} and {x!r}")
+            syms = first_symbols
+            inputs += [x.values, *x.offsets]
+            depths.append(x.depth)
+            symbols.append(syms)
+            params += _element_params(x.depth, x.values, syms)
+        else:
+            try:
+                a = asarray(x)
+            except TypeError:
+                raise TypeError(f"map inputs must be arrays or FractalTensors, "
+                                f"got {type(x).__name__}") from None
+            if a.ndim == 0:
+                raise ValueError(f"map: inputs must have at least one axis, got "
+                                 f"a 0-d array {a!r}")
+            inputs.append(a)
+            depths.append(1)
+            symbols.append(())
+            params.append((a.shape[1:], a.dtype))
+    out_kinds: list[Any] = []
+
+    def traced(*flat_params: Any) -> Any:
+        elements, pos = [], 0
+        for d in depths:
+            if d == 3:
+                elements.append(Jagged(flat_params[pos], (flat_params[pos + 1],)))
+                pos += 2
+            else:
+                elements.append(flat_params[pos])
+                pos += 1
+        out = f(*elements)
+        leaves, structure = _flatten(out, "map")
+        arrays = []
+        for leaf in leaves:
+            if isinstance(leaf, Jagged):
+                raise NotImplementedError(
+                    "map over a FractalTensor whose function returns a "
+                    "FractalTensor (a result nested one level deeper) is not "
+                    "supported yet")
+            arrays.append(asarray(leaf))
+        out_kinds.append(structure)
+        return tuple(arrays)
+
+    _map_nesting[0] += 1
+    try:
+        leaf = _flatten(0, "map")[1]  # the structure of a single array
+        body, captured, _ = _trace(traced, [[p] for p in params],
+                                   [leaf] * len(params), "map")
+    finally:
+        _map_nesting[0] -= 1
+    loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),
+                     tuple(symbols))
+    results = []
+    for k in range(loop.num_outputs):
+        values = LoopResult(loop, k)
+        results.append(Jagged(values, (loop.output_offsets(k),))
+                       if loop.is_jagged_output(k) else values)
+    return _unflatten(results, out_kinds[0])
+
+# }}}
+
+
+def map(f: Callable, *xs: Any) -> Any:
+    """Apply *f* to the elements of *xs* in parallel and stack the results
+    (see :func:`ftlazy.fractal.map`); where an input is a FractalTensor,
+    see :func:`jagged_map`."""
+    from ftlazy import fractal
+    if any(isinstance(x, Jagged) for x in xs):
+        return jagged_map(f, *xs)
+    return fractal.map(f, *xs)
+
+
+from ftlazy.fractal import Body  # noqa: E402  (for the annotations above)

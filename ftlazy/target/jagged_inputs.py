@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: MIT
+"""Run-time side of FractalTensors shared by the reference evaluator and
+compiled programs: splitting a jagged input into its placeholders' parts,
+checking zipped offsets, and evaluating a :class:`~ftlazy.fractal_tensor.JaggedMap`
+element by element (the reference semantics)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+
+from ftlazy.array import Placeholder
+from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
+from ftlazy.jagged import JaggedArray
+from ftlazy.node import Node
+
+
+def jagged_parts(inputs: Iterable[Node]) -> dict[str, dict[str, Placeholder]]:
+    """The placeholders of each jagged input, by input name and part."""
+    groups: dict[str, dict[str, Placeholder]] = {}
+    for n in inputs:
+        if isinstance(n, Placeholder):
+            for t in n.tags:
+                if isinstance(t, JaggedInputPart):
+                    groups.setdefault(t.name, {})[t.part] = n
+    return groups
+
+
+def _coerce(value: Any, name: str, dtype: np.dtype, depth: int,
+            elem_shape: tuple) -> JaggedArray:
+    return JaggedArray.coerce(value, depth, elem_shape, dtype, name)
+
+
+def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
+                         ) -> dict[str, Any]:
+    """*given* with each FractalTensor input (a :class:`~ftlazy.JaggedArray`
+    or nested lists, passed by its declared name) replaced by its values and
+    offsets under their placeholders' names. Parts passed directly are
+    validated as a whole."""
+    result = dict(given)
+    for name, parts in jagged_parts(inputs).items():
+        tag = next(t for p in parts.values() for t in p.tags
+                   if isinstance(t, JaggedInputPart))
+        n_offsets = tag.depth - 1
+        part_names = ["values"] + [f"offsets{k}" for k in range(n_offsets)]
+        # the placeholder names, also of parts the program does not read
+        names = {"values": f"{name}_values"} | {
+            f"offsets{k}": f"{name}_offsets{k}" for k in range(n_offsets)}
+        dtype = np.dtype(tag.dtype)
+        if name in result:
+            direct = [names[p] for p in part_names if names[p] in result]
+            if direct:
+                raise ValueError(f"jagged input {name!r} is given both whole and "
+                                 f"as its part(s) {direct}")
+            ja = _coerce(result.pop(name), name, dtype, tag.depth, tag.elem_shape)
+        elif all(names[p] in result for p in part_names):
+            ja = JaggedArray(result[names["values"]],
+                             *(result[names[f"offsets{k}"]] for k in range(n_offsets)))
+        else:
+            continue  # reported as a missing input by the binding
+        if ja.depth != tag.depth:
+            raise ValueError(f"jagged input {name!r} has depth {ja.depth}, "
+                             f"declared {tag.depth}")
+        for part, array in zip(part_names, (ja.values,) + ja.offsets):
+            if part in parts:
+                result[names[part]] = array
+    return result
+
+
+def check_zipped(what: str, mapped: list[tuple[int, list[np.ndarray]]]) -> int:
+    """The common outer length of the mapped inputs (``(depth, arrays)``
+    with numpy values); :class:`ValueError` if zipped inputs differ in
+    their outer length or, for FractalTensors, in any offsets."""
+    def outer(depth: int, arrays: list[np.ndarray]) -> int:
+        return len(arrays[0]) if depth == 1 else len(arrays[1]) - 1
+
+    n = outer(*mapped[0])
+    first_jagged = next(((k, a) for k, (d, a) in enumerate(mapped) if d > 1), None)
+    for k, (depth, arrays) in enumerate(mapped):
+        if outer(depth, arrays) != n:
+            raise ValueError(f"{what}: zipped input {k} has {outer(depth, arrays)} "
+                             f"elements, input 0 has {n}")
+        if depth > 1 and first_jagged is not None and first_jagged[0] != k:
+            j, ref = first_jagged
+            for level, (a, b) in enumerate(zip(ref[1:], arrays[1:])):
+                if a.shape != b.shape or not np.array_equal(a, b):
+                    raise ValueError(
+                        f"{what}: zipped FractalTensors {j} and {k} have different "
+                        f"lengths at level {level}: offsets {a.tolist()[:8]} and "
+                        f"{b.tolist()[:8]}")
+    return n
+
+
+def evaluate_jagged_map(expr: JaggedMap, rec: Callable[[Node], Any],
+                        env: Mapping[str, int],
+                        run_body: Callable[[dict, tuple], list[np.ndarray]]
+                        ) -> tuple[np.ndarray, ...]:
+    """The results of *expr*, one body evaluation per element (the
+    reference semantics). *run_body(env, params)* evaluates the body."""
+    mapped = [(depth, [np.asarray(rec(a)) for a in arrays])
+              for depth, arrays in expr.mapped_parts()]
+    captured = tuple(rec(a) for a in expr.captured)
+    n = check_zipped("map over a FractalTensor", mapped)
+    per_element = []
+    for i in range(n):
+        params: list[np.ndarray] = []
+        local = dict(env)
+        for (depth, arrays), symbols in zip(mapped, expr.symbols):
+            if depth == 1:
+                params.append(arrays[0][i])
+            elif depth == 2:
+                values, off = arrays
+                lo, hi = int(off[i]), int(off[i + 1])
+                local[symbols[0]] = hi - lo
+                params.append(values[lo:hi])
+            else:
+                values, off0, off1 = arrays
+                first, last = int(off0[i]), int(off0[i + 1])
+                lo, hi = int(off1[first]), int(off1[last])
+                local[symbols[0]] = last - first
+                local[symbols[1]] = hi - lo
+                params.append(values[lo:hi])
+                params.append(off1[first:last + 1] - lo)
+        try:
+            per_element.append(run_body(local, tuple(params) + captured))
+        except ValueError as err:
+            raise ValueError(f"map over a FractalTensor, element {i}: {err}"
+                             ) from err
+    results = []
+    for k in range(expr.num_outputs):
+        out = expr.body.outputs[k]
+        parts = [step[k] for step in per_element]
+        if expr.is_jagged_output(k):
+            if parts:
+                results.append(np.concatenate(parts, axis=0))
+            else:
+                results.append(np.empty((0,) + tuple(
+                    int(c) for c in out.shape[1:]), out.dtype))
+        elif parts:
+            results.append(np.stack(parts))
+        else:
+            shape = tuple(int(c) for c in out.shape)  # static, or not jagged
+            results.append(np.empty((0,) + shape, out.dtype))
+    return tuple(results)
+
+
+def jagged_result(value: Jagged, rec: Callable[[Node], Any]) -> JaggedArray:
+    """A :class:`Jagged` result as a :class:`~ftlazy.JaggedArray`."""
+    return JaggedArray(rec(value.values), *(rec(o) for o in value.offsets))
