@@ -12,7 +12,8 @@ from ftlazy.array import (  # noqa: F401
     DataWrapper, DictOfNamedArrays, Einsum, IndexLambda, NormalizedSlice,
     Placeholder, Reshape, Roll, SizeParam, Stack)
 from ftlazy.fractal import (  # noqa: F401
-    Body, BodyParam, Gather, LoopResult, Map, Scan, fold, gather, map, scan)
+    Body, BodyParam, Gather, LoopResult, Map, Scan, fold, gather, map, reduce,
+    scan, scatter)
 from ftlazy.inputs import (  # noqa: F401
     make_data_wrapper, make_dict_of_named_arrays, make_placeholder,
     make_size_param)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """FractalTensor-style nested parallelism: :func:`map`, :func:`scan`,
-:func:`fold` and :func:`gather`.
+:func:`fold`, :func:`reduce`, :func:`gather` and :func:`scatter`.
 
 ``map`` and ``scan`` trace a Python function once into a :class:`Body`: a
 self-contained sub-DAG over positional :class:`BodyParam` nodes. Arrays the
@@ -15,11 +15,25 @@ read through a :class:`LoopResult` array.
 .. autoclass:: Scan
 .. autoclass:: LoopResult
 .. autoclass:: Gather
+.. autoclass:: Scatter
 .. autofunction:: map
 .. autofunction:: scan
 .. autofunction:: fold
+.. autofunction:: reduce
 .. autofunction:: gather
+.. autofunction:: scatter
 .. autofunction:: check_not_body_local
+
+Bundles of names (pytrees): :func:`map`, :func:`scan`, :func:`fold` and
+:func:`reduce` take and return any nesting of tuples, lists,
+:class:`~typing.NamedTuple` s and dicts of arrays. Dicts keep the key order
+they are given in (no sorting); a carry that a body returns is matched to
+*init* by key.
+
+.. autoclass:: TreeStructure
+.. autofunction:: tree_flatten
+.. autofunction:: tree_unflatten
+.. autofunction:: tree_leaves_like
 
 An array computed inside a traced function belongs to that body: the
 traced function's parameters become positional :class:`BodyParam` nodes
@@ -34,7 +48,7 @@ body, or evaluating one is a :class:`ValueError` that names the array.
 from __future__ import annotations
 
 import builtins
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -297,34 +311,216 @@ class Gather(Array):
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", self.array.dtype)
 
+
+#: the modes of :func:`scatter`
+SCATTER_MODES = ("set", "add")
+
+
+@node(children=("x", "indices", "updates"))
+class Scatter(Array):
+    """A copy of :attr:`x` whose rows (along axis 0) at :attr:`indices` (a
+    1-D integer array of length ``m``) are replaced by (:attr:`mode`
+    ``"set"``; of duplicate indices the last one wins) or increased by
+    (``"add"``; duplicates add up) the rows of :attr:`updates`, of shape
+    ``(m, *x.shape[1:])`` and of :attr:`x`'s dtype. Indices must lie in
+    ``[-len, len)`` (negative ones count from the end); others are an
+    :class:`IndexError` at run time. :func:`scatter` builds one."""
+
+    x: Array
+    indices: Array
+    updates: Array
+    mode: str = "set"
+    shape: Shape = field(init=False)
+    dtype: np.dtype = field(init=False)
+
+    def _infer(self) -> None:
+        _check_scatter_operands(self.x, self.indices, self.mode)
+        expected = self.indices.shape + self.x.shape[1:]
+        if not sh.shapes_equal(self.updates.shape, expected):
+            raise ValueError(f"scatter: updates must have the shape "
+                             f"{sh.shape_str(expected)} (the indices' length, "
+                             f"then the rows of x), got "
+                             f"{sh.shape_str(self.updates.shape)}")
+        if self.updates.dtype != self.x.dtype:
+            raise TypeError(f"scatter: updates must have x's dtype {self.x.dtype}, "
+                            f"got {self.updates.dtype}")
+        object.__setattr__(self, "shape", self.x.shape)
+        object.__setattr__(self, "dtype", self.x.dtype)
+
+    def _repr_extra(self) -> str:
+        return f", mode={self.mode!r}"
+
+
+def _check_scatter_operands(x: Array, indices: Array, mode: Any) -> None:
+    """The checks of :func:`scatter`'s operands that do not involve the
+    updates (which :func:`scatter` broadcasts and casts first)."""
+    if mode not in SCATTER_MODES:
+        raise ValueError(f"scatter mode must be one of {SCATTER_MODES}, got "
+                         f"{mode!r}")
+    if x.ndim == 0:
+        raise ValueError(f"scatter: x must have at least one axis (rows are "
+                         f"written along axis 0), got a 0-d array {x!r}")
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"scatter indices must have an integer dtype, got "
+                        f"{indices.dtype}")
+    if indices.ndim != 1:
+        raise ValueError(f"scatter indices must be a 1-D array, got shape "
+                         f"{sh.shape_str(indices.shape)}")
+
+# }}}
+
+
+# {{{ bundles of names (pytrees)
+
+@dataclass(frozen=True)
+class TreeStructure:
+    """The structure of a bundle of names (a pytree): nested tuples, lists,
+    :class:`~typing.NamedTuple` s and dicts whose leaves are arrays (or
+    numbers). :data:`LEAF` stands for one leaf. Dicts keep their keys in the
+    order given (insertion order), and a dict is rebuilt in that order.
+
+    .. attribute:: kind
+
+        The container type (``tuple``, ``list``, ``dict``, a NamedTuple
+        class, ...), or None for a leaf.
+
+    .. attribute:: keys
+
+        A dict's keys, in order (empty for other kinds).
+
+    .. attribute:: children
+
+        The structure of each item (of each value, for dicts).
+    """
+
+    kind: type | None
+    keys: tuple = ()
+    children: tuple[TreeStructure, ...] = ()
+
+    @property
+    def num_leaves(self) -> int:
+        """How many leaves the structure holds."""
+        if self.kind is None:
+            return 1
+        return builtins.sum(c.num_leaves for c in self.children)
+
+    def __str__(self) -> str:
+        if self.kind is None:
+            return "*"
+        items = [str(c) for c in self.children]
+        if _is_namedtuple_type(self.kind):
+            return (f"{self.kind.__name__}("
+                    + ", ".join(f"{name}={item}" for name, item in
+                                zip(self.kind._fields, items)) + ")")
+        if issubclass(self.kind, dict):
+            body = "{" + ", ".join(f"{k!r}: {item}"
+                                   for k, item in zip(self.keys, items)) + "}"
+            return body if self.kind is dict else f"{self.kind.__name__}({body})"
+        if issubclass(self.kind, list):
+            body = "[" + ", ".join(items) + "]"
+            return body if self.kind is list else f"{self.kind.__name__}({body})"
+        body = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return body if self.kind is tuple else f"{self.kind.__name__}{body}"
+
+
+#: the structure of a single leaf
+LEAF = TreeStructure(None)
+
+
+def _is_namedtuple_type(kind: type) -> bool:
+    return issubclass(kind, tuple) and hasattr(kind, "_fields")
+
+
+def tree_flatten(tree: Any, what: str = "tree") -> tuple[list[Any], TreeStructure]:
+    """The leaves of *tree* (depth first, dict values in key order as given)
+    and its :class:`TreeStructure`. Tuples (NamedTuples included), lists
+    and dicts (subclasses included) are containers; sets, which have no
+    order, are a :class:`TypeError` naming *what* (the caller's inputs);
+    anything else is a leaf."""
+    if isinstance(tree, (set, frozenset)):
+        raise TypeError(f"{what}: a {type(tree).__name__} has no order; bundle "
+                        f"arrays in a tuple, list, NamedTuple or dict, got {tree!r}")
+    if isinstance(tree, dict):
+        keys = tuple(tree)
+        values = [tree[k] for k in keys]
+    elif isinstance(tree, (tuple, list)):
+        keys, values = (), list(tree)
+    else:
+        return [tree], LEAF
+    leaves: list[Any] = []
+    children = []
+    for value in values:
+        sub_leaves, sub = tree_flatten(value, what)
+        leaves.extend(sub_leaves)
+        children.append(sub)
+    return leaves, TreeStructure(type(tree), keys, tuple(children))
+
+
+def tree_unflatten(leaves: list[Any], structure: TreeStructure) -> Any:
+    """Rebuild a tree of *structure* from its *leaves* (in the order of
+    :func:`tree_flatten`): NamedTuples as ``kind(*items)``, dicts as
+    ``kind(zip(keys, items))``, other tuples and lists as ``kind(items)``."""
+    if len(leaves) != structure.num_leaves:
+        raise ValueError(f"tree_unflatten: {len(leaves)} leaves for the "
+                         f"structure {structure}, which has "
+                         f"{structure.num_leaves}")
+    return _unflatten_from(iter(leaves), structure)
+
+
+def _unflatten_from(leaves: Any, structure: TreeStructure) -> Any:
+    if structure.kind is None:
+        return next(leaves)
+    items = [_unflatten_from(leaves, c) for c in structure.children]
+    kind = structure.kind
+    if _is_namedtuple_type(kind):
+        return kind(*items)
+    if issubclass(kind, dict):
+        return kind(zip(structure.keys, items))
+    return kind(items)
+
+
+def tree_leaves_like(tree: Any, structure: TreeStructure, what: str,
+                     expected: str, got: str) -> list[Any]:
+    """The leaves of *tree* in the order of *structure*, which *tree* must
+    have: the same containers, with dicts matched by key (in any order).
+    Otherwise a :class:`ValueError` naming both structures, *expected* and
+    *got* saying what each one is (``"the carry the body returns"``,
+    ``"init"``)."""
+    leaves: list[Any] = []
+
+    def walk(t: Any, s: TreeStructure) -> bool:
+        if s.kind is None:
+            if isinstance(t, (tuple, list, dict)):
+                return False
+            leaves.append(t)
+            return True
+        if type(t) is not s.kind:
+            return False
+        if issubclass(s.kind, dict):
+            if len(t) != len(s.keys) or any(k not in t for k in s.keys):
+                return False
+            items = [t[k] for k in s.keys]
+        else:
+            items = list(t)
+            if len(items) != len(s.children):
+                return False
+        return builtins.all(walk(i, c) for i, c in zip(items, s.children))
+
+    if not walk(tree, structure):
+        _, actual = tree_flatten(tree, what)
+        raise ValueError(f"{what}: {got} is structured differently from "
+                         f"{expected}: {actual} instead of {structure}")
+    return leaves
+
+
+# the first names of tree_flatten and tree_unflatten (other modules use them)
+_flatten = tree_flatten
+_unflatten = tree_unflatten
+
 # }}}
 
 
 # {{{ tracing
-
-def _flatten(tree: Any, what: str) -> tuple[list[Any], Any]:
-    """Leaves and structure of a (nested) tuple/list of arrays."""
-    if isinstance(tree, (tuple, list)):
-        leaves: list[Any] = []
-        structure = []
-        for item in tree:
-            sub_leaves, sub_structure = _flatten(item, what)
-            structure.append((len(sub_leaves), sub_structure))
-            leaves.extend(sub_leaves)
-        return leaves, (type(tree), structure)
-    return [tree], None
-
-
-def _unflatten(leaves: list[Any], structure: Any) -> Any:
-    if structure is None:
-        return leaves[0]
-    kind, parts = structure
-    result, pos = [], 0
-    for count, sub in parts:
-        result.append(_unflatten(leaves[pos:pos + count], sub))
-        pos += count
-    return kind(result)
-
 
 def _as_arrays(leaves: list[Any], what: str) -> list[Array]:
     from ftlazy.ops import asarray
@@ -398,14 +594,15 @@ def _close_body(scope: TraceScope, trace_params: list[_TraceParam],
     return Body(params, new_outputs), list(captured)
 
 
-def _trace(f: Callable, param_arrays: list[list[Array]], structures: list[Any],
-           what: str) -> tuple[Body, list[Array], Any]:
+def _trace(f: Callable, param_arrays: list[list[tuple[Shape, np.dtype]]],
+           structures: list[TreeStructure], what: str
+           ) -> tuple[Body, list[Array], TreeStructure]:
     """Call *f* on fresh trace params shaped like *param_arrays* (one group
-    per argument, regrouped by *structures*); return the closed body, the
-    captured arrays and the output structure. The body's
-    :class:`~ftlazy.node.TraceScope` is closed afterwards, even if *f*
-    raises: arrays built from the trace parameters cannot be used outside
-    the body any more."""
+    of ``(shape, dtype)`` per argument, rebuilt into a tree by
+    *structures*); return the closed body, the captured arrays and the
+    output structure. The body's :class:`~ftlazy.node.TraceScope` is closed
+    afterwards, even if *f* raises: arrays built from the trace parameters
+    cannot be used outside the body any more."""
     scope = TraceScope(f"ft.{what}")
     try:
         groups = []
@@ -414,9 +611,9 @@ def _trace(f: Callable, param_arrays: list[list[Array]], structures: list[Any],
             params = [_TraceParam(_TraceToken(scope), a_shape, a_dtype)
                       for a_shape, a_dtype in group]
             all_params.extend(params)
-            groups.append(_unflatten(params, structure))
+            groups.append(tree_unflatten(params, structure))
         out = f(*groups)
-        leaves, out_structure = _flatten(out, what)
+        leaves, out_structure = tree_flatten(out, f"{what} results")
         if not leaves:
             raise ValueError(f"{what}: the function returned no arrays")
         body, captured = _close_body(
@@ -424,6 +621,12 @@ def _trace(f: Callable, param_arrays: list[list[Array]], structures: list[Any],
     finally:
         scope.active = False
     return body, captured, out_structure
+
+
+def _loop_results(loop: Loop, structure: TreeStructure) -> Any:
+    """The results of *loop*, as a tree of *structure*."""
+    return tree_unflatten([LoopResult(loop, i) for i in range(loop.num_outputs)],
+                          structure)
 
 
 def check_not_body_local(roots: Any, what: str) -> None:
@@ -451,42 +654,53 @@ def map(f: Callable, *xs: Any) -> Any:
     """Apply *f* to the elements (sub-arrays along axis 0) of *xs* in
     parallel and stack the results, like ``jax.vmap`` over axis 0.
 
-    *f* is traced once with symbolic elements; it may return an array or a
-    (nested) tuple of arrays, and may close over outer arrays (captured as
-    inputs). All *xs* must have provably equal lengths.
+    Each of *xs* is an array or a bundle of names (a pytree: any nesting of
+    tuples, lists, :class:`~typing.NamedTuple` s and dicts of arrays); *f*
+    receives, per argument, the same structure of elements. *f* is traced
+    once with symbolic elements; it may return an array or any such bundle
+    of arrays (the result has the same structure, each leaf stacked), and
+    may close over outer arrays (captured as inputs). All arrays of all
+    *xs* must have provably equal lengths. Dicts keep their key order.
     """
     if not callable(f):
         raise TypeError(f"map: f must be callable, got {type(f).__name__}")
     if not xs:
         raise ValueError("map needs at least one sequence")
-    arrays = _as_arrays(list(xs), "map inputs")
+    groups, structures = [], []
+    for x in xs:
+        leaves, structure = tree_flatten(x, "map inputs")
+        groups.append(_as_arrays(leaves, "map inputs"))
+        structures.append(structure)
+    arrays = [a for group in groups for a in group]
+    if not arrays:
+        shown = ", ".join(str(st) for st in structures)
+        raise ValueError(f"map needs at least one sequence, got inputs of the "
+                         f"structures {shown} with no arrays")
     _check_lengths(tuple(arrays), "map")
     body, captured, out_structure = _trace(
-        f, [[(a.shape[1:], a.dtype)] for a in arrays], [None] * len(arrays), "map")
+        f, [[(a.shape[1:], a.dtype) for a in group] for group in groups],
+        structures, "map")
     loop = Map(body, tuple(arrays) + tuple(captured), len(arrays))
-    return _unflatten([LoopResult(loop, i) for i in range(loop.num_outputs)],
-                      out_structure)
+    return _loop_results(loop, out_structure)
 
 
 def _scan_node(f: Callable, xs: Any, init: Any, keep_all: bool, what: str) -> Any:
     if not callable(f):
         raise TypeError(f"{what}: f must be callable, got {type(f).__name__}")
-    init_leaves, init_structure = _flatten(init, what)
+    init_leaves, init_structure = tree_flatten(init, f"{what} initial carries")
     inits = _as_arrays(init_leaves, f"{what} initial carries")
-    x_leaves, x_structure = _flatten(xs, what)
+    x_leaves, x_structure = tree_flatten(xs, f"{what} sequences")
     scanned = _as_arrays(x_leaves, f"{what} sequences")
     if not scanned:
         raise ValueError(f"{what} needs at least one sequence")
     _check_lengths(tuple(scanned), what)
 
-    def traced(carry, x):
+    def traced(carry: Any, x: Any) -> Any:
         new = f(carry, x)
-        new_leaves, new_structure = _flatten(new, what)
-        if new_structure != init_structure:
-            raise ValueError(f"{what}: the body returns a carry structured "
-                             f"differently from init ({len(new_leaves)} arrays "
-                             f"vs {len(inits)})")
-        return new
+        # (dicts are matched by key, then put in init's key order)
+        leaves = tree_leaves_like(new, init_structure, what, "init",
+                                  "the carry the body returns")
+        return tree_unflatten(leaves, init_structure)
 
     body, captured, _ = _trace(
         traced, [[(a.shape, a.dtype) for a in inits],
@@ -494,23 +708,44 @@ def _scan_node(f: Callable, xs: Any, init: Any, keep_all: bool, what: str) -> An
         [init_structure, x_structure], what)
     loop = Scan(body, tuple(inits) + tuple(scanned) + tuple(captured),
                 len(inits), len(scanned), keep_all)
-    return _unflatten([LoopResult(loop, i) for i in range(loop.num_outputs)],
-                      init_structure)
+    return _loop_results(loop, init_structure)
 
 
 def scan(f: Callable, xs: Any, init: Any) -> Any:
     """Run ``carry = f(carry, x)`` over the elements of *xs* in order,
     starting from *init*; return every carry (stacked along a new axis 0,
-    not including *init*). Carries may be (nested) tuples of arrays; *xs*
-    may be an array or a tuple of arrays of equal length. The body must
-    keep each carry's shape and dtype."""
+    not including *init*).
+
+    *init* and *xs* are arrays (or numbers, for *init*) or bundles of names
+    (pytrees: any nesting of tuples, lists, :class:`~typing.NamedTuple` s
+    and dicts); *f* receives the carry with *init*'s structure and the
+    element with *xs*'s, and must return a carry with *init*'s structure
+    (dicts are matched by key; the result keeps *init*'s key order), else a
+    :class:`ValueError` names both structures. The arrays of *xs* must have
+    equal lengths. The body must keep each carry's shape and dtype. The
+    result has *init*'s structure, each leaf stacked."""
     return _scan_node(f, xs, init, True, "scan")
 
 
 def fold(f: Callable, xs: Any, init: Any) -> Any:
     """Like :func:`scan`, but return only the last carry (*init* for an
-    empty sequence)."""
+    empty sequence), with *init*'s structure."""
     return _scan_node(f, xs, init, False, "fold")
+
+
+def reduce(f: Callable, xs: Any, init: Any) -> Any:
+    """Combine the elements of *xs* with ``carry = f(carry, x)`` starting
+    from *init*, for an associative *f*; return the last carry (*init* for
+    an empty sequence). Bundles of names are taken and returned as by
+    :func:`fold`.
+
+    Since *f* is associative, any bracketing of the elements is a valid
+    evaluation order; this version evaluates the reduction as a
+    :func:`fold`, the sequential order (``f(f(f(init, x0), x1), x2)``),
+    which is one of them. A later version may evaluate it as a tree, so *f*
+    should not rely on the order beyond associativity (and, for floats,
+    results may then differ by rounding)."""
+    return _scan_node(f, xs, init, False, "reduce")
 
 
 def gather(x: Any, indices: Any, axis: int = 0) -> Array:
@@ -526,5 +761,76 @@ def gather(x: Any, indices: Any, axis: int = 0) -> Array:
         raise ValueError(f"gather axis {axis} out of range for array of shape "
                          f"{sh.shape_str(x.shape)}")
     return Gather(x, indices, builtins.int(axis) % x.ndim)
+
+
+def _check_scatter_cast(updates: Any, dtype: np.dtype, mode: str) -> None:
+    """Raise :class:`TypeError` if *updates* (an array, or a Python scalar,
+    weak in numpy's promotion) cannot be written into an array of *dtype*
+    with *mode* (see :func:`scatter`)."""
+    from ftlazy.ops.convert import is_weak_scalar
+    if is_weak_scalar(updates):
+        source: Any = updates
+        shown = f"a Python {type(updates).__name__}"
+    else:
+        source = updates.dtype
+        shown = f"updates of dtype {updates.dtype}"
+    if mode == "set":
+        if np.result_type(source).kind == "c" and dtype.kind != "c":
+            raise TypeError(f"scatter: cannot set {shown} into x of dtype "
+                            f"{dtype}: it would discard the imaginary part")
+    elif not np.can_cast(np.result_type(dtype, source), dtype, "same_kind"):
+        raise TypeError(f"scatter: cannot add {shown} to x of dtype {dtype} "
+                        "(numpy's x[indices] += updates refuses the cast)")
+
+
+def scatter(x: Any, indices: Any, updates: Any, mode: str = "set") -> Array:
+    """A new array equal to *x* with the rows ``indices`` along axis 0
+    replaced by (*mode* ``"set"``, like ``x[indices] = updates``) or
+    increased by (``"add"``, like ``numpy.add.at(x, indices, updates)``)
+    the rows of *updates*.
+
+    :arg x: an array of at least one axis.
+    :arg indices: a 1-D integer array of length ``m``, computed or given at
+        run time. Negative indices count from the end; indices outside
+        ``[-len(x), len(x))`` raise :class:`IndexError` at run time (with
+        :func:`~ftlazy.evaluate_numpy` and compiled programs alike), and
+        nothing is ever written out of bounds.
+    :arg updates: broadcast (as numpy does) to ``(m, *x.shape[1:])``, else a
+        :class:`ValueError` naming both shapes. Cast to *x*'s dtype: with
+        ``"set"`` as numpy's assignment casts (a float into an integer
+        array truncates), except that complex updates into a real *x* are a
+        :class:`TypeError`; with ``"add"`` only where numpy's
+        ``x[indices] += updates`` allows it (``same_kind`` casting), else a
+        :class:`TypeError` naming both dtypes.
+    :arg mode: ``"set"``: of duplicate indices the last one wins;
+        ``"add"``: duplicates add up, in some order (floats: up to rounding;
+        bools: logical or, as ``numpy.add.at`` does).
+
+    Compiled code computes each output row ``r`` from every update: for
+    ``"add"``, ``x[r] + sum over k of (indices[k] == r) * updates[k]``; for
+    ``"set"``, the last ``k`` with ``indices[k] == r`` (a stored reduction),
+    then ``updates[k]`` or ``x[r]``. That is ``O(len(x) * m)`` work per
+    element of a row, which suits short index lists (or short ``x``); a
+    later version may sort the indices instead.
+    """
+    from ftlazy.ops import asarray, astype, broadcast_to
+    from ftlazy.ops.convert import is_weak_scalar
+    x = asarray(x)
+    indices = asarray(indices)
+    _check_scatter_operands(x, indices, mode)
+    if not is_weak_scalar(updates):
+        updates = asarray(updates)
+    _check_scatter_cast(updates, x.dtype, mode)
+    updates = asarray(updates)
+    target = indices.shape + x.shape[1:]
+    try:
+        updates = broadcast_to(updates, target)
+    except ValueError:
+        raise ValueError(f"scatter: updates of shape "
+                         f"{sh.shape_str(updates.shape)} do not broadcast to "
+                         f"the shape {sh.shape_str(target)} of the rows they "
+                         f"write (indices of shape {sh.shape_str(indices.shape)}, "
+                         f"x of shape {sh.shape_str(x.shape)})") from None
+    return Scatter(x, indices, astype(updates, x.dtype), mode)
 
 # }}}

@@ -24,7 +24,7 @@ from ftlazy.array import (
     DictOfNamedArrays, Einsum, IndexLambda, NormalizedSlice, Placeholder, Reshape,
     Roll, SizeParam, Stack)
 from ftlazy.fractal import (
-    Body, BodyParam, Gather, LoopResult, Map, Scan, check_not_body_local)
+    Body, BodyParam, Gather, LoopResult, Map, Scan, Scatter, check_not_body_local)
 from ftlazy.ops.reductions import empty_reduction_message
 from ftlazy.scalar_expr import Reduce, TypeCast
 from ftlazy.target.binding import (
@@ -224,6 +224,15 @@ def _slice(idx: NormalizedSlice, env: Mapping[str, int]) -> slice:
     return slice(start, stop if stop >= 0 else None, idx.step)
 
 
+def _check_indices_in_range(indices: np.ndarray, n: int, message: str) -> None:
+    """Raise :class:`IndexError` with *message* (formatted with the first
+    bad index and *n*) unless every entry of *indices* lies in
+    ``[-n, n)``."""
+    if indices.size and (indices.min() < -n or indices.max() >= n):
+        bad = indices[(indices < -n) | (indices >= n)].flat[0]
+        raise IndexError(message.format(bad, n))
+
+
 class NumpyEvaluator(CachedMapper[Any]):
     """Maps each node to its numpy value. Results of :class:`Map` and
     :class:`Scan` nodes are tuples (one array per loop result)."""
@@ -302,12 +311,28 @@ class NumpyEvaluator(CachedMapper[Any]):
     def map_gather(self, expr: Gather) -> np.ndarray:
         array = self.rec(expr.array)
         indices = self.rec(expr.indices)
-        n = array.shape[expr.axis]
-        if indices.size and (indices.min() < -n or indices.max() >= n):
-            bad = indices[(indices < -n) | (indices >= n)].flat[0]
-            raise IndexError(f"gather index {bad} is out of range for axis "
-                             f"{expr.axis} with size {n}")
+        _check_indices_in_range(indices, array.shape[expr.axis],
+                                f"gather index {{}} is out of range for axis "
+                                f"{expr.axis} with size {{}}")
         return self._finish(expr, np.take(array, indices, axis=expr.axis))
+
+    def map_scatter(self, expr: Scatter) -> np.ndarray:
+        result = np.array(self.rec(expr.x), copy=True)
+        indices = self.rec(expr.indices)
+        updates = self.rec(expr.updates)
+        n = result.shape[0]
+        _check_indices_in_range(indices, n, "scatter index {} is out of range "
+                                "for axis 0 with size {}")
+        if indices.size == 0:
+            return self._finish(expr, result)
+        rows = indices.astype(np.int64) % n
+        if expr.mode == "add":
+            np.add.at(result, rows, updates)
+        else:
+            # the last of duplicate indices wins: the first in reverse order
+            unique, first_reversed = np.unique(rows[::-1], return_index=True)
+            result[unique] = updates[len(rows) - 1 - first_reversed]
+        return self._finish(expr, result)
 
     def map_loop_result(self, expr: LoopResult) -> np.ndarray:
         return self._finish(expr, self.rec(expr.loop)[expr.index])

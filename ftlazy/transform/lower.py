@@ -2,9 +2,10 @@
 """Lowering of high-level array nodes to :class:`~ftlazy.array.IndexLambda`.
 
 :func:`to_index_lambda` rewrites one node (an einsum, a reshape, an index
-remapping, a gather) as the uniform node whose body reads the original
-node's children; :func:`lower_to_index_lambdas` does so for every such node
-of a DAG, bodies of loops included.
+remapping, a gather, a scatter) as the uniform node whose body reads the
+original node's children (a scatter in mode ``"set"`` also through a stored
+reduction it adds); :func:`lower_to_index_lambdas` does so for every such
+node of a DAG, bodies of loops included.
 
 Lowered bodies follow the conventions of :mod:`ftlazy.scalar_expr` and are
 well typed: index arithmetic is int64 (index variables, size parameters and
@@ -32,7 +33,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import (
     AdvancedIndex, Array, AxisPermutation, BasicIndex, Concatenate, Einsum,
     IndexLambda, NormalizedSlice, Reshape, Roll, Stack, parse_einsum_spec)
-from ftlazy.fractal import Gather
+from ftlazy.fractal import Gather, Scatter
 from ftlazy.node import Node
 from ftlazy.scalar_expr import Reduce, TypeCast, index_var, reduction_var
 from ftlazy.shapes import Shape, ShapeComponent
@@ -439,6 +440,58 @@ def _lower_gather(expr: Gather) -> IndexLambda:
     return _finish(expr, _guarded_read(bindings, array, index,
                                        [(wrapped, array.shape[axis])]), bindings)
 
+
+def _lower_scatter(expr: Scatter) -> IndexLambda:
+    """``"add"``: ``x[r] + sum_k (idx[k] == r ? upd[k] : 0)`` (bools: ``or``
+    and ``any``); ``"set"``: the last ``k`` with ``idx[k] == r`` (or -1) as a
+    stored max-reduction of shape ``(len(x),)``, then ``upd[k]`` where it is
+    not -1, else ``x[r]``. Indices are compared after counting negative ones
+    from the end, so an out-of-range index matches no row and nothing is
+    read or written out of bounds (code generation reports it as an
+    IndexError). ``O(len(x) * m)`` work per element of a row."""
+    x, indices, updates = expr.x, expr.indices, expr.updates
+    rows, m = x.shape[0], indices.shape[0]
+    bindings = _Bindings()
+    rest = [index_var(a) for a in range(1, x.ndim)]
+    x_read = bindings.read(x, [index_var(0)] + rest)
+    if m == 0:
+        # no update: the operands stay inputs of the program all the same
+        bindings.name(indices)
+        bindings.name(updates)
+        return _finish(expr, x_read, bindings)
+    k = reduction_var(0)
+    bounds: tuple = ((k.name, 0, m),)
+
+    def matches(reader: _Bindings) -> Any:
+        """Whether index ``k`` (read through *reader*) names the row
+        ``_0``."""
+        position = _wrapped_index(reader.read(indices, [k]), indices.dtype, rows)
+        return prim.Comparison(position, "==", TypeCast(_INT64, index_var(0)))
+
+    if expr.mode == "add":
+        update = bindings.read(updates, [k] + rest)
+        if expr.dtype.kind == "b":
+            total = Reduce("any", prim.LogicalAnd((matches(bindings), update)),
+                           bounds)
+            return _finish(expr, prim.LogicalOr((x_read, total)), bindings)
+        total = Reduce("sum", prim.If(matches(bindings), update,
+                                      expr.dtype.type(0)), bounds)
+        return _finish(expr, prim.Sum((x_read, total)), bindings)
+    # "set": which update (the last one) writes each row, as a stored array
+    reader = _Bindings()
+    candidate: Any = prim.If(matches(reader), TypeCast(_INT64, k), np.int64(-1))
+    if not isinstance(m, int):
+        # m may be 0 at run time: one more step, which reads nothing and
+        # matches no row, keeps the max-reduction from being empty
+        candidate = prim.If(prim.Comparison(k, "<", m), candidate, np.int64(-1))
+        bounds = ((k.name, 0, sh.add(m, 1)),)
+    last = IndexLambda(Reduce("max", candidate, bounds), (rows,), _INT64,
+                       reader.arrays)
+    which = bindings.read(last, [index_var(0)])
+    written = prim.Comparison(which, ">=", np.int64(0))
+    return _finish(expr, prim.If(written, bindings.read(updates, [which] + rest),
+                                 x_read), bindings)
+
 # }}}
 
 
@@ -452,6 +505,7 @@ _LOWERINGS: dict[type, Callable[[Any], IndexLambda]] = {
     BasicIndex: _lower_basic_index,
     AdvancedIndex: _lower_advanced_index,
     Gather: _lower_gather,
+    Scatter: _lower_scatter,
 }
 
 #: the node classes :func:`to_index_lambda` rewrites
@@ -464,9 +518,9 @@ def to_index_lambda(expr: Array) -> IndexLambda:
     is. Supports :class:`~ftlazy.array.Einsum`, :class:`~ftlazy.array.Reshape`,
     :class:`~ftlazy.array.AxisPermutation`, :class:`~ftlazy.array.Roll`,
     :class:`~ftlazy.array.Stack`, :class:`~ftlazy.array.Concatenate`,
-    :class:`~ftlazy.array.BasicIndex`, :class:`~ftlazy.array.AdvancedIndex`
-    and :class:`~ftlazy.fractal.Gather`; other nodes (inputs, loop results)
-    are a :class:`TypeError`."""
+    :class:`~ftlazy.array.BasicIndex`, :class:`~ftlazy.array.AdvancedIndex`,
+    :class:`~ftlazy.fractal.Gather` and :class:`~ftlazy.fractal.Scatter`;
+    other nodes (inputs, loop results) are a :class:`TypeError`."""
     if isinstance(expr, IndexLambda):
         return expr
     for cls in type(expr).__mro__:
@@ -494,12 +548,13 @@ class IndexLambdaLowerer(CopyMapper):
     map_basic_index = _lower
     map_advanced_index = _lower
     map_gather = _lower
+    map_scatter = _lower
 
 
 def lower_to_index_lambdas(expr: NodeT) -> NodeT:
     """*expr* (an array, a :class:`~ftlazy.array.DictOfNamedArrays` or a
-    loop body) with every einsum, reshape, index remapping and gather of its
-    DAG, loop bodies included, replaced by an equivalent
+    loop body) with every einsum, reshape, index remapping, gather and
+    scatter of its DAG, loop bodies included, replaced by an equivalent
     :class:`~ftlazy.array.IndexLambda`. Placeholders, size parameters, data
     wrappers, IndexLambdas, loops and their results stay as they are."""
     if not isinstance(expr, Node):

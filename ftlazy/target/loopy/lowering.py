@@ -17,7 +17,8 @@ import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import AdvancedIndex, Array, IndexLambda, SizeParam
-from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Map, Scan
+from ftlazy.fractal import (
+    Body, BodyParam, Gather, LoopResult, Map, Scan, Scatter)
 from ftlazy.node import Node
 from ftlazy.scalar_expr import (
     ExprIdentityMapper, Reduce, TypeCast, expression_children,
@@ -252,9 +253,9 @@ def _failed_step(failed: Array) -> IndexLambda:
 
 
 class _CheckInserter(CopyMapper):
-    """Collects a :class:`KernelCheck` per data-dependent read and per
-    integer power that may have a negative exponent; loop bodies report
-    theirs as extra map results or extra scan carries."""
+    """Collects a :class:`KernelCheck` per data-dependent read or write
+    and per integer power that may have a negative exponent; loop bodies
+    report theirs as extra map results or extra scan carries."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -280,6 +281,14 @@ class _CheckInserter(CopyMapper):
             new.indices, new.array.shape[new.axis],
             f"gather index {{value}} is out of range for axis {new.axis} with "
             "size {length}"))
+        return new
+
+    def map_scatter(self, expr: Scatter) -> Node:
+        new = self.map_node(expr)
+        self._add(_index_check(
+            new.indices, new.x.shape[0],
+            "scatter index {value} is out of range for axis 0 with size "
+            "{length}"))
         return new
 
     def map_advanced_index(self, expr: AdvancedIndex) -> Node:
@@ -364,11 +373,11 @@ class _CheckInserter(CopyMapper):
 
 def insert_kernel_checks(roots: dict[Any, Array]
                          ) -> tuple[dict[Any, Array], list[KernelCheck]]:
-    """The :class:`KernelCheck` of every data-dependent read (gathers,
-    advanced indexing) and of every signed integer power whose exponent may
-    be negative, reachable from *roots*, loops included. Returns the roots
-    rewritten so that loops also report their checks, and the checks.
-    Checks read the same arrays as the program."""
+    """The :class:`KernelCheck` of every data-dependent read or write
+    (gathers, advanced indexing, scatters) and of every signed integer power
+    whose exponent may be negative, reachable from *roots*, loops included.
+    Returns the roots rewritten so that loops also report their checks, and
+    the checks. Checks read the same arrays as the program."""
     inserter = _CheckInserter()
     new_roots = {k: inserter(r) for k, r in roots.items()}
     return new_roots, inserter.checks
