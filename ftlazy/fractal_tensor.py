@@ -37,7 +37,7 @@ from pytools.tag import UniqueTag, tag_dataclass
 from ftlazy import shapes as sh
 from ftlazy.array import (
     Array, IndexLambda, Placeholder, SizeParam, check_user_name, normalize_dtype)
-from ftlazy.fractal import Loop, LoopResult, _flatten, _trace, _unflatten
+from ftlazy.fractal import Loop, LoopResult, _trace, tree_flatten, tree_unflatten
 from ftlazy.node import Node, node
 from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import Shape, ShapeComponent
@@ -258,13 +258,13 @@ def make_jagged_placeholder(name: str, elem_shape: Any, dtype: Any,
 
 # {{{ access operations
 
-def flatten(xs: Jagged | Array) -> Array:
-    """The packed leaves of *xs*: ``(nnz, *elem_shape)``, in order."""
+def flatten(xs: Any, order: str = "C") -> Array:
+    """For a FractalTensor: its packed leaves ``(nnz, *elem_shape)``, in
+    order (no copy). For an array: ``numpy.ravel`` in *order*."""
     if isinstance(xs, Jagged):
         return xs.values
-    if isinstance(xs, Array) and xs.ndim >= 1:
-        return xs
-    raise TypeError(f"flatten expects a FractalTensor, got {type(xs).__name__}")
+    from ftlazy.ops.shape_ops import flatten as flatten_array
+    return flatten_array(xs, order=order)
 
 
 def _diff_lambda(offsets: Array) -> IndexLambda:
@@ -486,7 +486,7 @@ def jagged_map(f: Callable, *xs: Any) -> Any:
                 elements.append(flat_params[pos])
                 pos += 1
         out = f(*elements)
-        leaves, structure = _flatten(out, "map")
+        leaves, structure = tree_flatten(out, "map")
         arrays = []
         for leaf in leaves:
             if isinstance(leaf, Jagged):
@@ -500,7 +500,7 @@ def jagged_map(f: Callable, *xs: Any) -> Any:
 
     _map_nesting[0] += 1
     try:
-        leaf = _flatten(0, "map")[1]  # the structure of a single array
+        leaf = tree_flatten(0, "map")[1]  # the structure of a single array
         body, captured, _ = _trace(traced, [[p] for p in params],
                                    [leaf] * len(params), "map")
     finally:
@@ -512,7 +512,7 @@ def jagged_map(f: Callable, *xs: Any) -> Any:
         values = LoopResult(loop, k)
         results.append(Jagged(values, (loop.output_offsets(k),))
                        if loop.is_jagged_output(k) else values)
-    return _unflatten(results, out_kinds[0])
+    return tree_unflatten(results, out_kinds[0])
 
 # }}}
 

@@ -476,6 +476,9 @@ class KernelBuilder:
                 if n not in self.packed:
                     scope.names[n] = n.name
                     inputs.append(ArgSpec(n.name, n.shape, n.dtype))
+                    # (sizes only indirect reads use are still arguments)
+                    for c in n.shape:
+                        self.parts.params |= sh.size_param_names(c)
             elif isinstance(n, SizeParam):
                 self.parts.params.add(n.name)
         out_names: dict[Array, str] = {}

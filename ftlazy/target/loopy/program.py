@@ -546,6 +546,16 @@ def compile(result: Array | DictOfNamedArrays,
         raise TypeError("ft.compile: queue must be a pyopencl.CommandQueue, got "
                         f"{type(queue).__name__} {queue!r}")
     queue = queue or default_queue()
+    from ftlazy.target.loopy.jagged_program import (
+        JaggedCompiledFunction, uses_jagged_data)
+    if uses_jagged_data(result):
+        return JaggedCompiledFunction(
+            result, lambda dense: _compile_dense(dense, queue, options))
+    return _compile_dense(result, queue, options)
+
+
+def _compile_dense(result: Array | DictOfNamedArrays, queue: cl.CommandQueue,
+                   options: CodegenOptions | dict | None) -> CompiledFunction:
     warm_up_compiler(queue)
     profile = _profile(queue, options)
     canon = _canonical(result)

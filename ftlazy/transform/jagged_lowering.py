@@ -1,0 +1,377 @@
+# SPDX-License-Identifier: MIT
+"""Lowering of maps over FractalTensors to dense nodes over packed data.
+
+A :class:`~ftlazy.fractal_tensor.JaggedMap` over depth-2 FractalTensors is
+replaced by its body evaluated on all elements at once, as
+:mod:`ftlazy.transform.batch` does for dense maps, but without padding:
+
+* a body array whose first axis has a length ``f(L) = c + a*L`` affine in
+  the element's length ``L`` is stored *packed*: ``(sum_i f(L_i), ...)``,
+  element ``i``'s rows starting at ``c*i + a*offsets[i]``. Its flat row
+  ``p`` belongs to element ``seg_f[p]`` (segment ids computed on the host
+  from the offsets when the program is called) at local row
+  ``p - start_f(seg_f[p])``: one work item per packed row (token-parallel);
+* a body array whose shape does not involve ``L`` but that depends on an
+  element becomes ``(n, ...)``, element ``i`` in row ``i``
+  (segment-parallel);
+* ``L`` itself reads ``offsets[i+1] - offsets[i]``;
+* a reduction over an extent that involves ``L`` runs to the largest
+  extent over all elements (a size computed on the host) and masks the
+  steps past element ``i``'s own extent with the reduction's neutral
+  element.
+
+What this does not lower yet raises :class:`NotImplementedError`: scans
+inside the body, depth-3 inputs, and body arrays where ``L`` occurs after
+the first axis.
+
+.. autofunction:: lower_jagged_maps
+.. autoclass:: HostDerivations
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
+from ftlazy.fractal import BodyParam, LoopResult, Map, Scan
+from ftlazy.fractal_tensor import JaggedMap
+from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
+from ftlazy.transform.batch import MapBatcher
+from ftlazy.transform.lower import lower_to_index_lambdas
+from ftlazy.transform.mappers import CopyMapper
+
+__all__ = ["lower_jagged_maps", "HostDerivations"]
+
+_INT64 = np.dtype(np.int64)
+
+
+@dataclass
+class HostDerivations:
+    """Inputs of the lowered DAG that the host computes from the offsets at
+    call time. Each entry: ``(offsets node, (const, coeff))`` for the extent
+    ``const + coeff*L`` of each element."""
+
+    #: placeholder name -> segment ids of the packed rows of that extent
+    segment_ids: dict[str, tuple[Array, tuple[int, int]]] = field(
+        default_factory=dict)
+    #: size parameter name -> the largest extent over all elements
+    max_extents: dict[str, tuple[Array, tuple[int, int]]] = field(
+        default_factory=dict)
+    #: (offsets node, extent, reduction op): max/min reductions that need
+    #: every element's extent to be positive
+    nonempty: list[tuple[Array, tuple[int, int], str]] = field(default_factory=list)
+    #: groups of offsets nodes of zipped FractalTensors that must be equal,
+    #: with the dense arrays mapped along with them
+    zipped: list[tuple[tuple[Array, ...], tuple[Array, ...]]] = field(
+        default_factory=list)
+
+    def segment_ids_for(self, offsets: Array, form: tuple[int, int]) -> Placeholder:
+        for name, (o, f) in self.segment_ids.items():
+            if o == offsets and f == form:
+                return _seg_placeholder(name, offsets, form)
+        name = f"_ft_seg{len(self.segment_ids)}"
+        self.segment_ids[name] = (offsets, form)
+        return _seg_placeholder(name, offsets, form)
+
+    def max_extent_for(self, offsets: Array, form: tuple[int, int]) -> str:
+        for name, (o, f) in self.max_extents.items():
+            if o == offsets and f == form:
+                return name
+        name = f"_ft_maxlen{len(self.max_extents)}"
+        self.max_extents[name] = (offsets, form)
+        return name
+
+    @property
+    def empty(self) -> bool:
+        return not (self.segment_ids or self.max_extents or self.nonempty
+                    or self.zipped)
+
+
+def _total(offsets: Array, form: tuple[int, int], nnz: Any) -> Any:
+    const, coeff = form
+    n = sh.sub(offsets.shape[0], 1)
+    return sh.add(sh.mul(n, const), sh.mul(nnz, coeff))
+
+
+def _seg_placeholder(name: str, offsets: Array, form: tuple[int, int]) -> Placeholder:
+    return Placeholder(name, (prim.Variable(name + "_rows"),), _INT64)
+
+
+# {{{ one map
+
+@dataclass(frozen=True)
+class _Kind:
+    """How a body array is batched: 'hoisted' (as it is), 'dense'
+    (``(n, ...)``) or 'packed' (first axis ``const + coeff*L``)."""
+
+    what: str
+    form: tuple[int, int] = (0, 0)
+
+
+_HOISTED = _Kind("hoisted")
+_DENSE = _Kind("dense")
+
+
+class _BatchRewriter(ExprIdentityMapper):
+    """Rewrites a body IndexLambda's expression for all elements at once."""
+
+    def __init__(self, lowering: _MapLowering, kinds: dict[str, _Kind],
+                 out_kind: _Kind, dtype_of: dict[str, np.dtype]) -> None:
+        self.lowering = lowering
+        self.kinds = kinds
+        self.out_kind = out_kind
+        self.dtype_of = dtype_of
+        #: size parameters the rewritten expression uses (bound, unread, so
+        #: that the program's inputs include them)
+        self.sizes: set[str] = set()
+        if out_kind.what == "packed":
+            self.element = prim.Variable("_ft_seg")[index_var(0)]
+        else:
+            self.element = index_var(0)
+
+    def start(self, form: tuple[int, int]) -> Any:
+        """First packed row of the element for extent *form*."""
+        const, coeff = form
+        off = prim.Variable("_ft_off")[self.element]
+        return const * self.element + coeff * off if coeff != 1 or const else off
+
+    def length(self) -> Any:
+        off = prim.Variable("_ft_off")
+        return off[self.element + 1] - off[self.element]
+
+    def extent(self, form: tuple[int, int]) -> Any:
+        const, coeff = form
+        return const + coeff * self.length()
+
+    def map_variable(self, expr: prim.Variable) -> Any:
+        name = expr.name
+        if name == self.lowering.symbol:
+            return self.length()
+        m = _index_number(name)
+        if m is not None:
+            if self.out_kind.what == "dense":
+                return index_var(m + 1)
+            if m == 0 and self.out_kind.what == "packed":
+                return index_var(0) - self.start(self.out_kind.form)
+            return expr
+        kind = self.kinds.get(name)
+        if kind is not None and kind.what == "dense":
+            return prim.Subscript(expr, (self.element,))
+        return expr
+
+    def map_subscript(self, expr: prim.Subscript) -> Any:
+        index = tuple(self.rec(i) for i in expr.index_tuple)
+        name = expr.aggregate.name
+        kind = self.kinds.get(name)
+        if kind is None or kind.what == "hoisted":
+            return prim.Subscript(expr.aggregate, index)
+        if kind.what == "dense":
+            return prim.Subscript(expr.aggregate, (self.element,) + index)
+        return prim.Subscript(expr.aggregate,
+                              (self.start(kind.form) + index[0],) + index[1:])
+
+    def map_reduce(self, expr: Reduce) -> Any:
+        inner = self.rec(expr.inner)
+        bounds = []
+        masks = []
+        for name, lo, hi in expr.bounds:
+            form = self.lowering.form_of(hi)
+            if form is None:
+                bounds.append((name, lo, hi))
+                continue
+            if lo != 0:
+                raise NotImplementedError("reductions must start at 0")
+            offsets = self.lowering.offsets
+            max_name = self.lowering.host.max_extent_for(offsets, form)
+            self.sizes.add(max_name)
+            if expr.op in ("max", "min"):
+                self.lowering.host.nonempty.append((offsets, form, expr.op))
+            bounds.append((name, 0, prim.Variable(max_name)))
+            masks.append(prim.Comparison(prim.Variable(name), "<",
+                                         self.extent(form)))
+        if masks:
+            from ftlazy.target.loopy.expressions import expr_dtype
+            from ftlazy.target.loopy.lowering import neutral_element
+            dtype = expr_dtype(expr.inner, self.dtype_of) or np.dtype(np.float64)
+            cond = masks[0] if len(masks) == 1 else prim.LogicalAnd(tuple(masks))
+            inner = prim.If(cond, inner, neutral_element(expr.op, dtype))
+        return Reduce(expr.op, inner, tuple(bounds))
+
+
+def _index_number(name: str) -> int | None:
+    if name.startswith("_") and name[1:].isdigit():
+        return int(name[1:])
+    return None
+
+
+class _MapLowering:
+    """Batches the body of one :class:`JaggedMap` (see the module docs)."""
+
+    def __init__(self, jmap: JaggedMap, inputs: list[Array],
+                 host: HostDerivations) -> None:
+        self.jmap = jmap
+        self.host = host
+        parts = jmap.mapped_parts()
+        if any(d > 2 for d, _ in parts):
+            raise NotImplementedError(
+                "compiling a map over a FractalTensor of depth 3 is not supported "
+                "yet (ft.evaluate_numpy evaluates it)")
+        # the new arrays of each mapped input, in the order of the old ones
+        pos = 0
+        self.params: list[tuple[Array, _Kind]] = []
+        offsets_nodes = []
+        dense_mapped = []
+        for depth, arrays in parts:
+            new = inputs[pos:pos + depth]
+            pos += depth
+            if depth == 1:
+                self.params.append((new[0], _DENSE))
+                dense_mapped.append(new[0])
+            else:
+                self.params.append((new[0], _Kind("packed", (0, 1))))
+                offsets_nodes.append(new[1])
+        self.params += [(a, _HOISTED) for a in inputs[pos:]]
+        self.offsets = offsets_nodes[0]
+        self.n = sh.sub(self.offsets.shape[0], 1)
+        self.nnz = self.params[next(k for k, (d, _) in enumerate(parts) if d == 2)
+                               ][0].shape[0]
+        if len(offsets_nodes) > 1 or dense_mapped:
+            host.zipped.append((tuple(offsets_nodes), tuple(dense_mapped)))
+        (self.symbol,) = {s for group in jmap.symbols for s in group}
+
+    def form_of(self, c: Any) -> tuple[int, int] | None:
+        """``(const, coeff)`` of extent *c* if it involves the element's
+        length, else None."""
+        if self.symbol not in sh.size_param_names(c):
+            return None
+        form = sh.to_affine(c)
+        if set(form.coeffs) != {self.symbol}:
+            raise NotImplementedError(
+                f"an extent {c} mixes the element's length with other sizes")
+        return (form.const, form.coeffs[self.symbol])
+
+    def kind_of_shape(self, shape: tuple) -> _Kind | None:
+        if any(self.form_of(c) is not None for c in shape[1:]):
+            raise NotImplementedError(
+                f"a body array of shape {sh.shape_str(shape)} has the element's "
+                "length after its first axis; this is not compiled yet")
+        form = self.form_of(shape[0]) if shape else None
+        return None if form is None else _Kind("packed", form)
+
+    def batched_shape(self, shape: tuple, kind: _Kind) -> tuple:
+        if kind.what == "dense":
+            return (self.n,) + tuple(shape)
+        if kind.what == "packed":
+            return (_total(self.offsets, kind.form, self.nnz),) + tuple(shape[1:])
+        return tuple(shape)
+
+    def run(self) -> list[Array]:
+        body = self.jmap.body
+        batcher = MapBatcher()
+        outputs = [lower_to_index_lambdas(batcher(o)) for o in body.outputs]
+        values: dict[Node, tuple[Array, _Kind]] = {}
+        for node in topological_order(outputs):
+            if isinstance(node, BodyParam):
+                values[node] = self.params[node.index]
+            elif isinstance(node, SizeParam) and node.name == self.symbol:
+                values[node] = (self._lengths(), _DENSE)
+            elif isinstance(node, IndexLambda):
+                values[node] = self._index_lambda(node, values)
+            elif isinstance(node, (Scan, LoopResult, Map)):
+                raise NotImplementedError(
+                    "compiling a scan or fold inside a map over a FractalTensor "
+                    "is not supported yet (ft.evaluate_numpy evaluates it)")
+            else:
+                values[node] = (node, _HOISTED)
+        results = []
+        for k, out in enumerate(outputs):
+            value, kind = values[out]
+            if kind.what == "hoisted":
+                value, kind = self._broadcast(value), _DENSE
+            results.append(value)
+        return results
+
+    def _lengths(self) -> IndexLambda:
+        off = prim.Variable("_ft_off")
+        return IndexLambda(off[index_var(0) + 1] - off[index_var(0)], (self.n,),
+                           _INT64, {"_ft_off": self.offsets})
+
+    def _broadcast(self, value: Array) -> IndexLambda:
+        idx = tuple(index_var(k + 1) for k in range(value.ndim))
+        expr = prim.Variable("_in0")[idx] if idx else prim.Variable("_in0")
+        return IndexLambda(expr, (self.n,) + value.shape, value.dtype,
+                           {"_in0": value})
+
+    def _index_lambda(self, node: IndexLambda, values: dict
+                      ) -> tuple[Array, _Kind]:
+        kinds = {}
+        bindings = {}
+        for name, b in node.bindings.items():
+            bindings[name], kinds[name] = values[b]
+        out_kind = self.kind_of_shape(node.shape)
+        if out_kind is None:
+            if all(k.what == "hoisted" for k in kinds.values()) and \
+                    self.symbol not in _free_names(node):
+                return node.copy(bindings=bindings), _HOISTED
+            out_kind = _DENSE
+        bindings["_ft_off"] = self.offsets
+        if out_kind.what == "packed":
+            bindings["_ft_seg"] = self.host.segment_ids_for(self.offsets,
+                                                            out_kind.form)
+        dtype_of = {name: b for name, b in node.bindings.items()}
+        rewriter = _BatchRewriter(self, kinds, out_kind, dtype_of)
+        expr = rewriter(node.expr)
+        bindings.update({f"_ft_size_{name}": SizeParam(name)
+                         for name in sorted(rewriter.sizes)})
+        return (IndexLambda(expr, self.batched_shape(node.shape, out_kind),
+                            node.dtype, bindings), out_kind)
+
+
+def _free_names(node: IndexLambda) -> set[str]:
+    from pymbolic.mapper.dependency import DependencyMapper
+    names = {v.name for v in DependencyMapper(
+        include_subscripts=False, include_lookups=False, include_calls=False,
+        composite_leaves=False)(node.expr) if isinstance(v, prim.Variable)}
+    for e in _reductions(node.expr):
+        for _, lo, hi in e.bounds:
+            names |= sh.size_param_names(lo) | sh.size_param_names(hi)
+    return names
+
+
+def _reductions(expr: Any) -> list[Reduce]:
+    from ftlazy.scalar_expr import iter_subexpressions
+    return [e for e in iter_subexpressions(expr) if isinstance(e, Reduce)]
+
+# }}}
+
+
+class _JaggedMapLowerer(CopyMapper):
+    def __init__(self, host: HostDerivations) -> None:
+        super().__init__()
+        self.host = host
+        self._done: dict[JaggedMap, list[Array]] = {}
+
+    def map_loop_result(self, expr: LoopResult) -> Node:
+        if not isinstance(expr.loop, JaggedMap):
+            return self.map_node(expr)
+        jmap = expr.loop
+        if jmap not in self._done:
+            inputs = [self.rec(a) for a in jmap.inputs]
+            self._done[jmap] = _MapLowering(jmap, inputs, self.host).run()
+        return self._done[jmap][expr.index]
+
+
+def lower_jagged_maps(roots: dict[str, Array]
+                      ) -> tuple[dict[str, Array], HostDerivations]:
+    """*roots* with every :class:`~ftlazy.fractal_tensor.JaggedMap` replaced
+    by dense nodes over the packed data, and what the host must compute at
+    call time for them (see the module docs)."""
+    host = HostDerivations()
+    lowerer = _JaggedMapLowerer(host)
+    return {name: lowerer(a) for name, a in roots.items()}, host
