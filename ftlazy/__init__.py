@@ -33,3 +33,5 @@ from ftlazy.target.loopy.profile import (  # noqa: E402,F401
 from ftlazy.jagged import JaggedArray  # noqa: E402,F401
 
 __version__ = "0.1.0"
+from ftlazy.fractal_tensor import (  # noqa: E402,F401,A001
+    Jagged, flatten, lengths, make_jagged_placeholder, map)

@@ -30,6 +30,9 @@ from ftlazy.scalar_expr import Reduce, TypeCast
 from ftlazy.target.binding import (
     bind_inputs, check_shape_nonnegative, collect_inputs, collect_size_names)
 from ftlazy.transform.mappers import CachedMapper
+from ftlazy.fractal_tensor import Jagged, JaggedMap
+from ftlazy.target.jagged_inputs import (
+    evaluate_jagged_map, expand_jagged_inputs, jagged_result)
 
 _FUNCTIONS = {
     "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "exp2": np.exp2, "log": np.log,
@@ -356,6 +359,13 @@ class NumpyEvaluator(CachedMapper[Any]):
         return tuple(np.stack([step[k] for step in per_step])
                      for k in range(expr.num_outputs))
 
+    def map_jagged_map(self, expr: JaggedMap) -> tuple:
+        def run_body(env: dict, params: tuple) -> list[np.ndarray]:
+            evaluator = NumpyEvaluator(env, self.arrays, params)
+            return [evaluator.rec(o) for o in expr.body.outputs]
+
+        return evaluate_jagged_map(expr, self.rec, self.env, run_body)
+
     def map_scan(self, expr: Scan) -> tuple:
         carries = [self.rec(a) for a in expr.inits]
         scanned = [self.rec(a) for a in expr.scanned]
@@ -387,6 +397,8 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     """
     if isinstance(result, DictOfNamedArrays):
         roots = list(result.values())
+    elif isinstance(result, Jagged):
+        roots = [result.values, *result.offsets]
     elif isinstance(result, Array):
         roots = [result]
     else:
@@ -398,8 +410,11 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     # size params that occur only in shapes are not nodes: collect_inputs
     # cannot see that a placeholder has the name of one
     check_inputs_against_size_names(input_nodes, size_names, roots)
+    inputs = expand_jagged_inputs(input_nodes, inputs)
     env, arrays = bind_inputs(input_nodes, inputs, size_names)
     evaluator = NumpyEvaluator(env, arrays)
     if isinstance(result, DictOfNamedArrays):
         return {name: evaluator.rec(a) for name, a in result.items()}
+    if isinstance(result, Jagged):
+        return jagged_result(result, evaluator.rec)
     return evaluator.rec(result)
