@@ -43,7 +43,8 @@ from ftlazy.fractal_tensor import JaggedMap
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.transform.batch import MapBatcher
-from ftlazy.transform.lower import lower_to_index_lambdas
+from ftlazy.fractal import Gather
+from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
 
 __all__ = ["lower_jagged_maps", "HostDerivations"]
@@ -274,7 +275,8 @@ class _MapLowering:
     def run(self) -> list[Array]:
         body = self.jmap.body
         batcher = MapBatcher()
-        outputs = [lower_to_index_lambdas(batcher(o)) for o in body.outputs]
+        lowerer = _LowererKeepingGathers()
+        outputs = [lowerer(batcher(o)) for o in body.outputs]
         values: dict[Node, tuple[Array, _Kind]] = {}
         for node in topological_order(outputs):
             if isinstance(node, BodyParam):
@@ -283,6 +285,8 @@ class _MapLowering:
                 values[node] = (self._lengths(), _DENSE)
             elif isinstance(node, IndexLambda):
                 values[node] = self._index_lambda(node, values)
+            elif isinstance(node, Gather):
+                values[node] = self._gather(node, values)
             elif isinstance(node, (Scan, LoopResult, Map)):
                 raise NotImplementedError(
                     "compiling a scan or fold inside a map over a FractalTensor "
@@ -296,6 +300,18 @@ class _MapLowering:
                 value, kind = self._broadcast(value), _DENSE
             results.append(value)
         return results
+
+    def _gather(self, node: Gather, values: dict) -> tuple[Array, _Kind]:
+        """A lookup in a table the body does not compute (an embedding)
+        stays a :class:`~ftlazy.fractal.Gather`, batched through its
+        indices, so that its run-time index check is kept."""
+        array, array_kind = values[node.array]
+        indices, kind = values[node.indices]
+        if array_kind.what != "hoisted" or node.axis != 0:
+            raise NotImplementedError(
+                "compiling a gather inside a map over a FractalTensor is only "
+                "supported along axis 0 of an array the body does not compute")
+        return Gather(array, indices, 0), kind
 
     def _lengths(self) -> IndexLambda:
         off = prim.Variable("_ft_off")
@@ -331,6 +347,10 @@ class _MapLowering:
                          for name in sorted(rewriter.sizes)})
         return (IndexLambda(expr, self.batched_shape(node.shape, out_kind),
                             node.dtype, bindings), out_kind)
+
+
+class _LowererKeepingGathers(IndexLambdaLowerer):
+    map_gather = IndexLambdaLowerer.map_node
 
 
 def _free_names(node: IndexLambda) -> set[str]:
