@@ -26,8 +26,6 @@ per element at run time from the offsets.
 
 from __future__ import annotations
 
-import builtins
-from dataclasses import field
 from typing import Any, Callable
 
 import numpy as np
@@ -36,14 +34,14 @@ from pytools.tag import UniqueTag, tag_dataclass
 
 from ftlazy import shapes as sh
 from ftlazy.array import (
-    Array, IndexLambda, Placeholder, SizeParam, check_user_name, normalize_dtype)
+    Array, IndexLambda, Placeholder, check_user_name, normalize_dtype)
 from ftlazy.fractal import Loop, LoopResult, _trace, tree_flatten, tree_unflatten
 from ftlazy.node import Node, node
 from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = ["Jagged", "JaggedMap", "JaggedInputPart", "make_jagged_placeholder",
-           "flatten", "lengths", "jagged_map", "is_jagged"]
+           "flatten", "lengths", "jagged_map", "is_jagged", "apply_leafwise"]
 
 #: prefix of the size parameters standing for an element's sizes in a body
 ELEMENT_SIZE_PREFIX = "_ft_elem"
@@ -120,17 +118,30 @@ class Jagged(Node):
         return (f"Jagged({name}depth={self.depth}, "
                 f"elem_shape={sh.shape_str(self.elem_shape)}, dtype={self.dtype})")
 
-    # leaf-wise operators
-    def __add__(self, other: Any) -> Jagged: return leafwise(np.add, self, other)
-    def __radd__(self, other: Any) -> Jagged: return leafwise(np.add, other, self)
-    def __sub__(self, other: Any) -> Jagged: return leafwise(np.subtract, self, other)
-    def __rsub__(self, other: Any) -> Jagged: return leafwise(np.subtract, other, self)
-    def __mul__(self, other: Any) -> Jagged: return leafwise(np.multiply, self, other)
-    def __rmul__(self, other: Any) -> Jagged: return leafwise(np.multiply, other, self)
-    def __truediv__(self, other: Any) -> Jagged: return leafwise(np.divide, self, other)
-    def __rtruediv__(self, other: Any) -> Jagged: return leafwise(np.divide, other, self)
-    def __pow__(self, other: Any) -> Jagged: return leafwise(np.power, self, other)
+    # leaf-wise operators (numpy arrays on the left defer to them)
+    __array_ufunc__ = None
+
+    def __add__(self, other: Any) -> Jagged: return _op("add", self, other)
+    def __radd__(self, other: Any) -> Jagged: return _op("add", other, self)
+    def __sub__(self, other: Any) -> Jagged: return _op("subtract", self, other)
+    def __rsub__(self, other: Any) -> Jagged: return _op("subtract", other, self)
+    def __mul__(self, other: Any) -> Jagged: return _op("multiply", self, other)
+    def __rmul__(self, other: Any) -> Jagged: return _op("multiply", other, self)
+    def __truediv__(self, other: Any) -> Jagged: return _op("divide", self, other)
+    def __rtruediv__(self, other: Any) -> Jagged: return _op("divide", other, self)
+    def __floordiv__(self, other: Any) -> Jagged: return _op("floor_divide", self, other)
+    def __rfloordiv__(self, other: Any) -> Jagged: return _op("floor_divide", other, self)
+    def __mod__(self, other: Any) -> Jagged: return _op("remainder", self, other)
+    def __rmod__(self, other: Any) -> Jagged: return _op("remainder", other, self)
+    def __pow__(self, other: Any) -> Jagged: return _op("power", self, other)
+    def __rpow__(self, other: Any) -> Jagged: return _op("power", other, self)
+    def __lt__(self, other: Any) -> Jagged: return _op("less", self, other)
+    def __le__(self, other: Any) -> Jagged: return _op("less_equal", self, other)
+    def __gt__(self, other: Any) -> Jagged: return _op("greater", self, other)
+    def __ge__(self, other: Any) -> Jagged: return _op("greater_equal", self, other)
     def __neg__(self) -> Jagged: return self.with_values(-self.values)
+    def __pos__(self) -> Jagged: return self
+    def __abs__(self) -> Jagged: return self.with_values(abs(self.values))
 
     def __matmul__(self, other: Any) -> Jagged:
         from ftlazy.ops import asarray
@@ -150,13 +161,11 @@ def is_jagged(x: Any) -> bool:
     return isinstance(x, Jagged)
 
 
-def leafwise(ufunc: Any, x1: Any, x2: Any) -> Jagged:
-    """``ufunc(x1, x2)`` on the leaves, where one or both are FractalTensors
-    (see :func:`apply_leafwise`)."""
+def _op(name: str, x1: Any, x2: Any) -> Jagged:
+    """The ftlazy function *name* on operands one or both of which are
+    FractalTensors (see :func:`apply_leafwise`)."""
     from ftlazy import ops
-    fn = {np.add: ops.add, np.subtract: ops.subtract, np.multiply: ops.multiply,
-          np.divide: ops.divide, np.power: ops.power}[ufunc]
-    return fn(x1, x2)
+    return getattr(ops, name)(x1, x2)
 
 
 def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:

@@ -18,7 +18,7 @@ from ftlazy.analysis import get_inputs
 from ftlazy.array import (
     AdvancedIndex, AxisPermutation, BasicIndex, Concatenate, Einsum, IndexLambda,
     NormalizedSlice, Reshape, Roll, Stack)
-from ftlazy.fractal import Gather, LoopResult, Map, Scan
+from ftlazy.fractal import Gather, LoopResult, Map, Scan, Scatter
 from ftlazy.scalar_expr import ExprWalkMapper, Reduce, TypeCast, index_var
 from ftlazy.tags import ImplStored, Named
 from ftlazy.transform.batch import batch_maps
@@ -446,7 +446,8 @@ def test_to_index_lambda_rejects_leaves_and_loops(make):
 
 def test_lowerable_covers_every_high_level_node():
     assert set(LOWERABLE) == {Einsum, Reshape, AxisPermutation, Roll, Stack,
-                              Concatenate, BasicIndex, AdvancedIndex, Gather}
+                              Concatenate, BasicIndex, AdvancedIndex, Gather,
+                              Scatter}
 
 # }}}
 

@@ -205,6 +205,9 @@ def power(x1: ArrayLike, x2: ArrayLike) -> Result:
     integers are a :class:`ValueError`: when the graph is built if the
     exponent is known then (``x ** -1`` for an integer array), else when it
     is evaluated."""
+    from ftlazy.fractal_tensor import Jagged, apply_leafwise
+    if isinstance(x1, Jagged) or isinstance(x2, Jagged):
+        return apply_leafwise(power, x1, x2)
     if not (is_scalar(x1) and is_scalar(x2)):
         operands = [prepare(x1), prepare(x2)]
         (_, exponent_dtype), _ = resolve_ufunc(np.power, operands, "power")
@@ -418,6 +421,9 @@ def _out_of_range(op: str, value: int, info: Any) -> tuple[str, int] | None:
 def _compare(ufunc: np.ufunc, op: str, x1: ArrayLike, x2: ArrayLike) -> Result:
     if is_scalar(x1) and is_scalar(x2):
         return ufunc(x1, x2)
+    from ftlazy.fractal_tensor import Jagged, apply_leafwise
+    if isinstance(x1, Jagged) or isinstance(x2, Jagged):
+        return apply_leafwise(lambda a, b: _compare(ufunc, op, a, b), x1, x2)
     operands = [prepare(x1), prepare(x2)]
     (dtype, _), _ = resolve_ufunc(ufunc, operands, ufunc.__name__)
     for i in (0, 1):
