@@ -122,7 +122,9 @@ def _derive(host: HostDerivations, given: dict[str, Any]) -> dict[str, Any]:
         derived[name] = np.repeat(np.arange(len(extents), dtype=np.int64), extents)
     for name, (offsets, form) in host.max_extents.items():
         extents = _extents(_evaluate(offsets, given, cache), form)
-        derived[name] = int(max(extents.max(initial=0), 0))
+        # (at least 1: a max or min over no step is refused by the size
+        # checks, even when no element would run it)
+        derived[name] = int(max(extents.max(initial=0), 1))
     for offsets, form, op in host.nonempty:
         extents = _extents(_evaluate(offsets, given, cache), form)
         if extents.size and extents.min() <= 0:

@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: MIT
+"""Maps over FractalTensors compiled through OpenCL, against per-segment
+numpy loops (and the reference evaluator)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+
+H = 3
+LENGTHS = {
+    "mixed": (3, 0, 2, 5, 1),
+    "nonempty": (3, 2, 5, 1),
+    "empty_batch": (),
+    "all_empty": (0, 0),
+}
+
+
+def batch(lengths, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((n, H)).astype(dtype) for n in lengths]
+
+
+@pytest.fixture
+def xs():
+    return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+
+
+def assert_jagged(actual, expected_list, elem_shape):
+    assert isinstance(actual, ft.JaggedArray)
+    assert len(actual) == len(expected_list)
+    for got, want in zip(actual.tolist(), expected_list):
+        assert got.shape == (len(want),) + elem_shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def softmax(s):
+    e = np.exp(s - s.max(axis=0))
+    return e / e.sum(axis=0)
+
+
+DENSE_RESULTS = {
+    "sum": (lambda s: ft.sum(s, axis=0), lambda s: s.sum(axis=0), "mixed"),
+    "max": (lambda s: ft.amax(s, axis=0), lambda s: s.max(axis=0), "nonempty"),
+    "min_abs": (lambda s: ft.amin(abs(s), axis=0), lambda s: abs(s).min(axis=0),
+                "nonempty"),
+    "sum_of_squares": (lambda s: ft.sum(s * s), lambda s: (s * s).sum(), "mixed"),
+    "first_minus_sum": (lambda s: ft.sum(s[1:], axis=0) - ft.sum(s[:-1], axis=0),
+                        lambda s: s[1:].sum(axis=0) - s[:-1].sum(axis=0),
+                        "nonempty"),
+}
+
+
+@pytest.mark.parametrize("name", list(DENSE_RESULTS))
+@pytest.mark.parametrize("lengths", ["mixed", "nonempty", "empty_batch"])
+def test_map_with_dense_results(xs, name, lengths):
+    body, reference, needs = DENSE_RESULTS[name]
+    if needs == "nonempty" and lengths == "mixed":
+        pytest.skip("needs non-empty sequences")
+    data = batch(LENGTHS[lengths])
+    result = ft.map(body, xs)
+    got = ft.compile(result)(xs=data)
+    want = np.array([reference(s) for s in data]).reshape(
+        (len(data),) + tuple(result.shape[1:]))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+JAGGED_RESULTS = {
+    "scaled_plus_mean": (lambda s: s * 2 + ft.sum(s, axis=0),
+                         lambda s: s * 2 + s.sum(axis=0), "mixed"),
+    "softmax": (lambda s: ft.exp(s - ft.amax(s, axis=0))
+                / ft.sum(ft.exp(s - ft.amax(s, axis=0)), axis=0),
+                softmax, "nonempty"),
+    "differences": (lambda s: s[1:] - s[:-1], lambda s: s[1:] - s[:-1],
+                    "nonempty"),
+    "doubled": (lambda s: ft.concatenate([s, s]),
+                lambda s: np.concatenate([s, s]), "mixed"),
+}
+
+
+@pytest.mark.parametrize("name", list(JAGGED_RESULTS))
+@pytest.mark.parametrize("lengths", ["mixed", "nonempty", "empty_batch"])
+def test_map_with_jagged_results(xs, name, lengths):
+    body, reference, needs = JAGGED_RESULTS[name]
+    if needs == "nonempty" and lengths == "mixed":
+        pytest.skip("needs non-empty sequences")
+    data = batch(LENGTHS[lengths])
+    result = ft.map(body, xs)
+    got = ft.compile(result)(xs=data)
+    assert_jagged(got, [reference(s) for s in data], (H,))
+    assert got.equals(ft.evaluate_numpy(result, xs=data)) or all(
+        np.allclose(a, b) for a, b in zip(got.tolist(),
+                                          ft.evaluate_numpy(result, xs=data).tolist()))
+
+
+def test_leafwise_projection_and_lengths(xs):
+    w = ft.make_placeholder("w", (H, 2), np.float64)
+    b = ft.make_placeholder("b", (2,), np.float64)
+    data = batch(LENGTHS["mixed"])
+    rng = np.random.default_rng(3)
+    w_data, b_data = rng.standard_normal((H, 2)), rng.standard_normal(2)
+    got = ft.compile(ft.tanh(xs @ w + b))(xs=data, w=w_data, b=b_data)
+    assert_jagged(got, [np.tanh(s @ w_data + b_data) for s in data], (2,))
+    lengths = ft.compile(ft.lengths(xs))(xs=data)
+    np.testing.assert_array_equal(lengths, LENGTHS["mixed"])
+
+
+def test_map_with_captured_weights_and_zipped_dense(xs):
+    w = ft.make_placeholder("w", (H, H), np.float64)
+    scale = ft.make_placeholder("scale", (ft.make_size_param("m"), H), np.float64)
+    result = ft.map(lambda s, c: ft.sum(ft.tanh(s @ w) * c, axis=0), xs, scale)
+    rng = np.random.default_rng(4)
+    w_data, c_data = rng.standard_normal((H, H)), rng.standard_normal((5, H))
+    data = batch(LENGTHS["mixed"])
+    got = ft.compile(result)(xs=data, w=w_data, scale=c_data)
+    want = [np.tanh(s @ w_data).sum(axis=0) * c for s, c in zip(data, c_data)]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="zipped input 1 has 4 elements"):
+        ft.compile(result)(xs=data, w=w_data, scale=c_data[:4])
+
+
+def test_zipped_fractal_tensors_must_have_equal_lengths(xs):
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    result = ft.map(lambda a, b: ft.sum(a * b, axis=0), xs, ys)
+    data = batch(LENGTHS["mixed"])
+    other = batch(LENGTHS["mixed"], seed=1)
+    got = ft.compile(result)(xs=data, ys=other)
+    np.testing.assert_allclose(got, [(a * b).sum(axis=0)
+                                     for a, b in zip(data, other)])
+    with pytest.raises(ValueError, match="different lengths at level 0"):
+        ft.compile(result)(xs=data, ys=batch((3, 0, 2, 4, 1)))
+
+
+def test_embedding_bag_checks_token_range():
+    tokens = ft.make_jagged_placeholder("tokens", (), np.int64, depth=2)
+    table = ft.make_placeholder("table", (10, H), np.float64)
+    bags = ft.map(lambda t: ft.sum(ft.gather(table, t), axis=0), tokens)
+    rng = np.random.default_rng(5)
+    table_data = rng.standard_normal((10, H))
+    ids = [np.array([1, 2, 9]), np.array([], dtype=np.int64), np.array([4, 4])]
+    got = ft.compile(bags)(tokens=ids, table=table_data)
+    np.testing.assert_allclose(got, [table_data[t].sum(axis=0) for t in ids],
+                               atol=1e-12)
+    with pytest.raises(IndexError, match="gather index 12 is out of range"):
+        ft.compile(bags)(tokens=[np.array([1, 12])], table=table_data)
+
+
+def test_run_time_errors(xs):
+    with pytest.raises(ValueError, match="element 1: zero-size array to "
+                       "reduction operation maximum"):
+        ft.compile(ft.map(lambda s: ft.amax(s, axis=0), xs))(
+            xs=batch(LENGTHS["mixed"]))
+    with pytest.raises(ValueError, match="element 1: .* which is negative"):
+        ft.compile(ft.map(lambda s: s[1:] * 2, xs))(xs=batch(LENGTHS["mixed"]))
+    with pytest.raises(ValueError, match="must start at 0"):
+        ft.compile(ft.lengths(xs))(xs=ft.JaggedArray(np.zeros((3, H)),
+                                                     np.array([1, 3])))
+
+
+def test_one_program_for_every_length_distribution(xs):
+    result = ft.map(lambda s: ft.sum(s, axis=0), xs)
+    f = ft.compile(result)
+    f(xs=batch((4, 1)))
+    g = ft.compile(result)
+    got = g(xs=batch((0, 7, 2, 9), seed=2))
+    assert g.from_cache
+    np.testing.assert_allclose(got, [s.sum(axis=0)
+                                     for s in batch((0, 7, 2, 9), seed=2)])
+
+
+def test_scan_in_a_jagged_map_is_not_compiled_yet(xs):
+    w = ft.make_placeholder("w", (H, H), np.float64)
+    result = ft.map(lambda s: ft.fold(lambda h, x: ft.tanh(h @ w + x), s,
+                                      ft.zeros(H)), xs)
+    with pytest.raises(NotImplementedError, match="scan or fold inside a map"):
+        ft.compile(result)
