@@ -35,13 +35,14 @@ from pytools.tag import UniqueTag, tag_dataclass
 from ftlazy import shapes as sh
 from ftlazy.array import (
     Array, IndexLambda, Placeholder, check_user_name, normalize_dtype)
-from ftlazy.fractal import Loop, LoopResult, _trace, tree_flatten, tree_unflatten
+from ftlazy.fractal import (
+    Body, Loop, LoopResult, _trace, tree_flatten, tree_unflatten)
 from ftlazy.node import Node, node
-from ftlazy.scalar_expr import index_var
+from ftlazy.scalar_expr import index_var, substitute
 from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = ["Jagged", "JaggedMap", "JaggedInputPart", "make_jagged_placeholder",
-           "flatten", "lengths", "jagged_map", "is_jagged", "apply_leafwise"]
+           "flatten", "lengths", "jagged_map", "apply_leafwise", "segment_lengths"]
 
 #: prefix of the size parameters standing for an element's sizes in a body
 ELEMENT_SIZE_PREFIX = "_ft_elem"
@@ -155,10 +156,6 @@ class Jagged(Node):
 
     def astype(self, dtype: Any) -> Jagged:
         return self.with_values(self.values.astype(dtype))
-
-
-def is_jagged(x: Any) -> bool:
-    return isinstance(x, Jagged)
 
 
 def _op(name: str, x1: Any, x2: Any) -> Jagged:
@@ -276,7 +273,8 @@ def flatten(xs: Any, order: str = "C") -> Array:
     return flatten_array(xs, order=order)
 
 
-def _diff_lambda(offsets: Array) -> IndexLambda:
+def segment_lengths(offsets: Array) -> IndexLambda:
+    """``offsets[1:] - offsets[:-1]``: the int64 lengths of the segments."""
     i = index_var(0)
     read = prim.Variable("_in0")
     return IndexLambda(read[i + 1] - read[i], (sh.sub(offsets.shape[0], 1),),
@@ -286,7 +284,7 @@ def _diff_lambda(offsets: Array) -> IndexLambda:
 def lengths(xs: Jagged) -> Array:
     """The int64 lengths ``(n,)`` of the outer list's elements."""
     if isinstance(xs, Jagged):
-        return _diff_lambda(xs.offsets[0])
+        return segment_lengths(xs.offsets[0])
     if isinstance(xs, Array):
         raise TypeError("lengths: a depth-1 FractalTensor (an array) is a list "
                         "of tensors, which have no lengths; its own length is "
@@ -414,7 +412,6 @@ class JaggedMap(Loop):
         for k, (name, coeff) in enumerate(sorted(form.coeffs.items())):
             term, b = self.prefix_expr(name)
             renamed = {old: f"{old}_{k}" for old in b}
-            from ftlazy.scalar_expr import substitute
             term = substitute(term, {old: prim.Variable(new)
                                      for old, new in renamed.items()})
             bindings.update({renamed[old]: a for old, a in b.items()})
@@ -535,5 +532,3 @@ def map(f: Callable, *xs: Any) -> Any:
         return jagged_map(f, *xs)
     return fractal.map(f, *xs)
 
-
-from ftlazy.fractal import Body  # noqa: E402  (for the annotations above)

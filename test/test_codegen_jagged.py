@@ -176,3 +176,15 @@ def test_scan_in_a_jagged_map_is_not_compiled_yet(xs):
                                       ft.zeros(H)), xs)
     with pytest.raises(NotImplementedError, match="scan or fold inside a map"):
         ft.compile(result)
+
+
+def test_size_params_may_be_given_and_unknown_inputs_are_refused(xs):
+    scale = ft.make_placeholder("scale", (ft.make_size_param("m"), H), np.float64)
+    result = ft.map(lambda s, c: ft.sum(s * c, axis=0), xs, scale)
+    data = batch(LENGTHS["mixed"])
+    c_data = np.ones((5, H))
+    f = ft.compile(result)
+    np.testing.assert_allclose(f(xs=data, scale=c_data, m=5),
+                               [s.sum(axis=0) for s in data])
+    with pytest.raises(ValueError, match=r"unexpected input\(s\) \['bogus'\]"):
+        f(xs=data, scale=c_data, bogus=1)

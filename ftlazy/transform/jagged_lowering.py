@@ -38,12 +38,11 @@ import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
-from ftlazy.fractal import BodyParam, LoopResult, Map, Scan
-from ftlazy.fractal_tensor import JaggedMap
+from ftlazy.fractal import BodyParam, Gather, LoopResult, Map, Scan
+from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.transform.batch import MapBatcher
-from ftlazy.fractal import Gather
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
 
@@ -75,10 +74,10 @@ class HostDerivations:
     def segment_ids_for(self, offsets: Array, form: tuple[int, int]) -> Placeholder:
         for name, (o, f) in self.segment_ids.items():
             if o == offsets and f == form:
-                return _seg_placeholder(name, offsets, form)
+                return _seg_placeholder(name)
         name = f"_ft_seg{len(self.segment_ids)}"
         self.segment_ids[name] = (offsets, form)
-        return _seg_placeholder(name, offsets, form)
+        return _seg_placeholder(name)
 
     def max_extent_for(self, offsets: Array, form: tuple[int, int]) -> str:
         for name, (o, f) in self.max_extents.items():
@@ -100,7 +99,8 @@ def _total(offsets: Array, form: tuple[int, int], nnz: Any) -> Any:
     return sh.add(sh.mul(n, const), sh.mul(nnz, coeff))
 
 
-def _seg_placeholder(name: str, offsets: Array, form: tuple[int, int]) -> Placeholder:
+def _seg_placeholder(name: str) -> Placeholder:
+    """Segment ids of packed rows, their number bound from the data."""
     return Placeholder(name, (prim.Variable(name + "_rows"),), _INT64)
 
 
@@ -282,7 +282,7 @@ class _MapLowering:
             if isinstance(node, BodyParam):
                 values[node] = self.params[node.index]
             elif isinstance(node, SizeParam) and node.name == self.symbol:
-                values[node] = (self._lengths(), _DENSE)
+                values[node] = (segment_lengths(self.offsets), _DENSE)
             elif isinstance(node, IndexLambda):
                 values[node] = self._index_lambda(node, values)
             elif isinstance(node, Gather):
@@ -312,11 +312,6 @@ class _MapLowering:
                 "compiling a gather inside a map over a FractalTensor is only "
                 "supported along axis 0 of an array the body does not compute")
         return Gather(array, indices, 0), kind
-
-    def _lengths(self) -> IndexLambda:
-        off = prim.Variable("_ft_off")
-        return IndexLambda(off[index_var(0) + 1] - off[index_var(0)], (self.n,),
-                           _INT64, {"_ft_off": self.offsets})
 
     def _broadcast(self, value: Array) -> IndexLambda:
         idx = tuple(index_var(k + 1) for k in range(value.ndim))

@@ -16,7 +16,7 @@ from ftlazy.array import Array, DictOfNamedArrays, Placeholder
 from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
-from ftlazy.target.binding import collect_inputs
+from ftlazy.target.binding import collect_inputs, collect_size_names
 from ftlazy.target.jagged_inputs import check_zipped, expand_jagged_inputs
 from ftlazy.transform.jagged_lowering import HostDerivations, lower_jagged_maps
 
@@ -30,12 +30,15 @@ def _roots(result: Any) -> dict[str, Array]:
     return {"result": result}
 
 
-def uses_jagged_data(result: Any) -> bool:
-    """Whether *result* is a FractalTensor or its DAG reads one."""
+#: results already looked at -> their lowering (None: no jagged data), so
+#: that compiling a result again walks its DAG no more (bounded)
+_LOWERINGS: dict[Node, _Lowering | None] = {}
+_CACHE_LIMIT = 256
+
+
+def _reads_jagged_data(result: Any) -> bool:
     if isinstance(result, Jagged):
         return True
-    if not isinstance(result, (Array, DictOfNamedArrays)):
-        return False
     for n in topological_order(list(_roots(result).values())):
         if isinstance(n, JaggedMap) or (isinstance(n, Placeholder) and any(
                 isinstance(t, JaggedInputPart) for t in n.tags)):
@@ -43,18 +46,43 @@ def uses_jagged_data(result: Any) -> bool:
     return False
 
 
+class _Lowering:
+    """A jagged result lowered to dense nodes, and the names of its inputs."""
+
+    def __init__(self, result: Any) -> None:
+        roots = _roots(result)
+        self.input_nodes = collect_inputs(roots.values())
+        lowered, self.host = lower_jagged_maps(roots)
+        self.dense = DictOfNamedArrays(lowered)
+        #: what the user may pass, and what the dense program reads
+        self.user_names = ({n.name for n in self.input_nodes if n.name}
+                           | collect_size_names(roots.values()))
+        self.dense_names = ({n.name for n in collect_inputs(lowered.values())
+                             if n.name} | collect_size_names(lowered.values()))
+
+
+def jagged_lowering(result: Any) -> _Lowering | None:
+    """The lowering of *result* if it is a FractalTensor or its DAG reads
+    one, else None (cached per result node)."""
+    if not isinstance(result, (Array, DictOfNamedArrays, Jagged)):
+        return None
+    if result not in _LOWERINGS:
+        if len(_LOWERINGS) >= _CACHE_LIMIT:
+            _LOWERINGS.pop(next(iter(_LOWERINGS)))
+        _LOWERINGS[result] = (_Lowering(result) if _reads_jagged_data(result)
+                              else None)
+    return _LOWERINGS[result]
+
+
 class JaggedCompiledFunction:
     """``f(**inputs)`` for a DAG over FractalTensors (see the module docs);
     FractalTensor results come back as :class:`~ftlazy.JaggedArray`."""
 
-    def __init__(self, result: Any, compile_dense: Any) -> None:
+    def __init__(self, result: Any, lowering: _Lowering,
+                 compile_dense: Any) -> None:
         self.result = result
-        roots = _roots(result)
-        self.input_nodes = collect_inputs(roots.values())
-        lowered, self.host = lower_jagged_maps(roots)
-        self.inner = compile_dense(DictOfNamedArrays(lowered))
-        self.inner_inputs = {n.name for n in collect_inputs(lowered.values())
-                             if n.name is not None}
+        self.lowering = lowering
+        self.inner = compile_dense(lowering.dense)
 
     @property
     def source(self) -> str:
@@ -73,15 +101,15 @@ class JaggedCompiledFunction:
         return self.inner.from_cache
 
     def __call__(self, /, **inputs: Any) -> Any:
-        given = expand_jagged_inputs(self.input_nodes, inputs)
-        derived = _derive(self.host, given)
-        names = set(self.inner_inputs) | {n + "_rows" for n in derived}
-        kernel_inputs = {k: v for k, v in given.items() if k in names}
-        unknown = set(given) - {n.name for n in self.input_nodes} - names
+        lowering = self.lowering
+        given = expand_jagged_inputs(lowering.input_nodes, inputs)
+        unknown = set(given) - lowering.user_names - lowering.dense_names
         if unknown:
             raise ValueError(f"unexpected input(s) {sorted(unknown)}: the "
-                             f"program's inputs are "
-                             f"{sorted(n.name for n in self.input_nodes)}")
+                             f"program's inputs are {sorted(lowering.user_names)}")
+        derived = _derive(lowering.host, given)
+        kernel_inputs = {k: v for k, v in given.items()
+                         if k in lowering.dense_names}
         out = self.inner(**kernel_inputs, **derived)
         if isinstance(self.result, Jagged):
             return JaggedArray(out["values"], *(

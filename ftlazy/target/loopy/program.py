@@ -547,10 +547,11 @@ def compile(result: Array | DictOfNamedArrays,
                         f"{type(queue).__name__} {queue!r}")
     queue = queue or default_queue()
     from ftlazy.target.loopy.jagged_program import (
-        JaggedCompiledFunction, uses_jagged_data)
-    if uses_jagged_data(result):
+        JaggedCompiledFunction, jagged_lowering)
+    lowering = jagged_lowering(result)
+    if lowering is not None:
         return JaggedCompiledFunction(
-            result, lambda dense: _compile_dense(dense, queue, options))
+            result, lowering, lambda dense: _compile_dense(dense, queue, options))
     return _compile_dense(result, queue, options)
 
 
