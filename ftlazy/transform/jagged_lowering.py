@@ -20,9 +20,13 @@ replaced by its body evaluated on all elements at once, as
   steps past element ``i``'s own extent with the reduction's neutral
   element.
 
-What this does not lower yet raises :class:`NotImplementedError`: scans
-inside the body, depth-3 inputs, and body arrays where ``L`` occurs after
-the first axis.
+* a scan or fold in the body runs for all elements at once
+  (:mod:`ftlazy.transform.jagged_scans`): over an element's rows it takes
+  as many steps as the longest element, each element's carry gated by a
+  step mask.
+
+What this does not lower yet raises :class:`NotImplementedError`: depth-3
+inputs, and body arrays where ``L`` occurs after the first axis.
 
 .. autofunction:: lower_jagged_maps
 .. autoclass:: HostDerivations
@@ -43,6 +47,7 @@ from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.transform.batch import MapBatcher
+from ftlazy.transform.jagged_scans import lower_scan, unroll_element_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
 
@@ -276,7 +281,8 @@ class _MapLowering:
         body = self.jmap.body
         batcher = MapBatcher()
         lowerer = _LowererKeepingGathers()
-        outputs = [lowerer(batcher(o)) for o in body.outputs]
+        outputs = [lowerer(batcher(o)) for o in
+                   unroll_element_scans(list(body.outputs), self.symbol)]
         values: dict[Node, tuple[Array, _Kind]] = {}
         for node in topological_order(outputs):
             if isinstance(node, BodyParam):
@@ -287,10 +293,15 @@ class _MapLowering:
                 values[node] = self._index_lambda(node, values)
             elif isinstance(node, Gather):
                 values[node] = self._gather(node, values)
-            elif isinstance(node, (Scan, LoopResult, Map)):
+            elif isinstance(node, Scan):
+                values[node] = lower_scan(self, node,
+                                          [values[a] for a in node.inputs])
+            elif isinstance(node, LoopResult) and isinstance(node.loop, Scan):
+                values[node] = values[node.loop][node.index]
+            elif isinstance(node, (LoopResult, Map)):
                 raise NotImplementedError(
-                    "compiling a scan or fold inside a map over a FractalTensor "
-                    "is not supported yet (ft.evaluate_numpy evaluates it)")
+                    f"compiling a {type(node).__name__} inside a map over a "
+                    "FractalTensor is not supported")
             else:
                 values[node] = (node, _HOISTED)
         results = []

@@ -1,0 +1,305 @@
+# SPDX-License-Identifier: MIT
+"""Scans and folds inside a map over a FractalTensor, for
+:mod:`ftlazy.transform.jagged_lowering`.
+
+A scan in the body of a map over depth-2 data runs once per element. It
+becomes one dense :class:`~ftlazy.fractal.Scan` for all elements together,
+as :mod:`ftlazy.transform.batch` does for dense maps, with carries
+``(n, ...)`` (element ``i`` in row ``i``):
+
+* a scan over the element's own rows (its length ``f(L) = c + a*L`` affine
+  in the element's length) runs ``T = max_i f(L_i)`` steps, a size the host
+  derives from the offsets. Step ``t`` reads row ``t`` of every element
+  (the packed rows gathered time-major, ``(T, n, ...)``) and updates element
+  ``i``'s carry only while ``t < f(L_i)``: a scanned mask gates each new
+  carry, so a fold returns each element's own last carry (its init for an
+  empty element). A stacked result ``(T, n, ...)`` is packed back to the
+  element's rows;
+* a scan over an axis of static length is batched as in a dense map: its
+  carries gain the element axis, and it does not depend on the offsets.
+
+A scan over a static axis whose carries or inputs have the element's length
+in their shape (a fold over layers whose carry is the whole sequence) is
+unrolled by :func:`unroll_element_scans` before batching: each step is a
+copy of the body, so the sequence arrays stay packed. What is not lowered
+raises :class:`NotImplementedError`: a scan over the element's rows whose
+body reads a whole element (its carries and captured arrays must not have
+the element's length in their shape), and unrolling beyond
+:data:`MAX_UNROLLED_STEPS` steps.
+
+.. autofunction:: lower_scan
+.. autofunction:: unroll_element_scans
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda, SizeParam
+from ftlazy.fractal import Body, BodyParam, LoopResult, Scan
+from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import index_var
+from ftlazy.transform.batch import _batch_body, _batch_scan, _broadcast_batch
+from ftlazy.transform.mappers import CopyMapper
+
+if TYPE_CHECKING:
+    from ftlazy.transform.jagged_lowering import _Kind, _MapLowering
+
+__all__ = ["lower_scan", "unroll_element_scans", "MAX_UNROLLED_STEPS"]
+
+#: the longest static scan that :func:`unroll_element_scans` copies out
+MAX_UNROLLED_STEPS = 64
+
+_BOOL = np.dtype(np.bool_)
+
+
+def _read(name: str, index: tuple) -> Any:
+    var = prim.Variable(name)
+    return prim.Subscript(var, index) if index else var
+
+
+def _element_indices(first: int, ndim: int) -> tuple:
+    return tuple(index_var(first + k) for k in range(ndim))
+
+
+# {{{ a scan over the element's rows
+
+def _time_major(lowering: _MapLowering, packed: Array, form: tuple[int, int],
+                steps: Any) -> IndexLambda:
+    """``(T, n, ...)``: row ``t`` of element ``i`` of the packed array (zero
+    past the element's end, never read past the values)."""
+    rest = _element_indices(2, packed.ndim - 1)
+    t, i = index_var(0), index_var(1)
+    off = prim.Variable("_ft_off")
+    const, coeff = form
+    start = const * i + coeff * off[i]
+    extent = const + coeff * (off[i + 1] - off[i])
+    expr = prim.If(prim.Comparison(t, "<", extent),
+                   _read("_in0", (start + t,) + rest), 0)
+    return IndexLambda(expr, (steps, lowering.n) + packed.shape[1:], packed.dtype,
+                       {"_in0": packed, "_ft_off": lowering.offsets})
+
+
+def _step_mask(lowering: _MapLowering, form: tuple[int, int],
+               steps: Any) -> IndexLambda:
+    """``(T, n)`` bool: whether step ``t`` belongs to element ``i``."""
+    t, i = index_var(0), index_var(1)
+    off = prim.Variable("_ft_off")
+    const, coeff = form
+    expr = prim.Comparison(t, "<", const + coeff * (off[i + 1] - off[i]))
+    return IndexLambda(expr, (steps, lowering.n), _BOOL,
+                       {"_ft_off": lowering.offsets})
+
+
+def _gated(carry: BodyParam, new: Array, mask: BodyParam) -> IndexLambda:
+    """The new batched carry where the element is still running, else the
+    old one."""
+    idx = _element_indices(0, carry.ndim)
+    expr = prim.If(prim.Subscript(prim.Variable("_mask"), (index_var(0),)),
+                   _read("_new", idx), _read("_old", idx))
+    return IndexLambda(expr, carry.shape, carry.dtype,
+                       {"_mask": mask, "_new": new, "_old": carry})
+
+
+def _packed_back(lowering: _MapLowering, stacked: Array,
+                 form: tuple[int, int]) -> IndexLambda:
+    """A time-major ``(T, n, ...)`` result as packed rows."""
+    seg = prim.Variable("_ft_seg")[index_var(0)]
+    off = prim.Variable("_ft_off")
+    const, coeff = form
+    start = const * seg + coeff * off[seg]
+    rest = _element_indices(1, stacked.ndim - 2)
+    from ftlazy.transform.jagged_lowering import _total
+    return IndexLambda(
+        _read("_in0", (index_var(0) - start, seg) + rest),
+        (_total(lowering.offsets, form, lowering.nnz),) + stacked.shape[2:],
+        stacked.dtype,
+        {"_in0": stacked, "_ft_off": lowering.offsets,
+         "_ft_seg": lowering.host.segment_ids_for(lowering.offsets, form)})
+
+
+def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
+                    inputs: list[tuple[Array, _Kind]]
+                    ) -> list[tuple[Array, _Kind]]:
+    from ftlazy.transform.jagged_lowering import _DENSE, _Kind
+    nc, ns = scan.num_carries, scan.num_scanned
+    _refuse_element_sizes(lowering, scan)
+    max_name = lowering.host.max_extent_for(lowering.offsets, form)
+    steps = prim.Variable(max_name)
+    n = lowering.n
+    new_inputs: list[Array] = []
+    params: list[BodyParam] = []     # by the original body's indices
+    flags: list[bool] = []
+    for k, (value, kind) in enumerate(inputs):
+        new_index = k if k < nc + ns else k + 1
+        if nc <= k < nc + ns:
+            if kind.what != "packed" or kind.form != form:
+                raise NotImplementedError(
+                    "a scan over an element's rows must scan arrays of the "
+                    "element's length")
+            value = _time_major(lowering, value, form, steps)
+            shape = value.shape[1:]
+            batched = True
+        elif kind.what == "packed":
+            raise NotImplementedError(
+                "compiling a scan over an element's rows whose body reads an "
+                f"array of the element's length ({'carry' if k < nc else 'captured'}"
+                f" {sh.shape_str(scan.inputs[k].shape)}) is not supported yet "
+                "(ft.evaluate_numpy evaluates it)")
+        elif k < nc:
+            if kind.what != "dense":
+                value = _broadcast_batch(value, n)
+            shape, batched = value.shape, True
+        else:
+            batched = kind.what == "dense"
+            shape = value.shape
+        new_inputs.append(value)
+        params.append(BodyParam(new_index, shape, value.dtype))
+        flags.append(batched)
+    mask = BodyParam(nc + ns, (n,), _BOOL)
+    new_inputs.insert(nc + ns, _step_mask(lowering, form, steps))
+    outputs, _ = _batch_body(scan.body, n, params, flags)
+    gated = tuple(
+        _gated(params[k], value if batched else _broadcast_batch(value, n), mask)
+        for k, (value, batched) in enumerate(outputs))
+    body_params = tuple(params[:nc + ns]) + (mask,) + tuple(params[nc + ns:])
+    batched_scan = Scan(Body(body_params, gated), tuple(new_inputs), nc, ns + 1,
+                        scan.keep_all)
+    results = []
+    for k in range(nc):
+        result = LoopResult(batched_scan, k)
+        if scan.keep_all:
+            results.append((_packed_back(lowering, result, form),
+                            _Kind("packed", form)))
+        else:
+            results.append((result, _DENSE))
+    return results
+
+
+def _refuse_element_sizes(lowering: _MapLowering, scan: Scan) -> None:
+    """A body that uses the element's length itself is not batched yet."""
+    for node in topological_order(list(scan.body.outputs)):
+        if isinstance(node, Array) and (
+                lowering.symbol in set().union(
+                    *(sh.size_param_names(c) for c in node.shape))
+                or (isinstance(node, SizeParam) and node.name == lowering.symbol)):
+            raise NotImplementedError(
+                "compiling a scan inside a map over a FractalTensor whose body "
+                "uses the element's length is not supported yet "
+                "(ft.evaluate_numpy evaluates it)")
+
+# }}}
+
+
+def lower_scan(lowering: _MapLowering, scan: Scan,
+               inputs: list[tuple[Array, _Kind]]) -> list[tuple[Array, _Kind]]:
+    """The results of *scan* (a lowered scan in the body of the map that
+    *lowering* batches) for all elements, each with its batching kind;
+    *inputs* are the batched values of the scan's inputs."""
+    from ftlazy.transform.jagged_lowering import _DENSE, _HOISTED
+    form = lowering.form_of(scan.length)
+    if form is not None:
+        return _scan_over_rows(lowering, scan, form, inputs)
+    if any(kind.what == "packed" for _, kind in inputs):
+        raise NotImplementedError(
+            f"compiling a scan of {scan.length} steps over arrays of an "
+            "element's length inside a map over a FractalTensor is not "
+            f"supported (scans of at most {MAX_UNROLLED_STEPS} static steps "
+            "are unrolled)")
+    _refuse_element_sizes(lowering, scan)
+    values: dict[Node, tuple[Array, bool]] = {
+        node: (value, kind.what == "dense")
+        for node, (value, kind) in zip(scan.inputs, inputs)}
+    results, batched = _batch_scan(scan, lowering.n, values)
+    if not batched:
+        return [(LoopResult(results, k), _HOISTED)
+                for k in range(scan.num_carries)]
+    return [(r, _DENSE) for r in results]
+
+
+# {{{ unrolling short static scans over element-length arrays
+
+class _Substituter(CopyMapper):
+    """Copies a body's nodes with its parameters replaced; nested bodies
+    (their own scopes) are kept as they are."""
+
+    def __init__(self, params: dict[int, Array]) -> None:
+        super().__init__()
+        self.params = params
+
+    def map_body_param(self, expr: BodyParam) -> Array:
+        return self.params[expr.index]
+
+    def map_body(self, body: Node) -> Node:
+        return body
+
+
+def _step(array: Array, t: int) -> IndexLambda:
+    rest = _element_indices(0, array.ndim - 1)
+    return IndexLambda(_read("_in0", (t,) + rest), array.shape[1:], array.dtype,
+                       {"_in0": array})
+
+
+def _stack(arrays: list[Array], like: Array) -> Array:
+    if not arrays:
+        return IndexLambda(0, (0,) + like.shape, like.dtype, {})
+    from ftlazy.ops.shape_ops import stack
+    return stack(arrays)
+
+
+class _Unroller(CopyMapper):
+    def __init__(self, symbol: str) -> None:
+        super().__init__()
+        self.symbol = symbol
+
+    def _involves_element(self, array: Array) -> bool:
+        return any(self.symbol in sh.size_param_names(c) for c in array.shape)
+
+    def map_loop_result(self, expr: LoopResult) -> Node:
+        scan = expr.loop
+        if not (isinstance(scan, Scan) and isinstance(scan.length, int)
+                and any(self._involves_element(a) for a in
+                        scan.inits + scan.captured)):
+            return self.map_node(expr)
+        return self.rec(scan)[expr.index]
+
+    def map_scan(self, scan: Scan) -> Any:
+        if not (isinstance(scan.length, int) and any(
+                self._involves_element(a) for a in scan.inits + scan.captured)):
+            return self.map_node(scan)
+        if scan.length > MAX_UNROLLED_STEPS:
+            raise NotImplementedError(
+                f"compiling a scan of {scan.length} steps whose carries or "
+                "captured arrays have an element's length inside a map over a "
+                f"FractalTensor is not supported (at most {MAX_UNROLLED_STEPS} "
+                "steps are unrolled)")
+        inputs = [self.rec(a) for a in scan.inputs]
+        nc, ns = scan.num_carries, scan.num_scanned
+        carries = inputs[:nc]
+        stacked: list[list[Array]] = [[] for _ in range(nc)]
+        for t in range(scan.length):
+            params = dict(enumerate(
+                carries + [_step(x, t) for x in inputs[nc:nc + ns]]
+                + inputs[nc + ns:]))
+            substituter = _Substituter(params)
+            carries = [substituter(o) for o in scan.body.outputs]
+            for k in range(nc):
+                stacked[k].append(carries[k])
+        if scan.keep_all:
+            return tuple(_stack(s, init) for s, init in zip(stacked, inputs[:nc]))
+        return tuple(carries)
+
+
+def unroll_element_scans(outputs: list[Array], symbol: str) -> list[Array]:
+    """*outputs* of a map body over a FractalTensor with every scan of static
+    length whose carries or captured arrays have the element's length
+    (*symbol*) in their shape replaced by copies of its body, one per step
+    (see the module docs)."""
+    unroller = _Unroller(symbol)
+    return [unroller(o) for o in outputs]
+
+# }}}

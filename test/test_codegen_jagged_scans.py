@@ -1,0 +1,223 @@
+# SPDX-License-Identifier: MIT
+"""Scans and folds inside maps over FractalTensors, compiled through OpenCL
+(on every profile flavour, see conftest.py) and checked against
+per-sequence numpy loops and the reference evaluator."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+
+H = 3
+LENGTHS = {
+    "mixed": (3, 0, 2, 5, 1),
+    "nonempty": (3, 2, 5, 1),
+    "empty_batch": (),
+    "all_empty": (0, 0),
+}
+RNG = np.random.default_rng(7)
+W = RNG.standard_normal((H, H)) * 0.5
+U = RNG.standard_normal((H, H)) * 0.5
+LAYERS = RNG.standard_normal((3, H, H)) * 0.5
+
+
+def batch(lengths, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((n, H)) for n in lengths]
+
+
+@pytest.fixture
+def xs():
+    return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+
+
+def rnn_numpy(s, h=None, U=U):
+    h = np.zeros(H) if h is None else h
+    out = []
+    for x in s:
+        h = np.tanh(x + h @ U)
+        out.append(h)
+    return np.array(out).reshape(len(s), H), h
+
+
+def check(result, reference, data, **more):
+    """*result* compiled and evaluated on *data* against the per-sequence
+    *reference* (a list for a FractalTensor result, else an array)."""
+    compiled = ft.compile(result)(xs=data, **more)
+    evaluated = ft.evaluate_numpy(result, xs=data, **more)
+    for got in (compiled, evaluated):
+        if isinstance(got, ft.JaggedArray):
+            assert len(got) == len(reference)
+            for g, want in zip(got.tolist(), reference):
+                assert g.shape == want.shape
+                np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+        else:
+            want = np.array(reference).reshape(got.shape)
+            assert got.shape == (len(data),) + tuple(result.shape[1:])
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("lengths", list(LENGTHS))
+def test_rnn_scan_per_sequence(xs, lengths):
+    Wp = ft.make_placeholder("W", (H, H), np.float64)
+    Up = ft.make_placeholder("U", (H, H), np.float64)
+    ys = ft.map(lambda s: ft.scan(lambda h, x: ft.tanh(x + h @ Up), s @ Wp,
+                                  ft.zeros(H)), xs)
+    data = batch(LENGTHS[lengths])
+    check(ys, [rnn_numpy(s @ W)[0] for s in data], data, W=W, U=U)
+
+
+@pytest.mark.parametrize("lengths", ["mixed", "all_empty"])
+def test_fold_gives_each_sequences_last_carry(xs, lengths):
+    # an empty sequence keeps the initial carry, here the captured h0
+    h0 = ft.make_placeholder("h0", (H,), np.float64)
+    last = ft.map(lambda s: ft.fold(lambda h, x: ft.tanh(x + h @ U), s, h0), xs)
+    data = batch(LENGTHS[lengths])
+    h0v = np.linspace(-1, 1, H)
+    check(last, [rnn_numpy(s, h0v)[1] for s in data], data, h0=h0v)
+
+
+def test_carry_initialised_from_the_element(xs):
+    # the initial carry depends on the sequence: a batched (n, H) init
+    ys = ft.map(lambda s: ft.scan(lambda h, x: 0.5 * h + x, s,
+                                  ft.sum(s, axis=0)), xs)
+    data = batch(LENGTHS["mixed"])
+
+    def reference(s):
+        h, out = s.sum(axis=0), []
+        for x in s:
+            h = 0.5 * h + x
+            out.append(h)
+        return np.array(out).reshape(len(s), H)
+    check(ys, [reference(s) for s in data], data)
+
+
+class Cell(NamedTuple):
+    h: object
+    c: object
+
+
+def test_lstm_like_tuple_carry_over_shifted_rows(xs):
+    # two carries, scanned over s[1:] (length L - 1) with s[:-1] zipped
+    def body(s):
+        def step(carry, pair):
+            x, y = pair
+            c = ft.tanh(carry.c + x * y)
+            return Cell(h=carry.h + c @ U, c=c)
+        return ft.scan(step, (s[1:], s[:-1]), Cell(ft.zeros(H), ft.ones(H)))
+    result = ft.map(body, xs)
+    data = batch(LENGTHS["nonempty"])
+
+    def reference(s):
+        h, c, hs, cs = np.zeros(H), np.ones(H), [], []
+        for x, y in zip(s[1:], s[:-1]):
+            c = np.tanh(c + x * y)
+            h = h + c @ U
+            hs.append(h)
+            cs.append(c)
+        return np.array(hs).reshape(-1, H), np.array(cs).reshape(-1, H)
+    f = ft.compile(result.h)
+    g = ft.compile(result.c)
+    for s, got_h, got_c in zip(data, f(xs=data).tolist(), g(xs=data).tolist()):
+        want_h, want_c = reference(s)
+        np.testing.assert_allclose(got_h, want_h, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got_c, want_c, rtol=1e-12, atol=1e-12)
+
+
+def test_reversed_scan_and_reduction_of_its_result(xs):
+    # a scan over s[::-1], then a sum over its rows: packed rows read back
+    total = ft.map(lambda s: ft.sum(ft.scan(lambda h, x: h * 0.9 + x, s[::-1],
+                                            ft.zeros(H)), axis=0), xs)
+    data = batch(LENGTHS["mixed"])
+
+    def reference(s):
+        h, acc = np.zeros(H), np.zeros(H)
+        for x in s[::-1]:
+            h = h * 0.9 + x
+            acc = acc + h
+        return acc
+    check(total, [reference(s) for s in data], data)
+
+
+def test_static_fold_with_batched_carry(xs):
+    # a fold over a static axis inside the map: its carry gains the
+    # sequence axis, no offsets involved
+    ws = np.array([0.5, -1.0, 2.0, 0.25])
+    result = ft.map(lambda s: ft.fold(lambda c, w: ft.sin(c) * w, ft.asarray(ws),
+                                      ft.sum(s, axis=0)), xs)
+    data = batch(LENGTHS["mixed"])
+
+    def reference(s):
+        c = s.sum(axis=0)
+        for w in ws:
+            c = np.sin(c) * w
+        return c
+    check(result, [reference(s) for s in data], data)
+
+
+@pytest.mark.parametrize("lengths", ["mixed", "empty_batch"])
+def test_fold_over_layers_with_the_sequence_as_carry(xs, lengths):
+    # a stacked RNN: a fold over 3 layers whose carry is the whole sequence,
+    # each layer a scan over it (the fold is unrolled, the scans batched)
+    layers = ft.make_placeholder("layers", (3, H, H), np.float64)
+    result = ft.map(lambda s: ft.fold(
+        lambda seq, w: ft.scan(lambda h, x: ft.tanh(x + h @ U), seq @ w,
+                               ft.zeros(H)),
+        layers, s), xs)
+    data = batch(LENGTHS[lengths])
+
+    def reference(s):
+        for w in LAYERS:
+            s = rnn_numpy(s @ w)[0]
+        return s
+    check(result, [reference(s) for s in data], data, layers=LAYERS)
+
+
+def test_carry_independent_work_on_the_element_is_hoisted(xs):
+    # sum(s) in the step function depends only on the sequence: it is
+    # computed once per sequence, outside the scan
+    result = ft.map(lambda s: ft.scan(lambda h, x: h + ft.sum(s, axis=0) * x, s,
+                                      ft.zeros(H)), xs)
+    data = batch(LENGTHS["mixed"])
+    want = []
+    for s in data:
+        h, out = np.zeros(H), []
+        for x in s:
+            h = h + s.sum(axis=0) * x
+            out.append(h)
+        want.append(np.array(out).reshape(len(s), H))
+    check(result, want, data)
+
+
+def test_scan_over_rows_reading_the_whole_element_is_refused(xs):
+    # attention-like: each step reads the whole sequence with the carry
+    result = ft.map(lambda s: ft.scan(
+        lambda h, x: ft.tanh(x + ft.sum(s * h, axis=0)), s, ft.zeros(H)), xs)
+    data = batch(LENGTHS["mixed"])
+    want = []
+    for s in data:
+        h, out = np.zeros(H), []
+        for x in s:
+            h = np.tanh(x + (s * h).sum(axis=0))
+            out.append(h)
+        want.append(np.array(out).reshape(len(s), H))
+    got = ft.evaluate_numpy(result, xs=data)
+    for g, w in zip(got.tolist(), want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="not supported"):
+        ft.compile(result)(xs=data)
+
+
+def test_new_lengths_reuse_the_program(xs):
+    ys = ft.map(lambda s: ft.scan(lambda h, x: ft.tanh(x + h @ U), s,
+                                  ft.zeros(H)), xs)
+    f = ft.compile(ys)
+    for seed, lengths in enumerate([(4, 1), (0, 7, 2, 2), (1,)]):
+        data = batch(lengths, seed)
+        for got, s in zip(f(xs=data).tolist(), data):
+            np.testing.assert_allclose(got, rnn_numpy(s)[0], rtol=1e-12,
+                                       atol=1e-12)
