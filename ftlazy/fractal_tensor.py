@@ -211,19 +211,21 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
 
 # {{{ declaring jagged inputs
 
-def _elem_shape(elem_shape: Any) -> tuple[int, ...]:
+def _elem_shape(elem_shape: Any, name: str) -> tuple[int, ...]:
+    """*elem_shape* of the jagged input *name* as a tuple of ints."""
     if isinstance(elem_shape, (int, np.integer)):
         elem_shape = (elem_shape,)
     try:
         shape = tuple(elem_shape)
     except TypeError:
-        raise TypeError(f"elem_shape must be a tuple of ints, got "
-                        f"{elem_shape!r}") from None
+        raise TypeError(f"elem_shape of jagged placeholder {name!r} must be a "
+                        f"tuple of ints, got {elem_shape!r}") from None
     for s in shape:
         if (isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer))
                 or s < 0):
-            raise ValueError(f"elem_shape must hold non-negative ints (a leaf is a "
-                             f"static-shape tensor), got {elem_shape!r}")
+            raise ValueError(f"elem_shape of jagged placeholder {name!r} must "
+                             "hold non-negative ints (a leaf is a static-shape "
+                             f"tensor), got {elem_shape!r}")
     return tuple(int(s) for s in shape)
 
 
@@ -238,7 +240,7 @@ def make_jagged_placeholder(name: str, elem_shape: Any, dtype: Any,
     ``<name>_offsets<k>``; at run time pass the whole FractalTensor as
     *name* (a :class:`~ftlazy.JaggedArray` or nested lists)."""
     check_user_name(name, "jagged placeholder")
-    shape = _elem_shape(elem_shape)
+    shape = _elem_shape(elem_shape, name)
     dtype = normalize_dtype(dtype)
     if (isinstance(depth, (bool, np.bool_)) or not isinstance(depth, (int, np.integer))
             or depth < 1):

@@ -18,7 +18,7 @@ ones index rows of the values.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -44,6 +44,56 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _checked_parts(values: Any, offsets: tuple[Any, ...], values_name: str,
+                   offsets_name: Callable[[int], str]
+                   ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """*values* and *offsets* checked as a FractalTensor's packed form and
+    copied (values C-contiguous, offsets int64, both read-only). Messages
+    call the values *values_name* and the offsets of level ``k``
+    ``offsets_name(k)``."""
+    if not offsets:
+        raise ValueError(
+            "JaggedArray needs at least one offsets array (a JaggedArray "
+            "of depth d >= 2 has d - 1), got only the values")
+    vals = _to_numpy(values)
+    if vals.ndim < 1:
+        raise ValueError(
+            f"{values_name} must have at least one dimension (the entries), "
+            f"got a 0-d array of dtype {vals.dtype}")
+    if vals.dtype == object:
+        raise TypeError(f"{values_name} must have a numeric dtype, got object")
+    offs = tuple(_to_numpy(o) for o in offsets)
+    n_levels = len(offs)
+    for k, o in enumerate(offs):
+        name = offsets_name(k)
+        if o.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got shape {o.shape}")
+        if o.dtype.kind not in "iu":
+            raise TypeError(
+                f"{name} must have an integer dtype, got {o.dtype}")
+        if len(o) == 0:
+            raise ValueError(f"{name} must not be empty (they start with 0)")
+        if o[0] != 0:
+            raise ValueError(f"{name} must start at 0, got {o[0]}")
+        dec = np.flatnonzero(o[1:] < o[:-1])
+        if len(dec):
+            i = int(dec[0]) + 1
+            raise ValueError(
+                f"{name} must not decrease, but they do at position {i} "
+                f"({o[i - 1]} -> {o[i]})")
+        if k + 1 < n_levels:
+            n_next = len(offs[k + 1]) - 1
+            what = f"level {k + 1} has {n_next} entries"
+        else:
+            n_next = len(vals)
+            what = f"{values_name} has {n_next} rows"
+        if int(o[-1]) != n_next:
+            raise ValueError(f"{name} end at {int(o[-1])}, but {what}")
+    return (_read_only(np.array(vals, order="C", copy=True)),
+            tuple(_read_only(np.array(o, dtype=np.int64, copy=True))
+                  for o in offs))
+
+
 class JaggedArray:
     """A FractalTensor of depth ``d >= 2`` (a list of jagged nested
     sequences) in packed form.
@@ -66,47 +116,23 @@ class JaggedArray:
     __slots__ = ("_offsets", "_values")
 
     def __init__(self, values: Any, *offsets: Any) -> None:
-        if not offsets:
-            raise ValueError(
-                "JaggedArray needs at least one offsets array (a JaggedArray "
-                "of depth d >= 2 has d - 1), got only the values")
-        vals = _to_numpy(values)
-        if vals.ndim < 1:
-            raise ValueError(
-                "values must have at least one dimension (the entries), got "
-                f"a 0-d array of dtype {vals.dtype}")
-        if vals.dtype == object:
-            raise TypeError("values must have a numeric dtype, got object")
-        offs = tuple(_to_numpy(o) for o in offsets)
-        n_levels = len(offs)
-        for k, o in enumerate(offs):
-            name = f"offsets of level {k}"
-            if o.ndim != 1:
-                raise ValueError(f"{name} must be 1-D, got shape {o.shape}")
-            if o.dtype.kind not in "iu":
-                raise TypeError(
-                    f"{name} must have an integer dtype, got {o.dtype}")
-            if len(o) == 0:
-                raise ValueError(f"{name} must not be empty (they start with 0)")
-            if o[0] != 0:
-                raise ValueError(f"{name} must start at 0, got {o[0]}")
-            dec = np.flatnonzero(o[1:] < o[:-1])
-            if len(dec):
-                i = int(dec[0]) + 1
-                raise ValueError(
-                    f"{name} must not decrease, but they do at position {i} "
-                    f"({o[i - 1]} -> {o[i]})")
-            if k + 1 < n_levels:
-                n_next = len(offs[k + 1]) - 1
-                what = f"level {k + 1} has {n_next} entries"
-            else:
-                n_next = len(vals)
-                what = f"values has {n_next} rows"
-            if int(o[-1]) != n_next:
-                raise ValueError(f"{name} end at {int(o[-1])}, but {what}")
-        self._values = _read_only(np.array(vals, order="C", copy=True))
-        self._offsets = tuple(
-            _read_only(np.array(o, dtype=np.int64, copy=True)) for o in offs)
+        vals, offs = _checked_parts(values, offsets, "values",
+                                    lambda k: f"offsets of level {k}")
+        self._values = vals
+        self._offsets = offs
+
+    @classmethod
+    def _from_parts(cls, name: str, values: Any, offsets: tuple[Any, ...]
+                    ) -> JaggedArray:
+        """The jagged input *name* given as its parts ``<name>_values`` and
+        ``<name>_offsets<k>``, checked as :class:`JaggedArray` checks its
+        arguments; the messages name the input, the part and the level."""
+        self = object.__new__(cls)
+        self._values, self._offsets = _checked_parts(
+            values, offsets, f"{name}_values (the values of jagged input "
+            f"{name!r})", lambda k: f"{name}_offsets{k} (the offsets of level "
+            f"{k} of jagged input {name!r})")
+        return self
 
     @classmethod
     def _trusted(cls, values: np.ndarray,
@@ -242,10 +268,12 @@ class JaggedArray:
     @classmethod
     def _build(cls, nested: Any, es: tuple[int, ...] | None,
                dt: np.dtype | None, depth: int | None,
-               casting: str) -> JaggedArray:
+               casting: str, uniform: bool = False) -> JaggedArray:
         """:meth:`from_list` with checked arguments; with *dt*, the elements
         are cast to it under the numpy rule *casting* (a leaf that may not be
-        raises :class:`TypeError`)."""
+        raises :class:`TypeError`). With *uniform*, the leaves that have a
+        dtype (numpy and device arrays and scalars; not Python numbers or
+        lists) must moreover share one, else :class:`TypeError`."""
         if not isinstance(nested, (list, tuple)):
             raise TypeError(
                 "from_list expects a (nested) list, got "
@@ -344,7 +372,7 @@ class JaggedArray:
             first["dtype"] = (dt, ())
 
         def check(shape: tuple[int, ...], dtype_: np.dtype,
-                  path: tuple[int, ...]) -> None:
+                  path: tuple[int, ...], weak: bool = False) -> None:
             if "shape" not in first:
                 first["shape"] = (shape, path)
             elif first["shape"][0] != shape:
@@ -354,18 +382,24 @@ class JaggedArray:
                 raise ValueError(
                     f"{_fmt_path(path)} has elem shape {shape}, but "
                     f"{where} has {s0}")
-            if dt is None:
-                if "dtype" not in first:
-                    first["dtype"] = (dtype_, path)
-                elif first["dtype"][0] != dtype_:
-                    d0, p0 = first["dtype"]
-                    raise TypeError(
-                        f"{_fmt_path(path)} has dtype {dtype_}, but "
-                        f"{_fmt_path(p0)} has dtype {d0}")
-            elif not np.can_cast(dtype_, dt, casting):
+            if dt is not None and not np.can_cast(dtype_, dt, casting):
                 raise TypeError(
                     f"{_fmt_path(path)} has dtype {dtype_}, expected {dt} "
                     f"(no {casting!r} cast from {dtype_} to {dt})")
+            # without dt the leaves give the dtype; with it and *uniform*,
+            # they must agree all the same
+            key = "dtype" if dt is None else "leaf dtype"
+            if dt is not None and (weak or not uniform):
+                return
+            if key not in first:
+                first[key] = (dtype_, path)
+            elif first[key][0] != dtype_:
+                d0, p0 = first[key]
+                rule = ("" if dt is None else ": the leaves of one nested list "
+                        f"must share one dtype (cast to {dt} as a whole)")
+                raise TypeError(
+                    f"{_fmt_path(path)} has dtype {dtype_}, but "
+                    f"{_fmt_path(p0)} has dtype {d0}{rule}")
 
         inner = offs[n_levels - 1]
         for path, x, seq in leaves:
@@ -377,7 +411,10 @@ class JaggedArray:
                         raise TypeError(
                             f"{_fmt_path(path + (j,))} is not numeric "
                             f"({type(e).__name__})")
-                    check(a.shape, a.dtype, path + (j,))
+                    # Python numbers and lists have no dtype of their own
+                    check(a.shape, a.dtype, path + (j,),
+                          isinstance(e, (list, tuple))
+                          or type(e) in (bool, int, float, complex))
                     elems.append(a)
                 if elems:
                     rows.append(np.stack(elems))
@@ -411,7 +448,7 @@ class JaggedArray:
 
     @classmethod
     def coerce(cls, value: Any, depth: int, elem_shape: Any, dtype: Any,
-               name: str) -> JaggedArray:
+               name: str, uniform: bool = False) -> JaggedArray:
         """*value*, what a user passes at run time for the jagged input
         *name* (a JaggedArray, or nested lists as :meth:`from_list` takes
         them), as a JaggedArray of the declared FractalTensor *depth*
@@ -419,10 +456,14 @@ class JaggedArray:
 
         Values of another dtype are cast to *dtype* where numpy's
         ``'same_kind'`` rule allows it (``int64`` to ``float32``, ``float64``
-        to ``float32``), else :class:`TypeError`; a depth or elem shape
-        other than declared raises :class:`ValueError`. The messages name
-        *name*, the expected and the actual value. A JaggedArray of the
-        declared type is returned as is (it is immutable).
+        to ``float32``), else :class:`TypeError`; with *uniform* (what
+        ``evaluate_numpy`` and compiled programs ask for, as API.md's "Bad
+        input" requires), leaves of different dtypes in nested lists (Python
+        numbers and lists aside, which have none) raise :class:`TypeError`
+        too. A depth or elem shape other than declared raises
+        :class:`ValueError`. The messages name *name*, the expected and the
+        actual value. A JaggedArray of the declared type is returned as is
+        (it is immutable).
         """
         depth = _check_depth(depth)
         es = _normalize_elem_shape(elem_shape)
@@ -450,7 +491,7 @@ class JaggedArray:
                 f"{what} must be a JaggedArray or nested lists of depth "
                 f"{depth}, got {type(value).__name__}")
         try:
-            return cls._build(value, es, dt, depth, "same_kind")
+            return cls._build(value, es, dt, depth, "same_kind", uniform)
         except (ValueError, TypeError) as e:
             raise type(e)(f"{what}: {e}") from None
 

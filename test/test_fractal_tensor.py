@@ -252,15 +252,19 @@ def test_bad_elem_shape(elem_shape):
         ft.make_jagged_placeholder("xs", elem_shape, np.float64, depth=2)
 
 
+@pytest.mark.parametrize("depth", [1, 3])
+@pytest.mark.parametrize("elem_shape", [(2, -3), (np.float32(2),), 3.0])
+def test_bad_elem_shape_names_the_input_at_every_depth(elem_shape, depth):
+    with pytest.raises((ValueError, TypeError), match="'seqs'.*elem_shape|"
+                       "elem_shape.*'seqs'"):
+        ft.make_jagged_placeholder("seqs", elem_shape, np.float64, depth=depth)
+
+
 def test_elem_shape_not_a_sequence():
     with pytest.raises(TypeError, match="elem_shape"):
         ft.make_jagged_placeholder("xs", None, np.float64, depth=2)
 
 
-@xfail("make_jagged_placeholder's elem_shape errors do not name the input: "
-       "make_jagged_placeholder('xs', (-1,), float64, depth=2) raises "
-       "ValueError('elem_shape must hold non-negative ints (a leaf is a "
-       "static-shape tensor), got (-1,)'), without 'xs'")
 @pytest.mark.parametrize("elem_shape", [(-1,), (2.0,)])
 def test_bad_elem_shape_names_the_input(elem_shape):
     with pytest.raises((ValueError, TypeError), match="'xs'"):
@@ -416,15 +420,35 @@ def test_bad_depth3_offsets_as_parts_name_the_level(run, level):
             docs_offsets1=parts[1])
 
 
-@xfail("offsets passed as parts (xs_values=, xs_offsets0=) are checked by "
-       "JaggedArray(...) in expand_jagged_inputs without the input's name: "
-       "evaluate_numpy(xs * 2, xs_values=arange(3.), xs_offsets0=[1, 2, 3]) "
-       "raises ValueError('offsets of level 0 must start at 0, got 1'), "
-       "naming neither 'xs' nor 'xs_offsets0'")
 def test_bad_offsets_as_parts_name_the_input(run):
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     with pytest.raises(ValueError, match="xs"):
         run(xs * 2, xs_values=np.arange(3.), xs_offsets0=np.array([1, 2, 3]))
+
+
+@pytest.mark.parametrize("level", [0, 1])
+@pytest.mark.parametrize("bad, message", [
+    ([0, 2, 1], "must not decrease"),
+    ([1, 1, 2], "must start at 0"),
+    ([0.0, 1.0, 2.0], "integer dtype"),
+], ids=["decreasing", "not_at_0", "float"])
+def test_bad_offsets_as_parts_name_the_input_part_and_level(run, level, bad,
+                                                             message):
+    d3 = ft.make_jagged_placeholder("docs", (), np.float64, depth=3)
+    parts = [np.array([0, 1, 2]), np.array([0, 2, 3])]
+    parts[level] = np.array(bad)
+    with pytest.raises((ValueError, TypeError), match=message) as info:
+        run(d3 * 2, docs_values=np.arange(3.), docs_offsets0=parts[0],
+            docs_offsets1=parts[1])
+    text = str(info.value)
+    assert f"docs_offsets{level}" in text and f"level {level}" in text
+    assert "'docs'" in text
+
+
+def test_offsets_as_parts_past_the_values_name_the_values_part(run):
+    xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
+    with pytest.raises(ValueError, match="xs_offsets0.*end at 4.*xs_values"):
+        run(xs * 2, xs_values=np.arange(3.), xs_offsets0=np.array([0, 2, 4]))
 
 
 def test_parts_must_have_the_declared_dtype_and_shape(run):
@@ -486,16 +510,26 @@ def test_leaves_of_uncastable_dtypes(run):
         run(ints * 2, ints=[np.ones(2, np.int64), np.ones(2, np.float64)])
 
 
-@xfail("leaves of different dtypes in one nested list are accepted when each "
-       "can be cast: evaluate_numpy(xs * 2, xs=[ones(2, float64), "
-       "ones(2, float32)]) for a float64 input returns a JaggedArray "
-       "instead of raising TypeError as API.md's 'Bad input' requires "
-       "(JaggedArray._build checks each leaf against the declared dtype, "
-       "never the leaves against each other)")
 def test_leaves_of_different_dtypes(run):
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     with pytest.raises(TypeError, match="'xs'"):
         run(xs * 2, xs=[np.ones(2), np.ones(2, dtype=np.float32)])
+
+
+def test_leaves_of_different_dtypes_depth3_and_element_lists(run):
+    d3 = ft.make_jagged_placeholder("docs", (), np.float64, depth=3)
+    with pytest.raises(TypeError, match=r"'docs'.*element \[1\]\[0\].*int32"):
+        run(d3 * 2, docs=[[np.ones(2)], [np.ones(1, np.int32)]])
+    # a list of elements: numpy scalars of different dtypes
+    xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
+    with pytest.raises(TypeError, match=r"'xs'.*element \[0\]\[1\]"):
+        run(xs * 2, xs=[[np.float64(1.), np.float32(2.)]])
+    # Python numbers have no dtype of their own: mixed ints and floats are
+    # fine, and so is one dtype throughout
+    got = run(xs * 2, xs=[[1, 2.5], [], [3]])
+    assert_jagged(got, [np.array([2., 5.]), np.array([]), np.array([6.])], ())
+    got = run(xs * 2, xs=[np.ones(2, np.float32), np.ones(1, np.float32)])
+    assert_jagged(got, [np.full(2, 2.), np.full(1, 2.)], ())
 
 
 @pytest.mark.parametrize("value", [
@@ -620,10 +654,7 @@ BROKEN_LEAFWISE = {
         (lambda x: ft.greater(x, 0), lambda s: np.greater(s, 0)), id="greater_fn",),
     "where_fn": pytest.param(
         (lambda x: ft.where(ft.greater(x, 0), x, 0.),
-         lambda s: np.where(s > 0, s, 0.)), id="where_fn",
-        marks=xfail("ft.where on FractalTensors raises TypeError('cannot "
-                    "use an object of type Jagged as an array'): no "
-                    "leaf-wise dispatch for comparisons and where")),
+         lambda s: np.where(s > 0, s, 0.)), id="where_fn"),
 }
 
 
@@ -661,6 +692,44 @@ def test_leafwise_astype(run):
     batch = [np.array([1.5, -2.5]), np.array([])]
     got = run(xs.astype(np.float32), xs=batch)
     assert_jagged(got, [s.astype(np.float32) for s in batch], (), np.float32)
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_leafwise_selection_logical_and_casts(run, depth):
+    # every elementwise function of ftlazy.ops dispatches on FractalTensors
+    xs = ft.make_jagged_placeholder("xs", (3,), np.float64, depth=depth)
+    if depth == 2:
+        batch = seqs(LENGTHS["mixed"], (3,), seed=4)
+        leaves, rebuild = batch, (lambda out: out)
+    else:
+        batch = docs(DOC_LENGTHS["mixed"], (3,), seed=4)
+        leaves = nested_leaves(batch, 3)
+
+        def rebuild(out: list) -> list:
+            it = iter(out)
+            return [[next(it) for _ in d] for d in batch]
+    limit = np.array([0.5, -0.5, 0.])
+    cases = [
+        # a jagged condition, dense branches (one broadcast against the leaves)
+        (ft.where(xs > 0, limit, -1.), lambda s: np.where(s > 0, limit, -1.),
+         np.float64),
+        # a dense condition, jagged branches
+        (ft.where(limit > 0, xs, xs * 2),
+         lambda s: np.where(limit > 0, s, s * 2), np.float64),
+        (ft.logical_and(xs > 0, ft.logical_not(xs > 1)),
+         lambda s: (s > 0) & ~(s > 1), np.bool_),
+        (ft.logical_or(xs < -1, xs > 1), lambda s: (s < -1) | (s > 1), np.bool_),
+        (ft.clip(xs, -0.5, None), lambda s: np.clip(s, -0.5, None), np.float64),
+        (ft.clip(xs, None, limit), lambda s: np.clip(s, None, limit), np.float64),
+        (ft.astype(xs, np.int32), lambda s: s.astype(np.int32), np.int32),
+        (ft.real(xs.astype(np.complex128) * 2), lambda s: s * 2, np.float64),
+        (ft.imag(xs), lambda s: np.zeros_like(s), np.float64),
+    ]
+    for lazy, reference, dtype in cases:
+        assert isinstance(lazy, ft.Jagged) and lazy.depth == depth
+        assert_jagged(run(lazy, xs=batch),
+                      rebuild([reference(s) for s in leaves]), (3,), dtype,
+                      depth=depth)
 
 
 @pytest.mark.parametrize("lengths", LENGTHS.values(), ids=LENGTHS.keys())

@@ -98,6 +98,19 @@ def _extremum(a: Any, b: Any, dtype: np.dtype, largest: bool) -> Any:
                    prim.If(prim.Comparison(b, "!=", b), b, chosen))
 
 
+def _any_jagged(*args: Any) -> bool:
+    """Whether one of *args* is a FractalTensor (a :class:`Jagged` node)."""
+    from ftlazy.fractal_tensor import Jagged
+    return any(isinstance(a, Jagged) for a in args)
+
+
+def _leafwise(fn: Callable[..., Result], *args: Any) -> Any:
+    """*fn* applied leaf-wise to *args*, one or more of which are
+    FractalTensors (see :func:`~ftlazy.fractal_tensor.apply_leafwise`)."""
+    from ftlazy.fractal_tensor import apply_leafwise
+    return apply_leafwise(fn, *args)
+
+
 def _unary(ufunc: np.ufunc, x: ArrayLike,
            build: Callable[[Any, np.dtype, np.dtype], Any],
            identity_kinds: str = "") -> Result:
@@ -374,6 +387,8 @@ def clip(a: ArrayLike, a_min: ArrayLike | None = None,
     NaN propagating."""
     if all(v is None or is_scalar(v) for v in (a, a_min, a_max)):
         return np.clip(a, a_min, a_max)
+    if _any_jagged(a, a_min, a_max):
+        return _leafwise(clip, a, a_min, a_max)
     operands = [prepare(a)] + [prepare(v) for v in (a_min, a_max) if v is not None]
     dtype = result_type(*operands)
     bounds: list[tuple[Any, bool]] = []
@@ -489,6 +504,8 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Result:
     does, wrapping if out of range."""
     if is_scalar(condition) and is_scalar(x) and is_scalar(y):
         return np.where(condition, x, y)
+    if _any_jagged(condition, x, y):
+        return _leafwise(where, condition, x, y)
     operands = [prepare(condition), prepare(x), prepare(y)]
     dtype = result_type(operands[1], operands[2])
     folded = fold_constants(np.where, operands)
@@ -508,6 +525,8 @@ def _logical(ufunc: np.ufunc, build: Callable[..., Any], *args: ArrayLike
     # converted to bool first (x != 0), which is what those loops compute
     if all(is_scalar(a) for a in args):
         return ufunc(*args)
+    if _any_jagged(*args):
+        return _leafwise(lambda *a: _logical(ufunc, build, *a), *args)
     operands = [prepare(a) for a in args]
     folded = fold_constants(ufunc, operands)
     if folded is not None:
@@ -596,6 +615,8 @@ def astype(x: ArrayLike, dtype: Any) -> Result:
     dtype = normalize_dtype(dtype)
     if is_scalar(x):
         return np.asarray(x).astype(dtype)[()]
+    if _any_jagged(x):
+        return _leafwise(lambda v: astype(v, dtype), x)
     a = asarray(x)
     if a.dtype == dtype:
         return a
@@ -623,6 +644,8 @@ def real(x: ArrayLike) -> Result:
     """The real part (*x* itself for real dtypes)."""
     if is_scalar(x):
         return np.real(x)
+    if _any_jagged(x):
+        return _leafwise(real, x)
     a = asarray(x)
     if a.dtype.kind != "c":
         return a
@@ -637,6 +660,8 @@ def imag(x: ArrayLike) -> Result:
     """The imaginary part (zeros of *x*'s dtype for real dtypes)."""
     if is_scalar(x):
         return np.imag(x)
+    if _any_jagged(x):
+        return _leafwise(imag, x)
     a = asarray(x)
     if a.dtype.kind != "c":
         # zeros, still a function of *a* (its value is not read)

@@ -29,7 +29,8 @@ def jagged_parts(inputs: Iterable[Node]) -> dict[str, dict[str, Placeholder]]:
 
 def _coerce(value: Any, name: str, dtype: np.dtype, depth: int,
             elem_shape: tuple) -> JaggedArray:
-    return JaggedArray.coerce(value, depth, elem_shape, dtype, name)
+    return JaggedArray.coerce(value, depth, elem_shape, dtype, name,
+                              uniform=True)
 
 
 def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
@@ -55,8 +56,9 @@ def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
                                  f"as its part(s) {direct}")
             ja = _coerce(result.pop(name), name, dtype, tag.depth, tag.elem_shape)
         elif all(names[p] in result for p in part_names):
-            ja = JaggedArray(result[names["values"]],
-                             *(result[names[f"offsets{k}"]] for k in range(n_offsets)))
+            ja = JaggedArray._from_parts(
+                name, result[names["values"]],
+                tuple(result[names[f"offsets{k}"]] for k in range(n_offsets)))
         else:
             continue  # reported as a missing input by the binding
         if ja.depth != tag.depth:
