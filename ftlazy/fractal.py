@@ -687,6 +687,13 @@ def map(f: Callable, *xs: Any) -> Any:
 def _scan_node(f: Callable, xs: Any, init: Any, keep_all: bool, what: str) -> Any:
     if not callable(f):
         raise TypeError(f"{what}: f must be callable, got {type(f).__name__}")
+    from ftlazy.fractal_carry import has_jagged_leaf, unrolled_fold
+    if has_jagged_leaf(init):
+        if keep_all:
+            raise NotImplementedError(
+                "scan with a FractalTensor carry is not supported (its result "
+                "would nest one level deeper); ft.fold returns the last carry")
+        return unrolled_fold(f, xs, init, what)
     init_leaves, init_structure = tree_flatten(init, f"{what} initial carries")
     inits = _as_arrays(init_leaves, f"{what} initial carries")
     x_leaves, x_structure = tree_flatten(xs, f"{what} sequences")

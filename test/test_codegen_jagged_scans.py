@@ -221,3 +221,65 @@ def test_new_lengths_reuse_the_program(xs):
         for got, s in zip(f(xs=data).tolist(), data):
             np.testing.assert_allclose(got, rnn_numpy(s)[0], rtol=1e-12,
                                        atol=1e-12)
+
+
+# {{{ folds whose carry is a FractalTensor (FractalTensor's stacked RNN)
+
+class Layer(NamedTuple):
+    W: object
+    b: object
+
+
+def test_fold_over_layers_with_a_fractal_tensor_carry(xs):
+    params = Layer(ft.make_placeholder("W", (3, H, H), np.float64),
+                   ft.make_placeholder("b", (3, H), np.float64))
+
+    def layer(batch, p):
+        return ft.map(lambda s: ft.scan(lambda h, x: ft.tanh(x + h @ U),
+                                        s @ p.W + p.b, ft.zeros(H)), batch)
+    result = ft.fold(layer, params, xs)
+    bias = np.linspace(-1, 1, 3 * H).reshape(3, H)
+    data = batch(LENGTHS["mixed"])
+
+    def reference(s):
+        for w, b in zip(LAYERS, bias):
+            s = rnn_numpy(s @ w + b)[0]
+        return s
+    check(result, [reference(s) for s in data], data, W=LAYERS, b=bias)
+
+
+def test_fold_with_a_fractal_tensor_carry_and_an_array_carry(xs):
+    # a bundle carry: the batch and a running (n, H) sum of its layers
+    def layer(carry, w):
+        batch, total = carry
+        new = ft.tanh(batch @ w)
+        return new, total + ft.map(lambda s: ft.sum(s, axis=0), new)
+    result = ft.fold(layer, ft.asarray(LAYERS[:2]),
+                     (xs, ft.map(lambda s: ft.sum(s, axis=0), xs)))
+    data = batch(LENGTHS["mixed"])
+    want_batch, want_total = [], []
+    for s in data:
+        total = s.sum(axis=0)
+        for w in LAYERS[:2]:
+            s = np.tanh(s @ w)
+            total = total + s.sum(axis=0)
+        want_batch.append(s)
+        want_total.append(total)
+    check(result[0], want_batch, data)
+    check(result[1], want_total, data)
+
+
+def test_fractal_tensor_carry_bad_uses(xs):
+    layers = ft.make_placeholder("layers", (3, H, H), np.float64)
+    with pytest.raises(NotImplementedError, match="scan with a FractalTensor carry"):
+        ft.scan(lambda b, w: b @ w, layers, xs)
+    n_layers = ft.make_placeholder("many", (ft.make_size_param("d"), H, H),
+                                   np.float64)
+    with pytest.raises(NotImplementedError, match="static length"):
+        ft.fold(lambda b, w: b @ w, n_layers, xs)
+    with pytest.raises(ValueError, match="elem_shape"):
+        ft.fold(lambda b, w: b @ ft.ones((H, 2)), layers, xs)
+    with pytest.raises(TypeError, match="FractalTensor"):
+        ft.fold(lambda b, w: ft.flatten(b), layers, xs)
+
+# }}}
