@@ -988,10 +988,6 @@ def test_map_max_over_an_empty_sequence(run, empty_at):
         run(ft.map(lambda s: ft.amax(s), xs), xs=seqs(lengths))
 
 
-@xfail("API.md: amax over an empty sequence raises 'unless initial= is "
-       "given', but ft.amax has no initial= argument: ft.amax(s, "
-       "initial=-inf) raises TypeError(\"amax() got an unexpected keyword "
-       "argument 'initial'\")")
 def test_map_max_with_initial(run):
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     batch = [np.array([1., 2.]), np.array([])]

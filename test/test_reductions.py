@@ -273,3 +273,67 @@ def test_empty_reduction_message_helper():
         empty_reduction_message("sum", 0)
 
 # }}}
+
+
+# {{{ amax/amin with initial=
+
+@pytest.mark.parametrize("fn", ["amax", "amin"])
+@pytest.mark.parametrize("dt", [np.bool_, np.int8, np.int64, np.uint8,
+                                np.float32, np.float64])
+@pytest.mark.parametrize("shape, axis", [
+    ((2, 3, 4), None), ((2, 3, 4), 1), ((2, 3, 4), (0, 2)), ((2, 3, 4), ()),
+    ((0, 3), 0), ((0, 3), None), ((3, 0), 1), ((3, 0), (0, 1)), ((), None),
+    ((4,), -1),
+])
+def test_extrema_with_initial_match_numpy(fn, dt, shape, axis):
+    rng = np.random.default_rng(3)
+    a = random_array(rng, shape, dt, low=-2, high=3)
+    x = ft.make_placeholder("a", shape, a.dtype)
+    initial = True if dt == np.bool_ else 1
+    for keepdims in (False, True):
+        _compare(fn, a, x, axis=axis, keepdims=keepdims, initial=initial)
+
+
+def test_extrema_with_initial_nan_and_conversion():
+    a = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    x = ft.make_placeholder("a", a.shape, a.dtype)
+    for axis in (None, 0, 1):
+        _compare("amax", a, x, axis=axis, initial=4.5)
+        _compare("amin", a, x, axis=axis, initial=np.nan)
+    # initial takes the array's dtype as in numpy: 2.7 is 2 for ints,
+    # inf or an out-of-range int cannot be converted
+    ints = np.array([0, 1], np.int8)
+    y = ft.make_placeholder("a", (2,), np.int8)
+    _compare("amax", ints, y, initial=2.7)
+    for bad in (np.inf, 1000):
+        with pytest.raises(OverflowError):
+            ft.amax(y, initial=bad)
+    with pytest.raises(TypeError, match="initial must be a scalar"):
+        ft.amin(y, initial=np.array([1, 2]))
+
+
+@pytest.mark.parametrize("evaluate", ["numpy", "compiled"])
+def test_extrema_with_initial_over_symbolic_empty_axes(evaluate):
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("a", (n, 3), np.float64)
+    results = {
+        "max0": ft.amax(x, axis=0, initial=-np.inf),
+        "min_all": ft.amin(x, initial=2.0),
+        "max1_keep": ft.amax(x, axis=1, keepdims=True, initial=0.5),
+    }
+    assert results["max0"].shape == (3,)
+    assert results["max1_keep"].shape == (x.shape[0], 1)
+    rng = np.random.default_rng(4)
+    for rows in (0, 1, 4):
+        a = rng.standard_normal((rows, 3))
+        expected = {
+            "max0": np.amax(a, axis=0, initial=-np.inf),
+            "min_all": np.amin(a, initial=2.0),
+            "max1_keep": np.amax(a, axis=1, keepdims=True, initial=0.5),
+        }
+        for key, lazy in results.items():
+            got = (ft.evaluate_numpy(lazy, a=a) if evaluate == "numpy"
+                   else ft.compile(lazy)(a=a))
+            np.testing.assert_array_equal(np.asarray(got), expected[key])
+
+# }}}

@@ -161,21 +161,70 @@ def prod(a: ArrayLike, axis: AxisLike = None, dtype: Any = None,
                       keepdims, acc)
 
 
-def amax(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
-    """Largest element over *axis* (None: all); NaN propagates. An axis of
-    length 0 is a :class:`ValueError`."""
+def _initial_value(initial: Any, dtype: np.dtype, what: str) -> np.generic:
+    """*initial* converted to *dtype* as numpy's reductions convert it (a
+    Python number out of the dtype's range is an :class:`OverflowError`)."""
+    if not is_scalar(initial):
+        raise TypeError(f"{what}: initial must be a scalar, got "
+                        f"{type(initial).__name__}")
+    with np.errstate(over="ignore"):
+        return np.asarray(dtype.type(initial))[()]
+
+
+def _extremum_with_initial(op: str, a: Array, axis: AxisLike, keepdims: bool,
+                           initial: Any) -> Result:
+    """``amax``/``amin`` (*op* ``"max"``/``"min"``) of *a* and *initial*
+    over *axis*: each reduced axis in turn gets *initial* appended, so that
+    no axis is ever empty (an empty one gives *initial*, as in numpy)."""
+    from ftlazy.ops.creation import full
+    from ftlazy.ops.elementwise import maximum, minimum
+    from ftlazy.ops.shape_ops import concatenate, reshape
+    what = "amax" if op == "max" else "amin"
+    init = _initial_value(initial, a.dtype, what)
+    axes = normalize_axes(axis, a.ndim, ufunc_quirk=True)
+    if not axes:  # nothing reduced: the elementwise extremum
+        return (maximum if op == "max" else minimum)(a, init)
+    result: Array = a
+    for ax in axes:
+        slab = full(result.shape[:ax] + (1,) + result.shape[ax + 1:], init,
+                    a.dtype)
+        np_fn = np.amax if op == "max" else np.amin
+        result = _reduction(lambda v, ax=ax: np_fn(v, axis=ax, keepdims=True),
+                            op, concatenate([result, slab], axis=ax), ax, True,
+                            a.dtype)
+    if keepdims:
+        return result
+    return reshape(result, tuple(d for i, d in enumerate(result.shape)
+                                 if i not in axes))
+
+
+def amax(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False,
+         initial: Any = None) -> Result:
+    """Largest element over *axis* (None: all); NaN propagates. With
+    *initial* (a scalar, converted to *a*'s dtype), the largest of it and the
+    elements, so that an empty axis gives *initial*; without, an axis of
+    length 0 is a :class:`ValueError` (at run time for a symbolic one)."""
     if is_scalar(a):
-        return np.amax(a, axis=axis, keepdims=keepdims)
+        return np.amax(a, axis=axis, keepdims=keepdims,
+                       **({} if initial is None else {"initial": initial}))
     a = asarray(a)
+    if initial is not None:
+        return _extremum_with_initial("max", a, axis, keepdims, initial)
     return _reduction(np.amax, "max", a, axis, keepdims, a.dtype)
 
 
-def amin(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False) -> Result:
-    """Smallest element over *axis* (None: all); NaN propagates. An axis of
-    length 0 is a :class:`ValueError`."""
+def amin(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False,
+         initial: Any = None) -> Result:
+    """Smallest element over *axis* (None: all); NaN propagates. With
+    *initial* (a scalar, converted to *a*'s dtype), the smallest of it and
+    the elements, so that an empty axis gives *initial*; without, an axis of
+    length 0 is a :class:`ValueError` (at run time for a symbolic one)."""
     if is_scalar(a):
-        return np.amin(a, axis=axis, keepdims=keepdims)
+        return np.amin(a, axis=axis, keepdims=keepdims,
+                       **({} if initial is None else {"initial": initial}))
     a = asarray(a)
+    if initial is not None:
+        return _extremum_with_initial("min", a, axis, keepdims, initial)
     return _reduction(np.amin, "min", a, axis, keepdims, a.dtype)
 
 
