@@ -1,0 +1,300 @@
+# SPDX-License-Identifier: MIT
+"""Recurrences over jagged batches: ftlazy's compiled scans inside maps
+over FractalTensors versus numpy anchors.
+
+Run by hand: ``python benchmarks/bench_jagged_rnn.py [--quick]
+[--repeat 5]``. Workloads and anchors follow
+``shared/research/jagged_anchors.md`` §4 (float32):
+
+* J8, segmented diagonal linear recurrence ``h_t = a ⊙ h_{t-1} + x_t``,
+  ``h`` starting at 0 in every segment, every ``h`` emitted; n=1024,
+  lengths U[1,256], D=64. Anchors: the time-major masked numpy loop (all
+  segments advance together, the active ones selected per step) and the
+  per-segment numpy loop. Target: 4x faster than the numpy loop.
+* J10, a 3-layer LSTM (H=32) over n=64 sequences of lengths U[4,27]
+  (FractalTensor's flagship, ``examples/stacked_lstm.py``): a fold over
+  layers whose carry is the batch, each layer a map of a scan. Anchors: the
+  time-major numpy loop with the hoisted input product (numpy over BLAS),
+  and the padded batch (every step runs all sequences, a mask keeps the
+  state of finished ones, as padded frameworks do). Target: within 2x of
+  the BLAS loop and 3x faster than padding.
+
+Every ftlazy result is checked against the per-segment numpy loop before
+timing. Times are warm medians (numpy inputs and outputs, transfers
+included). The OpenCL triad bandwidth of the device is printed for scale.
+Also printed: a second call with a new length distribution (OpenCL builds
+counted: the compiled program serves every length). Nothing here asserts
+on a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any, NamedTuple
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import (  # noqa: E402
+    best_of, fmt_seconds, opencl_triad, print_header, print_table, triad_bytes)
+
+FULL = {"J8": (1024, 1, 256, 64), "J10": (64, 4, 27, 32, 3), "triad": 2**24}
+QUICK = {"J8": (32, 1, 16, 8), "J10": (8, 1, 6, 4, 2), "triad": 2**20}
+
+
+def _offsets(lens: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+
+
+def jagged(n: int, lo: int, hi: int, h: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    off = _offsets(rng.integers(lo, hi + 1, n))
+    return rng.standard_normal((off[-1], h)).astype(np.float32), off
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x"
+
+
+# {{{ J8: segmented linear recurrence
+
+def j8_loop(x: np.ndarray, off: np.ndarray, a: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    for i in range(len(off) - 1):
+        h = np.zeros(x.shape[1], x.dtype)
+        for t in range(off[i], off[i + 1]):
+            h = a * h + x[t]
+            out[t] = h
+    return out
+
+
+def j8_time_major(x: np.ndarray, off: np.ndarray, a: np.ndarray) -> np.ndarray:
+    lens = np.diff(off)
+    h = np.zeros((len(lens), x.shape[1]), x.dtype)
+    out = np.empty_like(x)
+    for t in range(int(lens.max(initial=0))):
+        active = np.nonzero(lens > t)[0]
+        rows = off[active] + t
+        h[active] = a * h[active] + x[rows]
+        out[rows] = h[active]
+    return out
+
+
+def j8_ftlazy(d: int) -> Any:
+    import ftlazy as ft
+    xs = ft.make_jagged_placeholder("xs", (d,), np.float32, depth=2)
+    a = ft.make_placeholder("a", (d,), np.float32)
+    return ft.compile(ft.map(lambda s: ft.scan(lambda h, x: a * h + x, s,
+                                               ft.zeros(d, np.float32)), xs))
+
+# }}}
+
+
+# {{{ J10: stacked LSTM
+
+class Layer(NamedTuple):
+    W: Any
+    U: Any
+    b: Any
+
+
+class State(NamedTuple):
+    h: Any
+    c: Any
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+def lstm_gates(g: np.ndarray, c: np.ndarray, h_size: int) -> tuple:
+    H = h_size
+    c = _sigmoid(g[..., H:2 * H]) * c + _sigmoid(g[..., :H]) * np.tanh(g[..., 3 * H:])
+    return _sigmoid(g[..., 2 * H:3 * H]) * np.tanh(c), c
+
+
+def j10_loop(x: np.ndarray, off: np.ndarray, p: dict) -> np.ndarray:
+    """Per sequence, per layer, per step (the reference)."""
+    H = x.shape[1]
+    out = np.empty_like(x)
+    for i in range(len(off) - 1):
+        seq = x[off[i]:off[i + 1]]
+        for d in range(p["W"].shape[0]):
+            xw = seq @ p["W"][d] + p["b"][d]
+            h, c = np.zeros(H, x.dtype), np.zeros(H, x.dtype)
+            rows = []
+            for t in range(len(seq)):
+                h, c = lstm_gates(xw[t] + h @ p["U"][d], c, H)
+                rows.append(h)
+            seq = np.array(rows, x.dtype).reshape(len(seq), H)
+        out[off[i]:off[i + 1]] = seq
+    return out
+
+
+def j10_time_major(x: np.ndarray, off: np.ndarray, p: dict) -> np.ndarray:
+    """Layer by layer, the input product hoisted (one GEMM over all tokens),
+    then all active sequences advanced together per step (numpy over BLAS)."""
+    H = x.shape[1]
+    lens = np.diff(off)
+    inp = x
+    for d in range(p["W"].shape[0]):
+        xw = inp @ p["W"][d] + p["b"][d]
+        h = np.zeros((len(lens), H), x.dtype)
+        c = np.zeros_like(h)
+        out = np.empty_like(x)
+        for t in range(int(lens.max(initial=0))):
+            active = np.nonzero(lens > t)[0]
+            rows = off[active] + t
+            h[active], c[active] = lstm_gates(xw[rows] + h[active] @ p["U"][d],
+                                              c[active], H)
+            out[rows] = h[active]
+        inp = out
+    return inp
+
+
+def j10_padded(x: np.ndarray, off: np.ndarray, p: dict) -> np.ndarray:
+    """Pad to (n, max_len, H), run every sequence for max_len steps, keep the
+    state of finished sequences with a mask, then unpad."""
+    H = x.shape[1]
+    lens = np.diff(off)
+    n, T = len(lens), int(lens.max(initial=0))
+    mask = np.arange(T)[None, :] < lens[:, None]
+    padded = np.zeros((n, T, H), x.dtype)
+    padded[mask] = x
+    for d in range(p["W"].shape[0]):
+        xw = padded @ p["W"][d] + p["b"][d]
+        h = np.zeros((n, H), x.dtype)
+        c = np.zeros_like(h)
+        out = np.zeros_like(padded)
+        for t in range(T):
+            hn, cn = lstm_gates(xw[:, t] + h @ p["U"][d], c, H)
+            m = mask[:, t, None]
+            h, c = np.where(m, hn, h), np.where(m, cn, c)
+            out[:, t] = h
+        padded = out
+    return padded[mask]
+
+
+def j10_ftlazy(h_size: int, depth: int) -> Any:
+    import ftlazy as ft
+    H = h_size
+
+    def sigmoid(v: Any) -> Any:
+        return 1 / (1 + ft.exp(-v))
+
+    def layer(batch: Any, p: Layer) -> Any:
+        def cell(state: State, xw: Any) -> State:
+            g = xw + state.h @ p.U
+            c = (sigmoid(g[H:2 * H]) * state.c
+                 + sigmoid(g[:H]) * ft.tanh(g[3 * H:]))
+            return State(sigmoid(g[2 * H:3 * H]) * ft.tanh(c), c)
+        zeros = ft.zeros(H, np.float32)
+        return ft.map(lambda s: ft.scan(cell, s @ p.W + p.b,
+                                        State(zeros, zeros)).h, batch)
+
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float32, depth=2)
+    params = Layer(ft.make_placeholder("W", (depth, H, 4 * H), np.float32),
+                   ft.make_placeholder("U", (depth, H, 4 * H), np.float32),
+                   ft.make_placeholder("b", (depth, 4 * H), np.float32))
+    return ft.compile(ft.fold(layer, params, xs))
+
+# }}}
+
+
+def builds_during(fn: Any) -> tuple[float, int]:
+    """Seconds and OpenCL program builds of one call of *fn*."""
+    import pyopencl as cl
+    count = [0]
+    original = cl.Program.build
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return original(self, *args, **kwargs)
+    cl.Program.build = counting
+    try:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start, count[0]
+    finally:
+        cl.Program.build = original
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    sizes = QUICK if args.quick else FULL
+
+    from ftlazy.target.loopy.device import default_queue
+    queue = default_queue()
+    print_header("ftlazy jagged recurrences (scans in maps over FractalTensors), "
+                 "float32, warm medians", queue)
+    triad = opencl_triad(queue, sizes["triad"])
+    print(f"OpenCL triad: {triad_bytes(sizes['triad']) / triad.best / 1e9:.1f} GB/s")
+
+    rows, reuse_rows = [], []
+    timed = lambda fn: best_of(fn, repeat=args.repeat).median  # noqa: E731
+
+    # J8
+    n, lo, hi, d = sizes["J8"]
+    x, off = jagged(n, lo, hi, d, seed=0)
+    a = np.random.default_rng(1).uniform(0.5, 1.0, d).astype(np.float32)
+    f = j8_ftlazy(d)
+    want = j8_loop(x, off, a)
+    got = f(xs=__import__("ftlazy").JaggedArray(x, off), a=a)
+    np.testing.assert_allclose(got.values, want, rtol=2e-4, atol=2e-4)
+    np.testing.assert_allclose(j8_time_major(x, off, a), want, rtol=1e-5, atol=1e-5)
+    import ftlazy as ft
+    t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off), a=a))
+    t_loop = timed(lambda: j8_loop(x, off, a))
+    t_tm = timed(lambda: j8_time_major(x, off, a))
+    rows.append(["J8 linear recurrence", f"nnz={off[-1]}, D={d}", fmt_seconds(t_ft),
+                 fmt_seconds(t_tm), fmt_seconds(t_loop), "-",
+                 ratio(t_loop, t_ft) + " faster than loop",
+                 ratio(t_tm, t_ft) + " vs time-major"])
+    x2, off2 = jagged(n // 2 + 1, lo, hi * 2, d, seed=5)
+    reuse_rows.append(["J8", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2), a=a))])
+
+    # J10
+    n, lo, hi, H, depth = sizes["J10"]
+    x, off = jagged(n, lo, hi, H, seed=2)
+    rng = np.random.default_rng(3)
+    p = {"W": (rng.standard_normal((depth, H, 4 * H)) * 0.3).astype(np.float32),
+         "U": (rng.standard_normal((depth, H, 4 * H)) * 0.3).astype(np.float32),
+         "b": (rng.standard_normal((depth, 4 * H)) * 0.1).astype(np.float32)}
+    f = j10_ftlazy(H, depth)
+    want = j10_loop(x, off, p)
+    got = f(xs=ft.JaggedArray(x, off), **p)
+    np.testing.assert_allclose(got.values, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(j10_time_major(x, off, p), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(j10_padded(x, off, p), want, rtol=1e-4, atol=1e-5)
+    t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off), **p))
+    t_loop = timed(lambda: j10_loop(x, off, p))
+    t_tm = timed(lambda: j10_time_major(x, off, p))
+    t_pad = timed(lambda: j10_padded(x, off, p))
+    rows.append([f"J10 {depth}-layer LSTM", f"nnz={off[-1]}, H={H}", fmt_seconds(t_ft),
+                 fmt_seconds(t_tm), fmt_seconds(t_loop), fmt_seconds(t_pad),
+                 ratio(t_ft, t_tm) + " of BLAS loop",
+                 ratio(t_pad, t_ft) + " faster than padded"])
+    x2, off2 = jagged(n * 2, lo, hi + 10, H, seed=6)
+    reuse_rows.append(["J10", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2), **p))])
+
+    print_table(["workload", "size", "ftlazy", "numpy time-major", "numpy per-segment",
+                 "numpy padded", "ratio", "ratio"], rows,
+                title="Warm times (median), numpy inputs and outputs")
+    print_table(["workload", "new lengths: first call", "OpenCL builds"], reuse_rows,
+                title="One compiled program for all lengths")
+
+
+def _reuse(fn: Any) -> list[str]:
+    seconds, builds = builds_during(fn)
+    return [fmt_seconds(seconds), str(builds)]
+
+
+if __name__ == "__main__":
+    main()
