@@ -35,3 +35,5 @@ from ftlazy.jagged import JaggedArray  # noqa: E402,F401
 __version__ = "0.1.0"
 from ftlazy.fractal_tensor import (  # noqa: E402,F401,A001
     Jagged, flatten, lengths, make_jagged_placeholder, map)
+from ftlazy.fractal_access import (  # noqa: E402,F401,A001
+    filter, join, product, repeat)

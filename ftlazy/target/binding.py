@@ -37,10 +37,15 @@ def collect_inputs(roots: Iterable[Node]) -> list[Array]:
 
 def collect_size_names(roots: Iterable[Node]) -> set[str]:
     """Names of all size parameters in the shapes of nodes reachable from
-    *roots*, loop bodies included."""
+    *roots*, loop bodies included, that the user binds: not the sizes of
+    one element of a map over FractalTensors, nor data-dependent sizes
+    whose :class:`~ftlazy.fractal_access.DerivedSize` definition is
+    reachable (both are computed at run time)."""
     from ftlazy.fractal import Loop
+    from ftlazy.fractal_access import DerivedSize
     from ftlazy.fractal_tensor import ELEMENT_SIZE_PREFIX
     names: set[str] = set()
+    defined: set[str] = set()
     stack = [list(roots)]
     while stack:
         for n in topological_order(stack.pop()):
@@ -48,11 +53,14 @@ def collect_size_names(roots: Iterable[Node]) -> set[str]:
                 names |= sh.size_param_names(c)
             if isinstance(n, SizeParam):
                 names.add(n.name)
+            elif isinstance(n, DerivedSize):
+                defined.add(n.name)
             if isinstance(n, Loop):
                 stack.append(list(n.body.outputs))
     # the sizes of one element of a map over FractalTensors are bound per
     # element from the offsets, never by the user
-    return {name for name in names if not name.startswith(ELEMENT_SIZE_PREFIX)}
+    return {name for name in names - defined
+            if not name.startswith(ELEMENT_SIZE_PREFIX)}
 
 
 def _data_shape(value: Any) -> tuple[int, ...]:

@@ -30,7 +30,9 @@ from ftlazy.scalar_expr import Reduce, TypeCast
 from ftlazy.target.binding import (
     bind_inputs, check_shape_nonnegative, collect_inputs, collect_size_names)
 from ftlazy.transform.mappers import CachedMapper
+from ftlazy.fractal_access import DerivedSize, HostIndexArray
 from ftlazy.fractal_tensor import Jagged, JaggedMap
+from ftlazy.node import topological_order
 from ftlazy.target.jagged_inputs import (
     evaluate_jagged_map, expand_jagged_inputs, jagged_result)
 
@@ -243,9 +245,34 @@ class NumpyEvaluator(CachedMapper[Any]):
     def __init__(self, env: Mapping[str, int], arrays: Mapping[str, Any],
                  params: tuple = ()) -> None:
         super().__init__()
-        self.env = env
+        # (a copy: data-dependent sizes are added to it, a body's stay there)
+        self.env = dict(env)
         self.arrays = arrays
         self.params = params
+
+    def bind_derived_sizes(self, roots: list) -> None:
+        """Evaluate the :class:`~ftlazy.fractal_access.DerivedSize` nodes
+        reachable from *roots* (this scope) in topological order, adding
+        their values to the size environment before anything uses them."""
+        for n in topological_order(list(roots)):
+            if isinstance(n, DerivedSize):
+                self.rec(n)
+
+    def map_derived_size(self, expr: DerivedSize) -> np.ndarray:
+        value = int(np.asarray(self.rec(expr.value)))
+        if value < 0:
+            raise ValueError(f"a data-dependent size evaluates to {value}, which "
+                             f"is negative (defined by {expr.value!r})")
+        self.env[expr.name] = value
+        return np.asarray(value, dtype=np.int64)
+
+    def map_host_index_array(self, expr: HostIndexArray) -> np.ndarray:
+        value = expr.compute([self.rec(a) for a in expr.args], self.env)
+        shape = check_shape_nonnegative(expr, self.env)
+        if value.shape != shape:
+            raise ValueError(f"{expr!r} has shape {value.shape}, expected "
+                             f"{shape}")
+        return value
 
     def _finish(self, node: Array, value: Any) -> np.ndarray:
         shape = check_shape_nonnegative(node, self.env)
@@ -342,6 +369,7 @@ class NumpyEvaluator(CachedMapper[Any]):
 
     def _run_body(self, body: Body, params: tuple) -> list[np.ndarray]:
         evaluator = NumpyEvaluator(self.env, self.arrays, params)
+        evaluator.bind_derived_sizes(body.outputs)
         return [evaluator.rec(o) for o in body.outputs]
 
     def _empty_results(self, expr, n: int) -> tuple:
@@ -362,6 +390,7 @@ class NumpyEvaluator(CachedMapper[Any]):
     def map_jagged_map(self, expr: JaggedMap) -> tuple:
         def run_body(env: dict, params: tuple) -> list[np.ndarray]:
             evaluator = NumpyEvaluator(env, self.arrays, params)
+            evaluator.bind_derived_sizes(expr.body.outputs)
             return [evaluator.rec(o) for o in expr.body.outputs]
 
         return evaluate_jagged_map(expr, self.rec, self.env, run_body)
@@ -413,6 +442,7 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     inputs = expand_jagged_inputs(input_nodes, inputs)
     env, arrays = bind_inputs(input_nodes, inputs, size_names)
     evaluator = NumpyEvaluator(env, arrays)
+    evaluator.bind_derived_sizes(roots)
     if isinstance(result, DictOfNamedArrays):
         return {name: evaluator.rec(a) for name, a in result.items()}
     if isinstance(result, Jagged):

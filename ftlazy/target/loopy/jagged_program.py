@@ -4,7 +4,17 @@ are lowered to dense nodes over the packed values
 (:mod:`ftlazy.transform.jagged_lowering`) and compiled as any DAG; each
 call splits the jagged inputs into values and offsets, computes on the host
 what the lowering asked for (segment ids, largest extents, checks of
-zipped offsets) and rebuilds :class:`~ftlazy.JaggedArray` results."""
+zipped offsets) and rebuilds :class:`~ftlazy.JaggedArray` results.
+
+Data-dependent sizes and host index arrays (see
+:mod:`ftlazy.fractal_access`) are hoisted out of the DAG before it is
+lowered: each :class:`~ftlazy.fractal_access.DerivedSize` becomes a plain
+size parameter of its generated name, each
+:class:`~ftlazy.fractal_access.HostIndexArray` a placeholder
+``_ft_host<k>``. At each call the host binds the user's inputs, evaluates
+their definitions with the reference evaluator (raising the
+:class:`IndexError` of an index out of range before the launch) and passes
+the values in."""
 
 from __future__ import annotations
 
@@ -12,13 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from ftlazy.array import Array, DictOfNamedArrays, Placeholder
+from ftlazy.array import Array, DictOfNamedArrays, Placeholder, SizeParam
+from ftlazy.fractal import Loop
+from ftlazy.fractal_access import DerivedSize, HostIndexArray
 from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
-from ftlazy.target.binding import collect_inputs, collect_size_names
+from ftlazy.target.binding import (
+    bind_inputs, collect_inputs, collect_size_names)
 from ftlazy.target.jagged_inputs import check_zipped, expand_jagged_inputs
 from ftlazy.transform.jagged_lowering import HostDerivations, lower_jagged_maps
+from ftlazy.transform.mappers import CopyMapper
 
 
 def _roots(result: Any) -> dict[str, Array]:
@@ -40,10 +54,89 @@ def _reads_jagged_data(result: Any) -> bool:
     if isinstance(result, Jagged):
         return True
     for n in topological_order(list(_roots(result).values())):
-        if isinstance(n, JaggedMap) or (isinstance(n, Placeholder) and any(
-                isinstance(t, JaggedInputPart) for t in n.tags)):
+        if isinstance(n, (JaggedMap, DerivedSize, HostIndexArray)) or (
+                isinstance(n, Placeholder) and any(
+                    isinstance(t, JaggedInputPart) for t in n.tags)):
             return True
     return False
+
+
+# {{{ data-dependent sizes and host index arrays
+
+def _check_not_in_bodies(roots: list[Array]) -> None:
+    """:class:`NotImplementedError` if a loop body defines a data-dependent
+    size or a host index array (evaluated per iteration: not compiled)."""
+    stack = [n.body for n in topological_order(roots) if isinstance(n, Loop)]
+    seen: set = set()
+    while stack:
+        body = stack.pop()
+        if body in seen:
+            continue
+        seen.add(body)
+        for n in topological_order(list(body.outputs)):
+            if isinstance(n, (DerivedSize, HostIndexArray)):
+                raise NotImplementedError(
+                    "compiling a data-dependent size (xs[i], a slice, "
+                    "ft.gather, ft.filter, ... on a FractalTensor) inside the "
+                    "body of a map, scan or fold is not supported yet; "
+                    "ft.evaluate_numpy evaluates it")
+            if isinstance(n, Loop):
+                stack.append(n.body)
+
+
+class _Hoister(CopyMapper):
+    """Replaces data-dependent sizes by size parameters and host index
+    arrays by placeholders (see the module docs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: placeholder name -> the host index array it stands for
+        self.arrays: dict[str, HostIndexArray] = {}
+
+    def map_derived_size(self, expr: DerivedSize) -> SizeParam:
+        return SizeParam(expr.name)
+
+    def map_host_index_array(self, expr: HostIndexArray) -> Placeholder:
+        name = f"_ft_host{len(self.arrays)}"
+        self.arrays[name] = expr
+        return Placeholder(name, expr.shape, expr.dtype)
+
+
+class _HostValues:
+    """What the host computes at each call for the data-dependent sizes and
+    host index arrays of a DAG (see the module docs)."""
+
+    def __init__(self, roots: dict[str, Array],
+                 input_nodes: list[Array]) -> None:
+        nodes = list(roots.values())
+        _check_not_in_bodies(nodes)
+        hoister = _Hoister()
+        self.roots = {name: hoister(a) for name, a in roots.items()}
+        self.arrays = hoister.arrays
+        self.sizes = [n for n in topological_order(nodes)
+                      if isinstance(n, DerivedSize)]
+        self.input_nodes = input_nodes
+        self.user_sizes = collect_size_names(nodes)
+        self.originals = nodes
+        #: the generated names
+        self.names = set(self.arrays) | {n.name for n in self.sizes}
+
+    def compute(self, given: dict[str, Any]) -> dict[str, Any]:
+        if not self.names:
+            return {}
+        from ftlazy.target.numpy import NumpyEvaluator
+        user = {n.name for n in self.input_nodes if n.name} | self.user_sizes
+        env, arrays = bind_inputs(self.input_nodes, {
+            k: v for k, v in given.items() if k in user}, self.user_sizes)
+        evaluator = NumpyEvaluator(env, arrays)
+        evaluator.bind_derived_sizes(self.originals)
+        values: dict[str, Any] = {n.name: evaluator.env[n.name]
+                                  for n in self.sizes}
+        for name, node in self.arrays.items():
+            values[name] = evaluator.rec(node)
+        return values
+
+# }}}
 
 
 class _Lowering:
@@ -52,7 +145,8 @@ class _Lowering:
     def __init__(self, result: Any) -> None:
         roots = _roots(result)
         self.input_nodes = collect_inputs(roots.values())
-        lowered, self.host = lower_jagged_maps(roots)
+        self.host_values = _HostValues(roots, self.input_nodes)
+        lowered, self.host = lower_jagged_maps(self.host_values.roots)
         self.dense = DictOfNamedArrays(lowered)
         #: what the user may pass, and what the dense program reads
         self.user_names = ({n.name for n in self.input_nodes if n.name}
@@ -103,10 +197,12 @@ class JaggedCompiledFunction:
     def __call__(self, /, **inputs: Any) -> Any:
         lowering = self.lowering
         given = expand_jagged_inputs(lowering.input_nodes, inputs)
-        unknown = set(given) - lowering.user_names - lowering.dense_names
+        unknown = (set(given) - lowering.user_names
+                   - (lowering.dense_names - lowering.host_values.names))
         if unknown:
             raise ValueError(f"unexpected input(s) {sorted(unknown)}: the "
                              f"program's inputs are {sorted(lowering.user_names)}")
+        given.update(lowering.host_values.compute(given))
         derived = _derive(lowering.host, given)
         kernel_inputs = {k: v for k, v in given.items()
                          if k in lowering.dense_names}
@@ -123,7 +219,8 @@ def _evaluate(node: Array, given: dict[str, Any], cache: dict) -> np.ndarray:
     """*node* (offsets, computed from inputs only) evaluated on the host."""
     if node not in cache:
         from ftlazy.target.numpy import evaluate_numpy
-        needed = {n.name for n in collect_inputs([node]) if n.name is not None}
+        needed = ({n.name for n in collect_inputs([node]) if n.name is not None}
+                  | collect_size_names([node]))
         cache[node] = np.asarray(evaluate_numpy(
             node, **{k: v for k, v in given.items() if k in needed}))
     return cache[node]

@@ -1,0 +1,609 @@
+# SPDX-License-Identifier: MIT
+"""Access operations on the outer list of FractalTensors: ``xs[i]``,
+``xs[a:b:c]``, :func:`gather`, :func:`join`, :func:`product`,
+:func:`repeat` and :func:`filter`, whose result sizes are known only at
+run time.
+
+**Data-dependent sizes.** The length of ``xs[i]`` is
+``offsets[i+1] - offsets[i]``; the length of ``xs[a:b]`` depends on the
+outer length ``n`` through Python's clamping rules; the number of elements
+that :func:`filter` keeps is the count of a mask. Each such size is a
+:class:`DerivedSize` node: a size parameter named ``_ft_dyn<k>`` (generated,
+no user text) together with the 0-d integer node :attr:`DerivedSize.value`
+that computes it. Shapes use the name like any size parameter (islpy proves
+what it can about it; ``xs[i] * 2`` has the shape of ``xs[i]``), and every
+IndexLambda built here whose shape or expression uses a derived size binds
+its node as ``_ft_size_<name>``, so that the definition is reachable from
+everything that needs it. Equal definitions get the same name, so
+``xs[0] + xs[0]`` built twice has provably equal shapes.
+
+The user never passes a derived size, and the size is never listed among a
+program's inputs (:func:`~ftlazy.target.binding.collect_size_names` leaves
+out every name whose definition is reachable):
+
+* :func:`~ftlazy.evaluate_numpy` binds the user's inputs, then evaluates the
+  :class:`DerivedSize` nodes in topological order before anything else,
+  adding each value to the size environment (inside a loop body, per
+  iteration);
+* a compiled program (:mod:`ftlazy.target.loopy.jagged_program`) replaces
+  each :class:`DerivedSize` by a plain size parameter of the same name and
+  each :class:`HostIndexArray` by a placeholder ``_ft_host<k>``; at each
+  call the host evaluates them with the reference evaluator before the
+  launch (as it computes segment ids for maps over FractalTensors) and
+  passes them in. Data-dependent sizes defined inside a loop body are
+  evaluated by ``evaluate_numpy`` but not compiled yet
+  (:class:`NotImplementedError`).
+
+**Host index arrays.** Selecting elements of a FractalTensor needs small
+integer arrays derived from the offsets: the checked indices, the new
+offsets (an exclusive running sum of the selected lengths) and the segment
+id of every new row. These are :class:`HostIndexArray` nodes, computed with
+numpy by both paths (on the host before launch when compiled). A checked
+index out of ``[-n, n)`` raises :class:`IndexError` there, so the device
+never reads out of bounds.
+
+**One selection mechanism.** Every operation here is a selection of
+elements of the outer list by an index array (``_select``), level by level
+down to the values, or of a contiguous range (``_select_range``, no segment
+ids): ``xs[i]`` is the range ``[i, i+1)`` without its outer level,
+``xs[a:b:1]`` a range, other slices and :func:`gather` index arrays,
+:func:`product` the index arrays ``p // m`` and ``p % m``, :func:`repeat`
+the index array of zeros into a one-element list, :func:`filter` the
+segment ids of the mask's running sum. :func:`join` concatenates offsets
+and values directly.
+
+.. autoclass:: DerivedSize
+.. autoclass:: HostIndexArray
+.. autofunction:: getitem
+.. autofunction:: gather
+.. autofunction:: join
+.. autofunction:: product
+.. autofunction:: repeat
+.. autofunction:: filter
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pymbolic.primitives as prim
+from pymbolic.mapper.dependency import DependencyMapper
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda, SizeParam
+from ftlazy.fractal_tensor import Jagged, jagged_map
+from ftlazy.node import node
+from ftlazy.scalar_expr import index_var
+from ftlazy.shapes import Shape, ShapeComponent
+
+__all__ = ["DerivedSize", "HostIndexArray", "DERIVED_SIZE_PREFIX",
+           "derived_size", "getitem", "gather", "join", "product", "repeat",
+           "filter"]
+
+#: prefix of the names of data-dependent sizes
+DERIVED_SIZE_PREFIX = "_ft_dyn"
+
+_INT64 = np.dtype(np.int64)
+
+
+# {{{ nodes
+
+@node(children=("value",))
+class DerivedSize(Array):
+    """The size parameter :attr:`name` whose value is the 0-d integer node
+    :attr:`value`, computed at run time (see the module docs). As an array
+    it is that value (0-d int64); it must be non-negative, else
+    :class:`ValueError` at run time."""
+
+    name: str
+    value: Array
+    shape: Shape = field(init=False)
+    dtype: np.dtype = field(init=False)
+
+    def _infer(self) -> None:
+        if not (isinstance(self.name, str) and self.name.startswith(
+                DERIVED_SIZE_PREFIX) and self.name.isidentifier()):
+            raise ValueError(f"a derived size's name must start with "
+                             f"{DERIVED_SIZE_PREFIX!r}, got {self.name!r}")
+        if self.value.ndim != 0 or self.value.dtype.kind not in "iu":
+            raise TypeError(f"a derived size needs a 0-d integer value, got "
+                            f"{self.value!r}")
+        object.__setattr__(self, "shape", ())
+        object.__setattr__(self, "dtype", _INT64)
+
+    def _repr_extra(self) -> str:
+        return f", name={self.name!r}"
+
+
+#: the operations of :class:`HostIndexArray`
+HOST_OPS = ("checked_index", "offsets", "segment_ids")
+
+
+@node(children=("args",))
+class HostIndexArray(Array):
+    """A small int64 index array derived from offsets or indices, computed
+    with numpy (on the host before launch when compiled). :attr:`op`:
+
+    * ``"checked_index"``: ``args = (indices,)`` normalized into
+      ``[0, bound)`` (negative ones count from the end); an index outside
+      ``[-bound, bound)`` raises :class:`IndexError` naming :attr:`what`;
+    * ``"offsets"``: ``args = (lengths,)`` (``(k,)``): their exclusive
+      running sum with the total appended, ``(k + 1,)``;
+    * ``"segment_ids"``: ``args = (offsets,)``: for each row ``p`` in
+      ``[0, offsets[-1])`` the ``e`` with ``offsets[e] <= p < offsets[e+1]``.
+    """
+
+    op: str
+    args: tuple[Array, ...]
+    shape: Shape
+    bound: ShapeComponent = 0
+    what: str = ""
+    dtype: np.dtype = field(init=False)
+
+    def _infer(self) -> None:
+        if self.op not in HOST_OPS:
+            raise ValueError(f"unknown host index operation {self.op!r}")
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "shape", sh.normalize_shape(self.shape))
+        object.__setattr__(self, "dtype", _INT64)
+
+    def _repr_extra(self) -> str:
+        return f", op={self.op!r}"
+
+    def compute(self, args: list[np.ndarray], env: Mapping[str, int]
+                ) -> np.ndarray:
+        """The value from the numpy values of :attr:`args`."""
+        (a,) = args
+        a = np.asarray(a)
+        if self.op == "checked_index":
+            n = sh.evaluate_component(self.bound, env)
+            bad = (a < -n) | (a >= n)
+            if bad.any():
+                raise IndexError(f"{self.what}: index {int(a[bad].flat[0])} is "
+                                 f"out of range for an outer list of {n} "
+                                 "elements")
+            return np.where(a < 0, a + n, a).astype(np.int64)
+        if self.op == "offsets":
+            result = np.zeros(len(a) + 1, np.int64)
+            np.cumsum(a, out=result[1:])
+            return result
+        lengths = np.diff(a)
+        return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+# }}}
+
+
+# {{{ building blocks
+
+#: equal definitions share one name (and node)
+_NAME_OF: dict[Array, str] = {}
+_DERIVED: dict[str, DerivedSize] = {}
+
+
+def _size_nodes(names: Any) -> dict[str, Array]:
+    """``_ft_size_<name>`` bindings keeping the size parameters *names*
+    reachable: derived sizes as their :class:`DerivedSize` node."""
+    return {f"_ft_size_{name}": (_DERIVED[name] if name in _DERIVED
+                                 else SizeParam(name))
+            for name in sorted(names)}
+
+
+def _free_sizes(expr: Any, bindings: Mapping[str, Array]) -> set[str]:
+    deps = DependencyMapper(include_subscripts=False, include_lookups=False,
+                            include_calls=False, composite_leaves=False)(expr)
+    names = {v.name for v in deps if isinstance(v, prim.Variable)}
+    return {n for n in names if n not in bindings
+            and not (n.startswith("_") and n[1:].isdigit())}
+
+
+def _lam(expr: Any, shape: Shape, dtype: Any, bindings: dict[str, Array]
+         ) -> IndexLambda:
+    """An IndexLambda binding every size parameter its shape and
+    expression use (see the module docs)."""
+    shape = sh.normalize_shape(shape)
+    names = _free_sizes(expr, bindings)
+    for c in shape:
+        names |= sh.size_param_names(c)
+    return IndexLambda(expr, shape, dtype, {**bindings, **_size_nodes(names)})
+
+
+def derived_size(value: Array) -> prim.Variable:
+    """The size (a size-parameter variable for shapes) whose value is the
+    0-d integer *value* at run time (see the module docs)."""
+    name = _NAME_OF.get(value)
+    if name is None:
+        name = f"{DERIVED_SIZE_PREFIX}{len(_NAME_OF)}"
+        _DERIVED[name] = DerivedSize(name, value)
+        _NAME_OF[value] = name
+    return prim.Variable(name)
+
+
+def _size(expr: Any) -> ShapeComponent:
+    """*expr* (an integer expression of sizes) as a shape component: itself
+    where it is affine, else a derived size."""
+    try:
+        return sh.normalize_component(sh.to_affine(expr).to_expr())
+    except (sh.NonAffineError, TypeError):
+        return derived_size(_lam(expr, (), _INT64, {}))
+
+
+def _entry(array: Array, index: Any) -> ShapeComponent:
+    """``array[index]`` (1-D int64 *array*, *index* an expression of
+    sizes) as a derived size."""
+    return derived_size(_lam(prim.Variable("_in0")[index], (), _INT64,
+                             {"_in0": array}))
+
+
+def _host(op: str, arg: Array, shape: Shape, bound: ShapeComponent = 0,
+          what: str = "") -> HostIndexArray:
+    return HostIndexArray(op, (arg,), shape, bound, what)
+
+
+def _offsets_of(lengths: Array) -> HostIndexArray:
+    return _host("offsets", lengths, (sh.add(lengths.shape[0], 1),))
+
+
+def _outer_length(xs: Array | Jagged) -> ShapeComponent:
+    return xs.length if isinstance(xs, Jagged) else xs.shape[0]
+
+
+def _level_total(xs: Jagged, level: int) -> ShapeComponent:
+    """The number of entries that the offsets of *level* index."""
+    if level + 1 < len(xs.offsets):
+        return sh.sub(xs.offsets[level + 1].shape[0], 1)
+    return xs.values.shape[0]
+
+
+def _rows(values: Array, src: Array) -> IndexLambda:
+    """``values[src]`` along axis 0 (*src* in range by construction)."""
+    rest = tuple(index_var(k + 1) for k in range(values.ndim - 1))
+    read = prim.Variable("_in0")[(prim.Variable("_in1")[index_var(0)],) + rest]
+    return _lam(read, src.shape + values.shape[1:], values.dtype,
+                {"_in0": values, "_in1": src})
+
+
+def _select(xs: Array | Jagged, src: Array) -> Array | Jagged:
+    """The elements *src* (1-D int64, normalized and in range) of the outer
+    list of *xs*, in order: level by level, the lengths of the selected
+    entries give the new offsets (host) and the segment ids of the new
+    entries give their sources at the next level."""
+    if not isinstance(xs, Jagged):
+        return _rows(xs, src)
+    p = index_var(0)
+    offsets = []
+    for o in xs.offsets:
+        old, s = prim.Variable("_in0"), prim.Variable("_in1")
+        lengths = _lam(old[s[p] + 1] - old[s[p]], src.shape, _INT64,
+                       {"_in0": o, "_in1": src})
+        new = _offsets_of(lengths)
+        total = _entry(new, src.shape[0])
+        seg = _host("segment_ids", new, (total,))
+        e = prim.Variable("_in2")[p]
+        src = _lam(old[s[e]] + p - prim.Variable("_in3")[e], (total,), _INT64,
+                   {"_in0": o, "_in1": src, "_in2": seg, "_in3": new})
+        offsets.append(new)
+    return Jagged(_rows(xs.values, src), tuple(offsets))
+
+
+def _select_range(xs: Array | Jagged, start: ShapeComponent,
+                  count: ShapeComponent) -> Array | Jagged:
+    """The elements ``[start, start + count)`` of the outer list of *xs*
+    (in range by construction): a view, no segment ids."""
+    p = index_var(0)
+    offsets = []
+    if isinstance(xs, Jagged):
+        for o in xs.offsets:
+            old = prim.Variable("_in0")
+            first = _entry(o, start)
+            offsets.append(_lam(_guarded(old[start + p], start + p, o.shape[0],
+                                         _INT64) - first,
+                                (sh.add(count, 1),), _INT64, {"_in0": o}))
+            start, count = first, derived_size(_lam(
+                old[start + count] - old[start], (), _INT64, {"_in0": o}))
+        values = xs.values
+    else:
+        values = xs
+    rest = tuple(index_var(k + 1) for k in range(values.ndim - 1))
+    rows = _lam(_guarded(prim.Variable("_in0")[(start + p,) + rest], start + p,
+                         values.shape[0], values.dtype),
+                (count,) + values.shape[1:], values.dtype, {"_in0": values})
+    return Jagged(rows, tuple(offsets)) if offsets else rows
+
+
+def _guarded(read: Any, row: Any, rows: ShapeComponent,
+             dtype: np.dtype) -> Any:
+    """*read* (of index *row*) under the condition ``0 <= row < rows``,
+    which holds by construction (valid offsets) but which loopy's bounds
+    check cannot prove from independent size parameters."""
+    bound = rows if isinstance(rows, int) else sh.to_affine(rows).to_expr()
+    cond = prim.LogicalAnd((prim.Comparison(row, ">=", 0),
+                            prim.Comparison(row, "<", bound)))
+    return prim.If(cond, read, np.zeros((), dtype)[()])
+
+
+def _drop_outer(xs: Jagged) -> Array | Jagged:
+    """The only element of a one-element list *xs*."""
+    if len(xs.offsets) == 1:
+        return xs.values
+    return Jagged(xs.values, xs.offsets[1:])
+
+
+def _nest(flat: Array | Jagged, outer: Array) -> Jagged:
+    """*flat* grouped into an outer list by the offsets *outer*."""
+    if isinstance(flat, Jagged):
+        return Jagged(flat.values, (outer,) + flat.offsets)
+    return Jagged(flat, (outer,))
+
+
+def _check_structured(xs: Any, what: str, allow_0d: bool = False
+                      ) -> Array | Jagged:
+    """*xs* as a FractalTensor or an array (a list: at least one axis,
+    unless *allow_0d*)."""
+    from ftlazy.ops import asarray
+    if isinstance(xs, Jagged):
+        return xs
+    try:
+        xs = asarray(xs)
+    except TypeError:
+        raise TypeError(f"{what} expects a FractalTensor or an array, got "
+                        f"{type(xs).__name__}") from None
+    if xs.ndim == 0 and not allow_0d:
+        raise ValueError(f"{what} expects a list (a FractalTensor or an array "
+                         f"with at least one axis), got a 0-d array {xs!r}")
+    return xs
+
+
+def _checked(indices: Array, n: ShapeComponent, what: str) -> Array:
+    """*indices* normalized into ``[0, n)``; out of range: IndexError at
+    build time where *n* and the indices are known, else at run time."""
+    from ftlazy.ops.convert import constant_value
+    value = constant_value(indices) if isinstance(n, int) else None
+    if value is not None:
+        a = np.asarray(value)
+        bad = (a < -n) | (a >= n)
+        if bad.any():
+            raise IndexError(f"{what}: index {int(a[bad].flat[0])} is out of "
+                             f"range for an outer list of {n} elements")
+    return _host("checked_index", indices, indices.shape, n, what)
+
+# }}}
+
+
+# {{{ indexing
+
+def _as_index(index: Any, what: str) -> Array:
+    """A 0-d or 1-D integer index as an int64 array."""
+    from ftlazy.ops import asarray
+    if isinstance(index, (bool, np.bool_)):
+        raise TypeError(f"{what}: a bool is not an index, got {index!r}")
+    if isinstance(index, (int, np.integer)):
+        return asarray(np.int64(index))
+    if isinstance(index, (float, np.floating)):
+        raise TypeError(f"{what}: indices must be integers, got the float "
+                        f"{index!r}")
+    if isinstance(index, Jagged):
+        raise TypeError(f"{what}: a FractalTensor is not an index, got "
+                        f"{index!r}")
+    try:
+        a = asarray(index)
+    except TypeError:
+        raise TypeError(f"{what}: indices must be integers or integer arrays, "
+                        f"got {type(index).__name__}") from None
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{what}: indices must have an integer dtype, got "
+                        f"{a.dtype}")
+    return a if a.dtype == _INT64 else a.astype(_INT64)
+
+
+def _slice_bounds(n: ShapeComponent, s: slice) -> tuple[Any, Any, int]:
+    """``(start, count, step)`` of slice *s* over ``n`` entries, as Python
+    does (clamped), expressions of sizes when *n* is symbolic."""
+    for part in (s.start, s.stop, s.step):
+        if part is not None and (isinstance(part, (bool, np.bool_))
+                                 or not isinstance(part, (int, np.integer))):
+            raise TypeError(f"FractalTensor slice {s!r}: start, stop and step "
+                            "must be Python ints or None")
+    step = 1 if s.step is None else int(s.step)
+    if step == 0:
+        raise ValueError(f"FractalTensor slice {s!r}: slice step cannot be zero")
+    if isinstance(n, int):
+        start, stop, step = s.indices(n)
+        count = len(range(start, stop, step))
+        return (start if count else 0), count, step
+    N = n
+
+    def bound(v: int | None, default: Any, lo: Any, hi: Any) -> Any:
+        if v is None:
+            return default
+        v = int(v)
+        return prim.Max((lo, v + N)) if v < 0 else prim.Min((v, hi))
+
+    if step > 0:
+        start = bound(s.start, 0, 0, N)
+        stop = bound(s.stop, N, 0, N)
+        count = prim.Max((0, prim.FloorDiv(stop - start + step - 1, step)))
+    else:
+        start = bound(s.start, N - 1, -1, N - 1)
+        stop = bound(s.stop, -1, -1, N - 1)
+        count = prim.Max((0, prim.FloorDiv(start - stop - step - 1, -step)))
+    return prim.Max((start, 0)), count, step
+
+
+def getitem(xs: Jagged, index: Any) -> Array | Jagged:
+    """``xs[index]`` on the outer list of a FractalTensor of depth
+    ``d >= 2``.
+
+    * an int or a lazy 0-d integer array ``i``: element ``i`` (negative
+      counts from the end), an array ``(L_i, *elem_shape)`` at depth 2 (its
+      length a data-dependent size), a FractalTensor of depth ``d - 1``
+      deeper; out of range raises :class:`IndexError` at run time (at build
+      time where the outer length and the index are known);
+    * a slice of Python ints (any sign and step, clamped as Python does): a
+      FractalTensor of depth ``d`` of the selected elements.
+    """
+    if not isinstance(xs, Jagged):
+        raise TypeError(f"getitem expects a FractalTensor, got {type(xs).__name__}")
+    n = xs.length
+    if isinstance(index, slice):
+        start, count, step = _slice_bounds(n, index)
+        start, count = _size(start), _size(count)
+        if step == 1:
+            return _select_range(xs, start, count)
+        src = _lam(start + step * index_var(0), (count,), _INT64, {})
+        return _select(xs, src)
+    if isinstance(index, tuple):
+        raise TypeError("FractalTensor indexing takes one index (an int, a 0-d "
+                        "integer array or a slice) on the outer list, got a "
+                        f"tuple of {len(index)}; index the element again")
+    i = _as_index(index, "FractalTensor index")
+    if i.ndim != 0:
+        raise TypeError("FractalTensor index must be an int or a 0-d integer "
+                        f"array, got shape {sh.shape_str(i.shape)}; use "
+                        "ft.gather(xs, indices) to select several elements")
+    k = derived_size(_checked(i, n, "FractalTensor index"))
+    return _drop_outer(_select_range(xs, k, 1))
+
+
+def gather(xs: Jagged, indices: Any, axis: int = 0) -> Jagged:
+    """The elements *indices* (1-D integers, negative counting from the
+    end, repeats allowed) of the outer list of the FractalTensor *xs*, in
+    that order: a FractalTensor of the same depth whose offsets are the
+    exclusive running sum of ``lengths(xs)[indices]``. An index out of
+    range raises :class:`IndexError` at run time."""
+    if not isinstance(xs, Jagged):
+        raise TypeError(f"gather expects a FractalTensor, got {type(xs).__name__}")
+    if (isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer))
+            or axis != 0):
+        raise ValueError(f"gather on a FractalTensor selects elements of the "
+                         f"outer list (axis 0), got axis={axis!r}")
+    idx = _as_index(indices, "ft.gather")
+    if idx.ndim != 1:
+        raise ValueError(f"ft.gather on a FractalTensor needs 1-D indices, got "
+                         f"shape {sh.shape_str(idx.shape)}")
+    return _select(xs, _checked(idx, xs.length, "ft.gather"))
+
+# }}}
+
+
+# {{{ building lists
+
+def _describe(x: Array | Jagged) -> str:
+    if isinstance(x, Jagged):
+        return (f"a FractalTensor of depth {x.depth}, elem_shape "
+                f"{sh.shape_str(x.elem_shape)} and dtype {x.dtype}")
+    return (f"an array (depth 1) of elem_shape {sh.shape_str(x.shape[1:])} "
+            f"and dtype {x.dtype}")
+
+
+def join(xs: Any, ys: Any) -> Array | Jagged:
+    """The outer lists of *xs* and *ys* concatenated (FractalTensor's
+    ``join``). Both must have the same depth and elem_shape
+    (:class:`ValueError`) and dtype (:class:`TypeError`); arrays are
+    concatenated along axis 0."""
+    from ftlazy.ops import concatenate
+    xs = _check_structured(xs, "join (xs)")
+    ys = _check_structured(ys, "join (ys)")
+    depth = [x.depth if isinstance(x, Jagged) else 1 for x in (xs, ys)]
+    elem = [x.elem_shape if isinstance(x, Jagged) else x.shape[1:] for x in (xs, ys)]
+    if depth[0] != depth[1] or not sh.shapes_equal(*elem):
+        raise ValueError(f"join: xs is {_describe(xs)} but ys is {_describe(ys)}; "
+                         "they must have the same depth and elem_shape")
+    if xs.dtype != ys.dtype:
+        raise TypeError(f"join: xs is {_describe(xs)} but ys is {_describe(ys)}; "
+                        "they must have the same dtype")
+    if not isinstance(xs, Jagged):
+        return concatenate([xs, ys])
+    offsets = []
+    for level, (ox, oy) in enumerate(zip(xs.offsets, ys.offsets)):
+        shift = _lam(_scalar_expr(_level_total(xs, level)), (), _INT64, {})
+        offsets.append(concatenate([ox, oy[1:] + shift]))
+    return Jagged(concatenate([xs.values, ys.values]), tuple(offsets))
+
+
+def _scalar_expr(c: ShapeComponent) -> Any:
+    return c if isinstance(c, int) else sh.to_affine(c).to_expr()
+
+
+def _as_count(n: Any, what: str) -> ShapeComponent:
+    """A list length: a non-negative int, a size (a shape component or a
+    size parameter) or a lazy 0-d integer array (a derived size)."""
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an int or a size, got {n!r}")
+    if isinstance(n, (int, np.integer)):
+        if n < 0:
+            raise ValueError(f"{what} must be non-negative, got {n}")
+        return int(n)
+    if isinstance(n, prim.Expression):
+        return sh.normalize_component(n)
+    if isinstance(n, DerivedSize):
+        return prim.Variable(n.name)
+    if isinstance(n, SizeParam):
+        return prim.Variable(n.name)
+    if isinstance(n, Array) and n.ndim == 0 and n.dtype.kind in "iu":
+        return derived_size(n if n.dtype == _INT64 else n.astype(_INT64))
+    raise TypeError(f"{what} must be an int, a size or a 0-d integer array, got "
+                    f"{type(n).__name__} {n!r}")
+
+
+def product(xs: Any, ys: Any) -> tuple[Jagged, Jagged]:
+    """The cartesian product of the outer lists of *xs* (``n`` elements)
+    and *ys* (``m``): ``(xss, yss)``, FractalTensors one level deeper, of
+    ``n`` lists of ``m`` elements each, with ``xss[i][j] = xs[i]`` and
+    ``yss[i][j] = ys[j]``. Arrays are lists of their rows."""
+    xs = _check_structured(xs, "product (xs)")
+    ys = _check_structured(ys, "product (ys)")
+    n, m = _outer_length(xs), _outer_length(ys)
+    nm = _size(_scalar_expr(n) * _scalar_expr(m))
+    p = index_var(0)
+    mm = _scalar_expr(m)
+    outer = _lam(mm * p, (sh.add(n, 1),), _INT64, {})
+    first = _lam(prim.FloorDiv(p, mm), (nm,), _INT64, {})
+    second = _lam(prim.Remainder(p, mm), (nm,), _INT64, {})
+    return _nest(_select(xs, first), outer), _nest(_select(ys, second), outer)
+
+
+def _lift(x: Array | Jagged) -> Jagged:
+    """The one-element list ``[x]``."""
+    total = _outer_length(x)
+    outer = _lam(_scalar_expr(total) * index_var(0), (2,), _INT64, {})
+    return _nest(x, outer)
+
+
+def repeat(x: Any, n: Any) -> Array | Jagged:
+    """A list of *n* copies of *x*, one level deeper (FractalTensor's
+    ``repeat``): an array ``(L, ...)`` gives a FractalTensor of depth 2, a
+    FractalTensor of depth ``d`` one of depth ``d + 1``, a 0-d array an
+    array ``(n,)``. *n* is a non-negative int, a size, or a lazy 0-d integer
+    array (negative raises :class:`ValueError` at run time)."""
+    count = _as_count(n, "repeat: n")
+    x = _check_structured(x, "repeat", allow_0d=True)
+    if not isinstance(x, Jagged) and x.ndim == 0:
+        return _lam(prim.Variable("_in0"), (count,), x.dtype, {"_in0": x})
+    zeros = _lam(0, (count,), _INT64, {})
+    return _select(_lift(x), zeros)
+
+
+def filter(pred: Callable[[Any], Any], seq: Any) -> Array | Jagged:
+    """The elements of the list *seq* (axis 0 of an array, or the outer
+    list of a FractalTensor) for which ``pred(element)`` (traced once, it
+    must return a 0-d bool) holds, in order. The result's length is a
+    data-dependent size."""
+    from ftlazy import fractal
+    if not callable(pred):
+        raise TypeError(f"filter: pred must be callable, got {type(pred).__name__}")
+    seq = _check_structured(seq, "filter")
+    mask = jagged_map(pred, seq) if isinstance(seq, Jagged) else fractal.map(pred, seq)
+    if not isinstance(mask, Array) or mask.ndim != 1 or mask.dtype != np.bool_:
+        shown = (f"shape {sh.shape_str(mask.shape[1:])} and dtype {mask.dtype}"
+                 if isinstance(mask, Array) else type(mask).__name__)
+        raise TypeError(f"filter: pred must return a 0-d bool per element, got "
+                        f"{shown}")
+    keep = _lam(prim.If(prim.Variable("_in0")[index_var(0)], 1, 0), mask.shape,
+                _INT64, {"_in0": mask})
+    offsets = _offsets_of(keep)
+    count = _entry(offsets, mask.shape[0])
+    return _select(seq, _host("segment_ids", offsets, (count,)))
+
+# }}}
