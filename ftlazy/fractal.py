@@ -758,7 +758,12 @@ def reduce(f: Callable, xs: Any, init: Any) -> Any:
 def gather(x: Any, indices: Any, axis: int = 0) -> Array:
     """``numpy.take(x, indices, axis)``: read *x* at data-dependent integer
     *indices* along *axis* (an embedding lookup). The result's shape is
-    ``x.shape[:axis] + indices.shape + x.shape[axis+1:]``."""
+    ``x.shape[:axis] + indices.shape + x.shape[axis+1:]``. On a
+    FractalTensor, see :func:`ftlazy.fractal_access.gather`."""
+    from ftlazy.fractal_tensor import Jagged
+    if isinstance(x, Jagged):
+        from ftlazy.fractal_access import gather as gather_elements
+        return gather_elements(x, indices, axis)
     from ftlazy.ops import asarray
     x = asarray(x)
     indices = asarray(indices)

@@ -157,6 +157,12 @@ class Jagged(Node):
     def astype(self, dtype: Any) -> Jagged:
         return self.with_values(self.values.astype(dtype))
 
+    def __getitem__(self, index: Any) -> Array | Jagged:
+        """Element ``i`` or a slice of the outer list (see
+        :func:`ftlazy.fractal_access.getitem`)."""
+        from ftlazy.fractal_access import getitem
+        return getitem(self, index)
+
 
 def _op(name: str, x1: Any, x2: Any) -> Jagged:
     """The ftlazy function *name* on operands one or both of which are
