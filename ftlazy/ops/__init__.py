@@ -9,3 +9,4 @@ from ftlazy.ops.creation import *  # noqa: F401,F403
 from ftlazy.ops.shape_ops import *  # noqa: F401,F403
 from ftlazy.ops.indexing import *  # noqa: F401,F403
 from ftlazy.ops.linalg import *  # noqa: F401,F403
+from ftlazy.ops.sequence import *  # noqa: F401,F403
