@@ -27,9 +27,8 @@ coefficient of the length (``stride=2`` on a length ``2*n``); elsewhere
 the window count ``(...) // stride + 1`` is not affine and :func:`slide`
 raises :class:`ValueError` when the node is built.
 
-.. autofunction:: slide
-.. autofunction:: shifted_slide
-.. autofunction:: dilated_map
+The functions are :func:`ftlazy.slide`, :func:`ftlazy.shifted_slide` and
+:func:`ftlazy.dilated_map` (documented with the top-level functions).
 """
 
 from __future__ import annotations
