@@ -386,6 +386,8 @@ def _as_index(index: Any, what: str) -> Array:
     if isinstance(index, Jagged):
         raise TypeError(f"{what}: a FractalTensor is not an index, got "
                         f"{index!r}")
+    if isinstance(index, list):
+        index = np.asarray(index) if index else np.zeros(0, _INT64)
     try:
         a = asarray(index)
     except TypeError:
@@ -535,7 +537,7 @@ def _as_count(n: Any, what: str) -> ShapeComponent:
         if n < 0:
             raise ValueError(f"{what} must be non-negative, got {n}")
         return int(n)
-    if isinstance(n, prim.Expression):
+    if isinstance(n, prim.ExpressionNode):
         return sh.normalize_component(n)
     if isinstance(n, DerivedSize):
         return prim.Variable(n.name)
@@ -558,10 +560,18 @@ def product(xs: Any, ys: Any) -> tuple[Jagged, Jagged]:
     nm = _size(_scalar_expr(n) * _scalar_expr(m))
     p = index_var(0)
     mm = _scalar_expr(m)
-    outer = _lam(mm * p, (sh.add(n, 1),), _INT64, {})
+    # (both results bind both lists: each has the other's length, so that
+    # the user passes both, not a size parameter)
+    lists = {"_ft_xs": _list_array(xs), "_ft_ys": _list_array(ys)}
+    outer = _lam(mm * p, (sh.add(n, 1),), _INT64, lists)
     first = _lam(prim.FloorDiv(p, mm), (nm,), _INT64, {})
     second = _lam(prim.Remainder(p, mm), (nm,), _INT64, {})
     return _nest(_select(xs, first), outer), _nest(_select(ys, second), outer)
+
+
+def _list_array(xs: Array | Jagged) -> Array:
+    """The array whose first axis is the outer list of *xs*."""
+    return xs.offsets[0] if isinstance(xs, Jagged) else xs
 
 
 def _lift(x: Array | Jagged) -> Jagged:
