@@ -170,14 +170,6 @@ def test_one_program_for_every_length_distribution(xs):
                                      for s in batch((0, 7, 2, 9), seed=2)])
 
 
-def test_scan_in_a_jagged_map_is_not_compiled_yet(xs):
-    w = ft.make_placeholder("w", (H, H), np.float64)
-    result = ft.map(lambda s: ft.fold(lambda h, x: ft.tanh(h @ w + x), s,
-                                      ft.zeros(H)), xs)
-    with pytest.raises(NotImplementedError, match="scan or fold inside a map"):
-        ft.compile(result)
-
-
 def test_size_params_may_be_given_and_unknown_inputs_are_refused(xs):
     scale = ft.make_placeholder("scale", (ft.make_size_param("m"), H), np.float64)
     result = ft.map(lambda s, c: ft.sum(s * c, axis=0), xs, scale)

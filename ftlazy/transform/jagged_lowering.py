@@ -25,8 +25,14 @@ replaced by its body evaluated on all elements at once, as
   as many steps as the longest element, each element's carry gated by a
   step mask.
 
+* an axis after the first whose extent involves ``L`` (the ``(L, L)``
+  scores of attention within a sequence) is stored padded to the largest
+  extent: positions past the element's own extent hold 0 and reductions
+  over the axis are masked, so no padding is ever read.
+
 What this does not lower yet raises :class:`NotImplementedError`: depth-3
-inputs, and body arrays where ``L`` occurs after the first axis.
+inputs. (Map results with ``L`` after their first axis are refused when
+the map is built.)
 
 .. autofunction:: lower_jagged_maps
 .. autoclass:: HostDerivations
@@ -263,14 +269,20 @@ class _MapLowering:
         return (form.const, form.coeffs[self.symbol])
 
     def kind_of_shape(self, shape: tuple) -> _Kind | None:
-        if any(self.form_of(c) is not None for c in shape[1:]):
-            raise NotImplementedError(
-                f"a body array of shape {sh.shape_str(shape)} has the element's "
-                "length after its first axis; this is not compiled yet")
         form = self.form_of(shape[0]) if shape else None
         return None if form is None else _Kind("packed", form)
 
+    def padded_axes(self, shape: tuple) -> list[tuple[int, tuple[int, int]]]:
+        """``(axis, form)`` of the axes after the first whose extent
+        involves the element's length: they are stored padded to the
+        largest extent over all elements."""
+        return [(k, form) for k, c in enumerate(shape) if k > 0
+                for form in [self.form_of(c)] if form is not None]
+
     def batched_shape(self, shape: tuple, kind: _Kind) -> tuple:
+        shape = list(shape)
+        for k, form in self.padded_axes(shape):
+            shape[k] = prim.Variable(self.host.max_extent_for(self.offsets, form))
         if kind.what == "dense":
             return (self.n,) + tuple(shape)
         if kind.what == "packed":
@@ -337,9 +349,10 @@ class _MapLowering:
         for name, b in node.bindings.items():
             bindings[name], kinds[name] = values[b]
         out_kind = self.kind_of_shape(node.shape)
+        padded = self.padded_axes(node.shape)
         if out_kind is None:
             if all(k.what == "hoisted" for k in kinds.values()) and \
-                    self.symbol not in _free_names(node):
+                    self.symbol not in _free_names(node) and not padded:
                 return node.copy(bindings=bindings), _HOISTED
             out_kind = _DENSE
         bindings["_ft_off"] = self.offsets
@@ -349,6 +362,16 @@ class _MapLowering:
         dtype_of = {name: b for name, b in node.bindings.items()}
         rewriter = _BatchRewriter(self, kinds, out_kind, dtype_of)
         expr = rewriter(node.expr)
+        if padded:
+            # positions past the element's own extent: never read by a
+            # consumer (reductions over the axis are masked), and computed
+            # as 0 so that they read nothing past the element
+            first = 1 if out_kind.what == "dense" else 0
+            inside = [prim.Comparison(index_var(k + first), "<",
+                                      rewriter.extent(form))
+                      for k, form in padded]
+            expr = prim.If(inside[0] if len(inside) == 1
+                           else prim.LogicalAnd(tuple(inside)), expr, 0)
         bindings.update({f"_ft_size_{name}": SizeParam(name)
                          for name in sorted(rewriter.sizes)})
         return (IndexLambda(expr, self.batched_shape(node.shape, out_kind),
