@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Recurrences over jagged batches: ftlazy's compiled scans inside maps
-over FractalTensors versus numpy anchors.
+"""Whole-sequence bodies over jagged batches (recurrences and attention):
+ftlazy's compiled maps over FractalTensors versus numpy anchors.
 
-Run by hand: ``python benchmarks/bench_jagged_rnn.py [--quick]
+Run by hand: ``python benchmarks/bench_jagged_sequences.py [--quick]
 [--repeat 5]``. Workloads and anchors follow
 ``shared/research/jagged_anchors.md`` §4 (float32):
 
@@ -18,6 +18,10 @@ Run by hand: ``python benchmarks/bench_jagged_rnn.py [--quick]
   and the padded batch (every step runs all sequences, a mask keeps the
   state of finished ones, as padded frameworks do). Target: within 2x of
   the BLAS loop and 3x faster than padding.
+* J7, self-attention within each sequence, ``softmax(Q Kᵀ/√d) V`` per head
+  (Q = K = V = the sequence, 4 heads of d=32), 32 sequences of lengths
+  U[16,512]. Anchors: the per-sequence numpy loop (BLAS) and the padded
+  batch with a mask. Target: within 2x of the loop, 3x faster than padding.
 
 Every ftlazy result is checked against the per-segment numpy loop before
 timing. Times are warm medians (numpy inputs and outputs, transfers
@@ -42,8 +46,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
     best_of, fmt_seconds, opencl_triad, print_header, print_table, triad_bytes)
 
-FULL = {"J8": (1024, 1, 256, 64), "J10": (64, 4, 27, 32, 3), "triad": 2**24}
-QUICK = {"J8": (32, 1, 16, 8), "J10": (8, 1, 6, 4, 2), "triad": 2**20}
+FULL = {"J8": (1024, 1, 256, 64), "J10": (64, 4, 27, 32, 3),
+        "J7": (32, 16, 512, 4, 32), "triad": 2**24}
+QUICK = {"J8": (32, 1, 16, 8), "J10": (8, 1, 6, 4, 2), "J7": (4, 1, 9, 2, 4),
+         "triad": 2**20}
 
 
 def _offsets(lens: np.ndarray) -> np.ndarray:
@@ -205,6 +211,53 @@ def j10_ftlazy(h_size: int, depth: int) -> Any:
 # }}}
 
 
+# {{{ J7: attention within each sequence
+
+def _softmax_last(scores: np.ndarray) -> np.ndarray:
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def j7_loop(x: np.ndarray, off: np.ndarray, heads: int) -> np.ndarray:
+    out = np.empty_like(x)
+    d = x.shape[1] // heads
+    for i in range(len(off) - 1):
+        s = x[off[i]:off[i + 1]].reshape(-1, heads, d).transpose(1, 0, 2)
+        p = _softmax_last(s @ s.transpose(0, 2, 1) / np.float32(np.sqrt(d)))
+        out[off[i]:off[i + 1]] = (p @ s).transpose(1, 0, 2).reshape(-1, heads * d)
+    return out
+
+
+def j7_padded(x: np.ndarray, off: np.ndarray, heads: int) -> np.ndarray:
+    lens = np.diff(off)
+    n, T, d = len(lens), int(lens.max(initial=0)), x.shape[1] // heads
+    mask = np.arange(T)[None, :] < lens[:, None]
+    padded = np.zeros((n, T, heads * d), x.dtype)
+    padded[mask] = x
+    s = padded.reshape(n, T, heads, d).transpose(0, 2, 1, 3)
+    scores = s @ s.transpose(0, 1, 3, 2) / np.float32(np.sqrt(d))
+    scores = np.where(mask[:, None, None, :], scores, -np.inf)
+    out = (_softmax_last(scores) @ s).transpose(0, 2, 1, 3).reshape(n, T, heads * d)
+    return out[mask]
+
+
+def j7_ftlazy(heads: int, d: int) -> Any:
+    import ftlazy as ft
+
+    def attention(seq: Any) -> Any:
+        s = ft.reshape(seq, (seq.shape[0], heads, d))
+        scores = ft.einsum("qhd,khd->hqk", s, s) / np.float32(np.sqrt(d))
+        p = ft.exp(scores - ft.amax(scores, axis=2, keepdims=True))
+        p = p / ft.sum(p, axis=2, keepdims=True)
+        out = ft.einsum("hqk,khd->qhd", p, s)
+        return ft.reshape(out, (seq.shape[0], heads * d))
+
+    xs = ft.make_jagged_placeholder("xs", (heads * d,), np.float32, depth=2)
+    return ft.compile(ft.map(attention, xs))
+
+# }}}
+
+
 def builds_during(fn: Any) -> tuple[float, int]:
     """Seconds and OpenCL program builds of one call of *fn*."""
     import pyopencl as cl
@@ -283,6 +336,24 @@ def main() -> None:
                  ratio(t_pad, t_ft) + " faster than padded"])
     x2, off2 = jagged(n * 2, lo, hi + 10, H, seed=6)
     reuse_rows.append(["J10", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2), **p))])
+
+    # J7
+    n, lo, hi, heads, d = sizes["J7"]
+    x, off = jagged(n, lo, hi, heads * d, seed=4)
+    f = j7_ftlazy(heads, d)
+    want = j7_loop(x, off, heads)
+    got = f(xs=ft.JaggedArray(x, off))
+    np.testing.assert_allclose(got.values, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(j7_padded(x, off, heads), want, rtol=1e-4, atol=1e-5)
+    t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off)))
+    t_loop = timed(lambda: j7_loop(x, off, heads))
+    t_pad = timed(lambda: j7_padded(x, off, heads))
+    rows.append([f"J7 attention, {heads} heads", f"nnz={off[-1]}, d={d}",
+                 fmt_seconds(t_ft), "-", fmt_seconds(t_loop), fmt_seconds(t_pad),
+                 ratio(t_ft, t_loop) + " of BLAS loop",
+                 ratio(t_pad, t_ft) + " faster than padded"])
+    x2, off2 = jagged(n + 3, lo, hi // 2, heads * d, seed=7)
+    reuse_rows.append(["J7", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2)))])
 
     print_table(["workload", "size", "ftlazy", "numpy time-major", "numpy per-segment",
                  "numpy padded", "ratio", "ratio"], rows,
