@@ -604,7 +604,17 @@ def filter(pred: Callable[[Any], Any], seq: Any) -> Array | Jagged:
     if not callable(pred):
         raise TypeError(f"filter: pred must be callable, got {type(pred).__name__}")
     seq = _check_structured(seq, "filter")
-    mask = jagged_map(pred, seq) if isinstance(seq, Jagged) else fractal.map(pred, seq)
+    if isinstance(seq, Jagged):
+        mask = jagged_map(pred, seq)
+    else:
+        # (batched into dense nodes: the host evaluates the mask with numpy
+        # before a launch, vectorized rather than element by element)
+        from ftlazy.transform.batch import batch_maps
+        mask = fractal.map(pred, seq)
+        try:
+            mask = batch_maps(mask)
+        except NotImplementedError:
+            pass
     if not isinstance(mask, Array) or mask.ndim != 1 or mask.dtype != np.bool_:
         shown = (f"shape {sh.shape_str(mask.shape[1:])} and dtype {mask.dtype}"
                  if isinstance(mask, Array) else type(mask).__name__)
