@@ -14,8 +14,9 @@ that computes it. Shapes use the name like any size parameter (islpy proves
 what it can about it; ``xs[i] * 2`` has the shape of ``xs[i]``), and every
 IndexLambda built here whose shape or expression uses a derived size binds
 its node as ``_ft_size_<name>``, so that the definition is reachable from
-everything that needs it. Equal definitions get the same name, so
-``xs[0] + xs[0]`` built twice has provably equal shapes.
+everything that needs it. Equal definitions get the same name (a weak
+registry of definitions, the latest ones kept alive), so ``xs[0] +
+xs[0]`` built twice has provably equal shapes.
 
 The user never passes a derived size, and the size is never listed among a
 program's inputs (:func:`~ftlazy.target.binding.collect_size_names` leaves
@@ -32,7 +33,13 @@ out every name whose definition is reachable):
   launch (as it computes segment ids for maps over FractalTensors) and
   passes them in. Data-dependent sizes defined inside a loop body are
   evaluated by ``evaluate_numpy`` but not compiled yet
-  (:class:`NotImplementedError`).
+  (:class:`NotImplementedError`); a loop whose results have a length
+  defined inside its body (``ft.map(lambda s: ft.filter(p, s), xs)``) is
+  refused by both (:func:`check_body_results`): reduce inside the body.
+
+Reads at data-dependent positions that hold by construction but that
+loopy's bounds check cannot prove from independent size parameters
+(``values[start + p]`` for ``p < count``) are guarded by that condition.
 
 **Host index arrays.** Selecting elements of a FractalTensor needs small
 integer arrays derived from the offsets: the checked indices, the new
@@ -54,6 +61,8 @@ and values directly.
 
 .. autoclass:: DerivedSize
 .. autoclass:: HostIndexArray
+.. autofunction:: derived_size
+.. autofunction:: check_body_results
 .. autofunction:: getitem
 .. autofunction:: gather
 .. autofunction:: join
@@ -64,6 +73,9 @@ and values directly.
 
 from __future__ import annotations
 
+import itertools
+import weakref
+from collections import deque
 from dataclasses import field
 from typing import Any, Callable, Mapping
 
@@ -79,7 +91,7 @@ from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = ["DerivedSize", "HostIndexArray", "DERIVED_SIZE_PREFIX",
-           "derived_size", "getitem", "gather", "join", "product", "repeat",
+           "derived_size", "check_body_results", "getitem", "gather", "join", "product", "repeat",
            "filter"]
 
 #: prefix of the names of data-dependent sizes
@@ -175,11 +187,36 @@ class HostIndexArray(Array):
 # }}}
 
 
+def check_body_results(body: Any, what: str) -> None:
+    """:class:`NotImplementedError` if a result of the loop *body* has a
+    shape that uses a data-dependent size defined inside the body (a map
+    whose results have per-iteration lengths, e.g. ``ft.filter`` in
+    ``ft.map``): stacking or nesting such results is not supported yet."""
+    from ftlazy.node import topological_order
+    local = {n.name for n in topological_order(list(body.outputs))
+             if isinstance(n, DerivedSize)}
+    if not local:
+        return
+    for k, out in enumerate(body.outputs):
+        if any(local & sh.size_param_names(c) for c in out.shape):
+            raise NotImplementedError(
+                f"{what}: result {k} has shape {sh.shape_str(out.shape)}, a "
+                "length computed inside the body (ft.filter, an element or a "
+                "slice of a FractalTensor); results of data-dependent length "
+                "per iteration are not supported yet: reduce them inside the "
+                "body")
+
+
 # {{{ building blocks
 
-#: equal definitions share one name (and node)
-_NAME_OF: dict[Array, str] = {}
-_DERIVED: dict[str, DerivedSize] = {}
+#: equal definitions share one name (and node) while the node lives
+_NAME_OF: weakref.WeakKeyDictionary[Array, str] = weakref.WeakKeyDictionary()
+_DERIVED: weakref.WeakValueDictionary[str, DerivedSize] = (
+    weakref.WeakValueDictionary())
+_NAME_COUNTER = itertools.count()
+#: the latest definitions, kept alive between :func:`derived_size` and the
+#: nodes that bind them (a shape holds only the name)
+_KEEP: deque[DerivedSize] = deque(maxlen=4096)
 
 
 def _size_nodes(names: Any) -> dict[str, Array]:
@@ -213,10 +250,15 @@ def derived_size(value: Array) -> prim.Variable:
     """The size (a size-parameter variable for shapes) whose value is the
     0-d integer *value* at run time (see the module docs)."""
     name = _NAME_OF.get(value)
-    if name is None:
-        name = f"{DERIVED_SIZE_PREFIX}{len(_NAME_OF)}"
-        _DERIVED[name] = DerivedSize(name, value)
+    derived = None if name is None else _DERIVED.get(name)
+    if derived is None:
+        name = f"{DERIVED_SIZE_PREFIX}{next(_NAME_COUNTER)}"
+        derived = DerivedSize(name, value)
+        _DERIVED[name] = derived
         _NAME_OF[value] = name
+    # (the size is only a name in shapes: the first node to bind it keeps
+    # the definition alive)
+    _KEEP.append(derived)
     return prim.Variable(name)
 
 

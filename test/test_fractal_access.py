@@ -164,6 +164,8 @@ def test_element_out_of_range_known_at_build_time():
     ("a", TypeError, "integer"),
     (slice(0.5, 2), TypeError, "Python ints"),
     (slice(None, None, 0), ValueError, "zero"),
+    (ft.make_jagged_placeholder("k", (), np.int64, depth=2), TypeError,
+     "FractalTensor is not an index"),
 ])
 def test_bad_index(xs, index, error, match):
     with pytest.raises(error, match=match):
@@ -470,5 +472,16 @@ def test_filter_inside_a_map_body():
     np.testing.assert_allclose(ft.evaluate_numpy(result, xs=data), [4.0, 0, 0])
     with pytest.raises(NotImplementedError, match="inside the body"):
         ft.compile(result)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_map_results_of_data_dependent_length_are_refused(depth):
+    xs = (ft.make_placeholder("xs", (2, 3), np.float64) if depth == 1
+          else ft.make_jagged_placeholder("xs", (), np.float64, depth=2))
+    result = ft.map(lambda s: ft.filter(lambda v: v > 0, s), xs)
+    data = (np.ones((2, 3)) if depth == 1
+            else [np.array([1.0, -2.0]), np.array([3.0])])
+    with pytest.raises(NotImplementedError, match="result 0 has shape"):
+        ft.evaluate_numpy(result, xs=data)
 
 # }}}

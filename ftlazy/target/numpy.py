@@ -30,7 +30,8 @@ from ftlazy.scalar_expr import Reduce, TypeCast
 from ftlazy.target.binding import (
     bind_inputs, check_shape_nonnegative, collect_inputs, collect_size_names)
 from ftlazy.transform.mappers import CachedMapper
-from ftlazy.fractal_access import DerivedSize, HostIndexArray
+from ftlazy.fractal_access import (
+    DerivedSize, HostIndexArray, check_body_results)
 from ftlazy.fractal_tensor import Jagged, JaggedMap
 from ftlazy.node import topological_order
 from ftlazy.target.jagged_inputs import (
@@ -377,6 +378,7 @@ class NumpyEvaluator(CachedMapper[Any]):
                               expr.output_dtype(i)) for i in range(n))
 
     def map_map(self, expr: Map) -> tuple:
+        check_body_results(expr.body, "map")
         mapped = [self.rec(a) for a in expr.mapped]
         captured = tuple(self.rec(a) for a in expr.captured)
         length = sh.evaluate_component(expr.length, self.env)
@@ -388,6 +390,7 @@ class NumpyEvaluator(CachedMapper[Any]):
                      for k in range(expr.num_outputs))
 
     def map_jagged_map(self, expr: JaggedMap) -> tuple:
+        check_body_results(expr.body, "map over a FractalTensor")
         def run_body(env: dict, params: tuple) -> list[np.ndarray]:
             evaluator = NumpyEvaluator(env, self.arrays, params)
             evaluator.bind_derived_sizes(expr.body.outputs)
@@ -396,6 +399,7 @@ class NumpyEvaluator(CachedMapper[Any]):
         return evaluate_jagged_map(expr, self.rec, self.env, run_body)
 
     def map_scan(self, expr: Scan) -> tuple:
+        check_body_results(expr.body, "scan")
         carries = [self.rec(a) for a in expr.inits]
         scanned = [self.rec(a) for a in expr.scanned]
         captured = tuple(self.rec(a) for a in expr.captured)
