@@ -91,8 +91,8 @@ from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = ["DerivedSize", "HostIndexArray", "DERIVED_SIZE_PREFIX",
-           "derived_size", "check_body_results", "getitem", "gather", "join", "product", "repeat",
-           "filter"]
+           "derived_size", "check_body_results", "getitem", "gather", "join",
+           "product", "repeat", "filter"]
 
 #: prefix of the names of data-dependent sizes
 DERIVED_SIZE_PREFIX = "_ft_dyn"
@@ -171,11 +171,7 @@ class HostIndexArray(Array):
         a = np.asarray(a)
         if self.op == "checked_index":
             n = sh.evaluate_component(self.bound, env)
-            bad = (a < -n) | (a >= n)
-            if bad.any():
-                raise IndexError(f"{self.what}: index {int(a[bad].flat[0])} is "
-                                 f"out of range for an outer list of {n} "
-                                 "elements")
+            _check_range(a, n, self.what)
             return np.where(a < 0, a + n, a).astype(np.int64)
         if self.op == "offsets":
             result = np.zeros(len(a) + 1, np.int64)
@@ -183,6 +179,15 @@ class HostIndexArray(Array):
             return result
         lengths = np.diff(a)
         return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+
+def _check_range(indices: np.ndarray, n: int, what: str) -> None:
+    """:class:`IndexError` naming *what* unless all *indices* lie in
+    ``[-n, n)``."""
+    bad = (indices < -n) | (indices >= n)
+    if bad.any():
+        raise IndexError(f"{what}: index {int(indices[bad].flat[0])} is out of "
+                         f"range for an outer list of {n} elements")
 
 # }}}
 
@@ -403,11 +408,7 @@ def _checked(indices: Array, n: ShapeComponent, what: str) -> Array:
     from ftlazy.ops.convert import constant_value
     value = constant_value(indices) if isinstance(n, int) else None
     if value is not None:
-        a = np.asarray(value)
-        bad = (a < -n) | (a >= n)
-        if bad.any():
-            raise IndexError(f"{what}: index {int(a[bad].flat[0])} is out of "
-                             f"range for an outer list of {n} elements")
+        _check_range(np.asarray(value), n, what)
     return _host("checked_index", indices, indices.shape, n, what)
 
 # }}}
