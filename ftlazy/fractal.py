@@ -48,16 +48,18 @@ body, or evaluating one is a :class:`ValueError` that names the array.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, check_direct_input_names, normalize_dtype
 from ftlazy.node import (
-    CLOSED_BODY_SCOPE, IdentityKey, Node, TraceScope, map_children, node,
-    topological_order)
+    CLOSED_BODY_SCOPE, IdentityKey, Node, TraceScope, iter_children,
+    map_children, node, topological_order)
 from ftlazy.shapes import Shape, ShapeComponent
 
 
@@ -534,19 +536,6 @@ def _as_arrays(leaves: list[Any], what: str) -> list[Array]:
     return result
 
 
-class _OutsideScope:
-    """The nodes that do not depend on a parameter of the body of *scope*
-    (a container for :func:`~ftlazy.node.topological_order`'s *skip*)."""
-
-    __slots__ = ("scope",)
-
-    def __init__(self, scope: TraceScope) -> None:
-        self.scope = scope
-
-    def __contains__(self, n: Node) -> bool:
-        return self.scope not in n.scopes
-
-
 def _check_capturable(n: Array, what: str) -> None:
     """An outer array a body of *what* reads must not belong to another
     loop body."""
@@ -564,13 +553,99 @@ def _check_capturable(n: Array, what: str) -> None:
                 f"from that {scope.what} as an extra result instead")
 
 
+def _own_size_names(n: Node) -> set[str]:
+    """The size-parameter names that node *n* itself mentions (not through
+    its children or bodies): in its shape, as a
+    :class:`~ftlazy.array.SizeParam`, or in an expression or index field
+    (an :class:`~ftlazy.IndexLambda`'s body, slice bounds, a new shape).
+    Index and binding names of bodies are included too (they never clash
+    with size parameters)."""
+    from ftlazy.array import SizeParam
+    from ftlazy.scalar_expr import iter_subexpressions
+    names: set[str] = set()
+    if isinstance(n, SizeParam):
+        names.add(n.name)
+    skip = set(n._child_fields) | set(n._body_fields)
+    stack: list[Any] = [getattr(n, "shape", ())]
+    stack += [getattr(n, f) for f in n._init_fields if f not in skip]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (tuple, list)):
+            stack.extend(value)
+        elif isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, Node):
+            continue
+        elif isinstance(value, prim.ExpressionNode):
+            names.update(e.name for e in iter_subexpressions(value)
+                         if isinstance(e, prim.Variable))
+        elif hasattr(value, "__dataclass_fields__"):
+            stack.extend(getattr(value, f) for f in value.__dataclass_fields__)
+    return names
+
+
+class _BodyNodes:
+    """The nodes that belong to the body traced in *scope*: those that
+    depend on its trace parameters, and those that depend on a size
+    parameter of *local_sizes* (an element's length, bound per element: an
+    ``ft.arange(s.shape[0])`` or ``s.shape[0]`` as a value reads no
+    parameter, yet has no meaning outside the body). A container for
+    :func:`~ftlazy.node.topological_order`'s *skip*: it holds the nodes
+    that do *not* belong to the body."""
+
+    __slots__ = ("scope", "local_sizes", "_local")
+
+    def __init__(self, scope: TraceScope, local_sizes: frozenset[str]) -> None:
+        self.scope = scope
+        self.local_sizes = local_sizes
+        self._local: dict[int, bool] = {}
+
+    def inside(self, n: Node) -> bool:
+        """Whether *n* is computed inside the body."""
+        return self.scope in n.scopes or self._is_local(n)
+
+    def __contains__(self, n: Node) -> bool:
+        return not self.inside(n)
+
+    def _is_local(self, root: Node) -> bool:
+        """Whether *root* depends on one of the local sizes (an iterative,
+        memoized walk of the nodes outside the scope)."""
+        if not self.local_sizes:
+            return False
+        memo = self._local
+        if id(root) in memo:
+            return memo[id(root)]
+        for n in topological_order([root], skip=_Known(memo)):
+            memo[id(n)] = (
+                bool(self.local_sizes & _own_size_names(n))
+                or builtins.any(memo.get(id(c), False) for c in iter_children(n)))
+        return memo[id(root)]
+
+
+class _Known:
+    """The nodes a memo of :class:`_BodyNodes` already decided."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, memo: dict[int, bool]) -> None:
+        self.memo = memo
+
+    def __contains__(self, n: Node) -> bool:
+        return id(n) in self.memo
+
+
 def _close_body(scope: TraceScope, trace_params: list[_TraceParam],
-                outputs: list[Array], what: str) -> tuple[Body, list[Array]]:
+                outputs: list[Array], what: str,
+                local_sizes: frozenset[str] = frozenset()
+                ) -> tuple[Body, list[Array]]:
     """Turn traced outputs into a self-contained :class:`Body`; returns it
     and the captured outer arrays (in parameter order after the traced
-    ones). Only the nodes that depend on the trace parameters (those whose
-    :attr:`~ftlazy.node.Node.scopes` hold *scope*) are visited."""
-    order = topological_order(outputs, skip=_OutsideScope(scope))
+    ones). Only the nodes of the body are visited: those that depend on the
+    trace parameters (whose :attr:`~ftlazy.node.Node.scopes` hold *scope*)
+    or on one of the body's own size parameters *local_sizes*; every other
+    node a body node reads is captured."""
+    body_nodes = _BodyNodes(scope, local_sizes)
+    order = topological_order(outputs, skip=body_nodes)
     captured: dict[Node, BodyParam] = {}
 
     def capture(n: Array) -> BodyParam:
@@ -586,8 +661,9 @@ def _close_body(scope: TraceScope, trace_params: list[_TraceParam],
         if id(n) in replacement:
             continue
         replacement[id(n)] = map_children(
-            n, lambda c: replacement[id(c)] if scope in c.scopes else capture(c))
-    new_outputs = tuple(replacement[id(o)] if scope in o.scopes else capture(o)
+            n, lambda c: (replacement[id(c)] if body_nodes.inside(c)
+                          else capture(c)))
+    new_outputs = tuple(replacement[id(o)] if body_nodes.inside(o) else capture(o)
                         for o in outputs)
     params = tuple(BodyParam(i, p.shape, p.dtype) for i, p in enumerate(trace_params))
     params += tuple(captured.values())
@@ -595,14 +671,17 @@ def _close_body(scope: TraceScope, trace_params: list[_TraceParam],
 
 
 def _trace(f: Callable, param_arrays: list[list[tuple[Shape, np.dtype]]],
-           structures: list[TreeStructure], what: str
+           structures: list[TreeStructure], what: str,
+           local_sizes: frozenset[str] = frozenset()
            ) -> tuple[Body, list[Array], TreeStructure]:
     """Call *f* on fresh trace params shaped like *param_arrays* (one group
     of ``(shape, dtype)`` per argument, rebuilt into a tree by
     *structures*); return the closed body, the captured arrays and the
     output structure. The body's :class:`~ftlazy.node.TraceScope` is closed
     afterwards, even if *f* raises: arrays built from the trace parameters
-    cannot be used outside the body any more."""
+    cannot be used outside the body any more. *local_sizes* names the size
+    parameters bound per iteration (an element's lengths): whatever depends
+    on them stays in the body too."""
     scope = TraceScope(f"ft.{what}")
     try:
         groups = []
@@ -617,7 +696,8 @@ def _trace(f: Callable, param_arrays: list[list[tuple[Shape, np.dtype]]],
         if not leaves:
             raise ValueError(f"{what}: the function returned no arrays")
         body, captured = _close_body(
-            scope, all_params, _as_arrays(leaves, f"{what} results"), what)
+            scope, all_params, _as_arrays(leaves, f"{what} results"), what,
+            local_sizes)
     finally:
         scope.active = False
     return body, captured, out_structure

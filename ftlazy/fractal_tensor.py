@@ -516,7 +516,8 @@ def jagged_map(f: Callable, *xs: Any) -> Any:
     try:
         leaf = tree_flatten(0, "map")[1]  # the structure of a single array
         body, captured, _ = _trace(traced, [[p] for p in params],
-                                   [leaf] * len(params), "map")
+                                   [leaf] * len(params), "map",
+                                   local_sizes=frozenset(first_symbols))
     finally:
         _map_nesting[0] -= 1
     loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),

@@ -956,15 +956,97 @@ def test_map_mean_of_an_empty_sequence_is_nan(run):
     assert_dense(got, np.array([1.5, np.nan, 4.]))
 
 
-@xfail("an element's length cannot be used as a value in the body: "
-       "ft.map(lambda s: ft.sum(s) / s.shape[0], xs) raises TypeError('cannot "
-       "use an object of type Variable as an array') at build time (the same "
-       "holds for x.shape[0] of a dense placeholder with a size-param length)")
 def test_map_mean_via_sum_over_element_shape(run):
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     batch = seqs([3, 1, 2])
     got = run(ft.map(lambda s: ft.sum(s) / s.shape[0], xs), xs=batch)
     assert_dense(got, np.array([s.mean() for s in batch]))
+
+
+#: an element's length used as a value, as numpy's Python ints: (lazy body,
+#: reference, result dtype for float32 data)
+LENGTH_VALUES = {
+    "length": (lambda s: ft.asarray(s.shape[0]), lambda s: len(s), np.int64),
+    "times_rows": (lambda s: s * s.shape[0], lambda s: s * len(s), np.float32),
+    "reflected": (lambda s: s.shape[0] * s, lambda s: len(s) * s, np.float32),
+    "mean": (lambda s: ft.sum(s) / s.shape[0], lambda s: s.sum() / len(s),
+             np.float32),
+    "tail_half": (lambda s: ft.asarray((s.shape[0] - 1) / 2),
+                  lambda s: (len(s) - 1) / 2, np.float64),
+    "floor_mod_pow": (lambda s: ft.asarray(s.shape[0] // 2 + s.shape[0] % 2
+                                           + s.shape[0] ** 2),
+                      lambda s: len(s) // 2 + len(s) % 2 + len(s) ** 2, np.int64),
+    "max_1": (lambda s: ft.maximum(s.shape[0], 1), lambda s: max(len(s), 1),
+              np.int64),
+    "where": (lambda s: ft.where(s > 0, s.shape[0], s),
+              lambda s: np.where(s > 0, np.float32(len(s)), s), np.float32),
+    # ft.full makes an int64 array of it, as np.full does with an int
+    "full": (lambda s: ft.full((s.shape[0],), s.shape[0]) - s,
+             lambda s: np.full(len(s), len(s)) - s, np.float64),
+}
+
+
+@pytest.mark.parametrize("name", list(LENGTH_VALUES))
+def test_map_element_length_as_a_value(run, name):
+    # a shape component in arithmetic is a 0-d int64 array of the size
+    # parameter, weak in promotion as numpy's Python ints (float32 stays
+    # float32)
+    body, reference, dtype = LENGTH_VALUES[name]
+    xs = ft.make_jagged_placeholder("xs", (), np.float32, depth=2)
+    batch = seqs([3, 0, 1, 4], dtype=np.float32)
+    if name == "mean":
+        batch = seqs([3, 2, 1, 4], dtype=np.float32)
+    result = ft.map(body, xs)
+    got = run(result, xs=batch)
+    expected = [np.asarray(reference(s)) for s in batch]
+    if isinstance(result, ft.Jagged):
+        assert_jagged(got, expected, (), dtype)
+        return
+    assert_dense(got, np.array(expected, dtype=dtype).reshape(len(batch)), dtype)
+
+
+def test_map_depth3_element_sizes_as_values(run):
+    d3 = ft.make_jagged_placeholder("docs", (), np.float64, depth=3)
+    batch = docs(DOC_LENGTHS["mixed"])
+    # the mean token count per sentence, and the mean of all tokens
+    per_sentence = ft.map(
+        lambda d: ft.asarray(ft.flatten(d).shape[0]) / ft.maximum(d.length, 1), d3)
+    assert_dense(run(per_sentence, docs=batch),
+                 np.array([sum(len(s) for s in d) / max(len(d), 1)
+                           for d in batch]))
+    mean = ft.map(lambda d: ft.sum(ft.flatten(d)) / ft.flatten(d).shape[0], d3)
+    nonempty = docs(DOC_LENGTHS["single"] + [[1, 2], [0, 3]])
+    assert_dense(run(mean, docs=nonempty),
+                 np.array([np.concatenate(d).mean() for d in nonempty]))
+
+
+def test_dense_symbolic_length_as_a_value():
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, 3), np.float32)
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    cases = [
+        (ft.sum(x, axis=0) / x.shape[0], a.sum(axis=0) / 4, {"x": a}),
+        (x.shape[0] * x - 1, 4 * a - 1, {"x": a}),
+        # in a dense map, the outer size parameter is captured
+        (ft.map(lambda col: ft.sum(col) / col.shape[0], x.T), a.mean(axis=0),
+         {"x": a}),
+        # a size parameter alone: given by name
+        (ft.asarray(x.shape[0]) * 2, np.int64(10), {"n": 5}),
+        (ft.asarray((x.shape[0] + 1) // 2), np.int64(3), {"n": 5}),
+    ]
+    for lazy, expected, inputs in cases:
+        expected = np.asarray(expected)
+        assert lazy.dtype == expected.dtype
+        np.testing.assert_allclose(ft.evaluate_numpy(lazy, **inputs), expected,
+                                   rtol=1e-6)
+        np.testing.assert_allclose(ft.compile(lazy)(**inputs), expected,
+                                   rtol=1e-6)
+
+
+def test_non_arithmetic_expression_is_not_an_array():
+    import pymbolic.primitives as prim
+    with pytest.raises(TypeError, match="arithmetic"):
+        ft.asarray(prim.Variable("n")[0])
 
 
 @pytest.mark.parametrize("elem_shape", [(), (3,)])
@@ -1042,17 +1124,39 @@ def test_map_f_not_callable():
         ft.map(3, xs)
 
 
-@xfail("arrays built in the body from an element's length alone are hoisted "
-       "out of the body: ft.map(lambda s: ft.sum(s * ft.arange(s.shape[0])), "
-       "xs) builds, but evaluate_numpy(..., xs=[ones(3)]) raises "
-       "ValueError(\"size parameter '_ft_elem0_L' is not bound\") instead of "
-       "returning [3.] (the arange depends on no body parameter, so tracing "
-       "captures it as an outer array)")
 def test_map_body_array_from_the_element_length(run):
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     batch = seqs([3, 0, 2])
     got = run(ft.map(lambda s: ft.sum(s * ft.arange(s.shape[0])), xs), xs=batch)
     assert_dense(got, np.array([(s * np.arange(len(s))).sum() for s in batch]))
+
+
+def test_map_body_arrays_from_the_element_length_stay_in_the_body(run):
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    W = ft.make_placeholder("W", (2, 2), np.float64)
+    batch = seqs([3, 0, 2, 1], (2,))
+    Wv = np.array([[1., 2.], [3., 4.]])
+
+    def body(s):
+        L = s.shape[0]
+        positions = ft.arange(L)[:, None] * 1.0            # (L, 1)
+        ramp = ft.zeros((L, 2)) + (L - 1 - ft.arange(L))[:, None]
+        return s @ W + positions - ramp + ft.ones((2,)) * L
+
+    result = ft.map(body, xs)
+    # the arrays built from L alone are body nodes: W and the constant
+    # ones((2,)) are captured, nothing of the element's size
+    captured = result.values.loop.captured
+    assert W in captured and len(captured) == 2
+    assert not any(isinstance(c, ft.SizeParam) for c in captured)
+    assert all(isinstance(d, int) for c in captured for d in c.shape)
+    expected = [s @ Wv + np.arange(len(s))[:, None]
+                - np.arange(len(s) - 1, -1, -1)[:, None] + len(s)
+                for s in batch]
+    assert_jagged(run(result, xs=batch, W=Wv), expected, (2,))
+    # a jagged result made from the length alone
+    got = run(ft.map(lambda s: ft.arange(s.shape[0]) * 2.0, xs), xs=batch)
+    assert_jagged(got, [np.arange(len(s)) * 2.0 for s in batch], ())
 
 # }}}
 

@@ -27,8 +27,6 @@ __all__ = ["asarray", "result_type"]
 
 #: what the front end accepts where numpy accepts an array
 ArrayLike = Array | np.ndarray | np.generic | bool | int | float | complex
-#: a converted operand: an array, or a weak Python scalar
-Operand = Array | bool | int | float | complex
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -59,17 +57,84 @@ def _default_scalar(x: bool | int | float | complex) -> np.generic:
     return np.asarray(x)[()]
 
 
+def is_size_expression(x: Any) -> bool:
+    """Whether *x* is a symbolic shape component (``x.shape[0]`` of an array
+    whose length is a size parameter, or arithmetic on one): a pymbolic
+    expression, whose names are size parameters."""
+    return isinstance(x, prim.ExpressionNode)
+
+
+def size_array(expr: Any) -> Array:
+    """The 0-d array of the value of the size expression *expr*, as numpy
+    computes it on Python ints: a size parameter is a
+    :class:`~ftlazy.SizeParam` (int64), arithmetic on it the ftlazy
+    operation (``n - 1`` is int64, ``n / 2`` float64, ``n // 2`` int64).
+    Raises :class:`TypeError` for an expression that is not arithmetic on
+    size parameters and numbers."""
+    from ftlazy.array import SizeParam
+    from ftlazy.ops import elementwise as ew
+
+    def value(e: Any) -> Any:
+        if isinstance(e, prim.Variable):
+            return SizeParam(e.name)
+        if is_scalar(e):
+            return e
+        if isinstance(e, (prim.Sum, prim.Product)):
+            fn = ew.add if isinstance(e, prim.Sum) else ew.multiply
+            result = value(e.children[0])
+            for child in e.children[1:]:
+                result = fn(result, value(child))
+            return result
+        for kind, fn in ((prim.FloorDiv, ew.floor_divide),
+                         (prim.Quotient, ew.divide),
+                         (prim.Remainder, ew.remainder)):
+            if isinstance(e, kind):
+                return fn(value(e.numerator), value(e.denominator))
+        if isinstance(e, prim.Power):
+            return ew.power(value(e.base), value(e.exponent))
+        raise TypeError(
+            f"cannot use the expression {expr} as an array: a symbolic shape "
+            "component is usable as a value only through arithmetic (+ - * / "
+            f"// % **) on size parameters and numbers, not {type(e).__name__}")
+
+    return asarray(value(expr))
+
+
+class SizeScalar:
+    """A size expression as an operand (see :func:`prepare`): its 0-d value
+    :attr:`array`, *weak* in promotion as the Python number that numpy's
+    shapes are (``float32_array / x.shape[0]`` is float32)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Array) -> None:
+        self.array = array
+
+    @property
+    def python_type(self) -> type:
+        """The Python type the value has in numpy: int or float."""
+        return float if self.array.dtype.kind == "f" else int
+
+
+#: a converted operand: an array, a weak Python scalar or a weak size value
+Operand = Array | bool | int | float | complex | SizeScalar
+
+
 def asarray(x: ArrayLike) -> Array:
     """*x* as an :class:`~ftlazy.Array`.
 
     Arrays pass through; Python and numpy scalars become a 0-d constant
     :class:`~ftlazy.IndexLambda` (Python scalars get numpy's default dtype:
     bool, int64, float64, complex128); numpy arrays become a
-    :class:`~ftlazy.DataWrapper`. Anything else is a :class:`TypeError`.
+    :class:`~ftlazy.DataWrapper`; a symbolic shape component
+    (``x.shape[0]``) becomes the 0-d int64 array of its value
+    (:func:`size_array`). Anything else is a :class:`TypeError`.
     """
     from ftlazy.inputs import make_data_wrapper
     if isinstance(x, Array):
         return x
+    if is_size_expression(x):
+        return size_array(x)
     if is_weak_scalar(x):
         x = _default_scalar(x)
     if isinstance(x, np.generic):
@@ -91,9 +156,14 @@ def constant_value(a: Array) -> np.generic | None:
 
 
 def prepare(x: Any) -> Operand:
-    """Weak Python scalars stay as they are; everything else goes through
+    """Weak Python scalars stay as they are, symbolic shape components
+    become a weak :class:`SizeScalar`; everything else goes through
     :func:`asarray`."""
-    return x if is_weak_scalar(x) else asarray(x)
+    if is_weak_scalar(x):
+        return x
+    if is_size_expression(x):
+        return SizeScalar(size_array(x))
+    return asarray(x)
 
 # }}}
 
@@ -103,6 +173,8 @@ def prepare(x: Any) -> Operand:
 def _promotion_part(x: Any) -> Any:
     if isinstance(x, Array):
         return x.dtype
+    if isinstance(x, SizeScalar):
+        return x.python_type(0)
     if is_weak_scalar(x):
         return x
     if isinstance(x, (np.ndarray, np.generic)) or _is_device_array(x):
@@ -212,6 +284,8 @@ def elementwise(operands: Sequence[Operand], in_dtypes: Sequence[np.dtype],
     names: dict[Array, str] = {}
     exprs = []
     for a, dtype in zip(operands, in_dtypes):
+        if isinstance(a, SizeScalar):
+            a = a.array
         if not isinstance(a, Array):
             exprs.append(weak_constant(a, dtype, wrap=wrap_weak))
             continue
@@ -230,6 +304,8 @@ def elementwise(operands: Sequence[Operand], in_dtypes: Sequence[np.dtype],
 def _ufunc_dtype_arg(x: Operand) -> Any:
     if isinstance(x, Array):
         return x.dtype
+    if isinstance(x, SizeScalar):
+        return x.python_type
     if isinstance(x, bool):
         return np.dtype(bool)
     return type(x)
@@ -257,6 +333,8 @@ def fold_constants(fn: Callable[..., Any], operands: Sequence[Operand]
     the values, as a constant array; else None."""
     values = []
     for a in operands:
+        if isinstance(a, SizeScalar):
+            return None
         if isinstance(a, Array):
             value = constant_value(a)
             if value is None:
