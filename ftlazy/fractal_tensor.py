@@ -175,9 +175,13 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
     """``fn`` applied to the leaves of the FractalTensor arguments. A dense
     argument broadcasts against the element shape (it must not have more
     axes than an element); FractalTensor arguments must have the same
-    structure: depth and elem_shape at build time, offsets at run time
-    (different offsets nodes are zipped by :func:`jagged_map`, which checks
-    them)."""
+    structure: depth and elem_shape at build time, every offsets level at
+    run time. Operands that share their offsets nodes combine their values
+    directly; others (two inputs, a map result and its input) are zipped
+    element by element by a :class:`JaggedMap` over depth 2 or 3, whose
+    run-time check of all their offsets levels names them
+    (:func:`ftlazy.target.jagged_inputs.check_zipped`); the result keeps
+    the first operand's offsets."""
     jagged = [a for a in args if isinstance(a, Jagged)]
     first = jagged[0]
     for other in jagged[1:]:
@@ -186,31 +190,38 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
             raise ValueError(
                 f"leaf-wise operation on FractalTensors of different structure: "
                 f"{first!r} and {other!r}")
+    nd = len(first.elem_shape)
+    for a in args:
+        shape = () if isinstance(a, Jagged) else tuple(getattr(a, "shape",
+                                                                np.shape(a)))
+        if len(shape) > nd:
+            raise ValueError(
+                f"a dense operand of shape {sh.shape_str(shape)} has more "
+                "axes than the FractalTensor's elements "
+                f"{sh.shape_str(first.elem_shape)}: it would broadcast "
+                "against the packed rows")
     if all(o.offsets == first.offsets for o in jagged):
-        nd = len(first.elem_shape)
-        for a in args:
-            shape = () if isinstance(a, Jagged) else tuple(getattr(a, "shape",
-                                                                    np.shape(a)))
-            if len(shape) > nd:
-                raise ValueError(
-                    f"a dense operand of shape {sh.shape_str(shape)} has more "
-                    "axes than the FractalTensor's elements "
-                    f"{sh.shape_str(first.elem_shape)}: it would broadcast "
-                    "against the packed rows")
         result = fn(*(a.values if isinstance(a, Jagged) else a for a in args))
         return first.with_values(result)
-    # different offsets nodes: zip them element by element (checked at run time)
+    if first.depth > 3:
+        raise NotImplementedError(
+            f"leaf-wise operation on FractalTensors of depth {first.depth} with "
+            "different offsets (run-time structure checks are made for depths "
+            "2 and 3); compute both from the same input, or flatten them")
     positions = [k for k, a in enumerate(args) if isinstance(a, Jagged)]
 
     def element_fn(*elems: Any) -> Any:
+        # one element of each: an array (L, *elem_shape) at depth 2, a
+        # depth-2 FractalTensor at depth 3, whose leaves are its values
         full = list(args)
         for k, e in zip(positions, elems):
-            full[k] = e
-        if any(isinstance(e, Jagged) for e in elems):
-            return apply_leafwise(fn, *full)
+            full[k] = e.values if isinstance(e, Jagged) else e
         return fn(*full)
 
-    return jagged_map(element_fn, *jagged)
+    zipped = jagged_map(element_fn, *jagged,
+                        what="leaf-wise operation on FractalTensors")
+    # the packed values in order; the offsets checked equal to the first's
+    return first.with_values(zipped.values)
 
 # }}}
 
@@ -324,6 +335,9 @@ class JaggedMap(Loop):
     inputs: tuple[Array, ...]
     depths: tuple[int, ...]
     symbols: tuple[tuple[str, ...], ...]
+    #: what zips the inputs, for run-time messages (a leaf-wise operation
+    #: on FractalTensors of different offsets nodes is a map too)
+    what: str = "map over a FractalTensor"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -440,13 +454,15 @@ def _element_params(depth: int, values: Array, symbols: tuple[str, ...]
             ((sh.add(prim.Variable(symbols[0]), 1),), np.dtype(np.int64))]
 
 
-def jagged_map(f: Callable, *xs: Any) -> Any:
+def jagged_map(f: Callable, *xs: Any,
+               what: str = "map over a FractalTensor") -> Any:
     """:func:`ftlazy.map` where at least one of *xs* is a FractalTensor
     (:class:`Jagged`, depth 2 or 3): *f* gets one element of each (an array
     ``(L, *elem_shape)`` at depth 2, a depth-2 :class:`Jagged` at depth 3)
     and the elements of dense *xs* along axis 0. Results with a static shape
     stack to ``(n, ...)``; results whose first axis is affine in the
-    element's sizes become FractalTensors of depth 2."""
+    element's sizes become FractalTensors of depth 2. *what* names the
+    operation in run-time messages (:attr:`JaggedMap.what`)."""
     from ftlazy.ops import asarray
     if not callable(f):
         raise TypeError(f"map: f must be callable, got {type(f).__name__}")
@@ -521,7 +537,7 @@ def jagged_map(f: Callable, *xs: Any) -> Any:
     finally:
         _map_nesting[0] -= 1
     loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),
-                     tuple(symbols))
+                     tuple(symbols), what)
     results = []
     for k in range(loop.num_outputs):
         values = LoopResult(loop, k)

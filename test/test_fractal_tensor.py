@@ -753,12 +753,6 @@ def test_leafwise_two_placeholders_different_lengths(run, other_lengths):
         run(xs + ys, xs=seqs([3, 0, 1]), ys=seqs(other_lengths))
 
 
-@xfail("a run-time structure mismatch of a leaf-wise op names neither "
-       "input: evaluate_numpy(xs + ys, xs=<lengths 3,0,1>, ys=<lengths "
-       "3,0,2>) raises ValueError('map over a FractalTensor: zipped "
-       "FractalTensors 0 and 1 have different lengths at level 0: offsets "
-       "[0, 3, 3, 4] and [0, 3, 3, 5]'), without 'xs' or 'ys' (and speaks of "
-       "a map the user did not write)")
 def test_leafwise_different_lengths_names_both(run):
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     ys = ft.make_jagged_placeholder("ys", (), np.float64, depth=2)
@@ -767,12 +761,6 @@ def test_leafwise_different_lengths_names_both(run):
     assert "ys" in str(info.value)
 
 
-@xfail("a leaf-wise op on two different depth-3 placeholders fails at build "
-       "time: make_jagged_placeholder('docs', (2,), float64, depth=3) + "
-       "make_jagged_placeholder('more', (2,), float64, depth=3) raises "
-       "NotImplementedError('map over a FractalTensor whose function returns "
-       "a FractalTensor ... is not supported yet'): apply_leafwise zips them "
-       "with jagged_map, whose element function returns a Jagged")
 def test_leafwise_two_depth3_placeholders(run):
     d3 = ft.make_jagged_placeholder("docs", (2,), np.float64, depth=3)
     e3 = ft.make_jagged_placeholder("more", (2,), np.float64, depth=3)
@@ -781,6 +769,52 @@ def test_leafwise_two_depth3_placeholders(run):
     got = run(d3 + e3, docs=a, more=b)
     assert_jagged(got, [[p + q for p, q in zip(x, y)] for x, y in zip(a, b)],
                   (2,), depth=3)
+
+
+@pytest.mark.parametrize("level, other", [
+    (0, [[2, 0], [1], []]),        # a sentence moved to another document
+    (1, [[2, 0, 1], [], [0], [3, 5]]),   # a sentence of another length
+    (0, [[2, 0, 1], []]),          # fewer documents
+], ids=["moved", "longer", "fewer"])
+def test_leafwise_depth3_different_structure_names_both_and_the_level(
+        run, level, other):
+    d3 = ft.make_jagged_placeholder("docs", (), np.float64, depth=3)
+    e3 = ft.make_jagged_placeholder("more", (), np.float64, depth=3)
+    with pytest.raises(ValueError, match="leaf-wise") as info:
+        run(ft.where(d3 > 0, d3, e3), docs=docs(DOC_LENGTHS["mixed"]),
+            more=docs(other))
+    text = str(info.value)
+    assert "'docs'" in text and "'more'" in text
+    if "elements" not in text:  # (a different outer length has no level)
+        assert f"level {level}" in text
+
+
+def test_leafwise_three_operands_and_computed_structures(run):
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    ys = ft.make_jagged_placeholder("ys", (2,), np.float64, depth=2)
+    zs = ft.make_jagged_placeholder("zs", (2,), np.float64, depth=2)
+    lengths = [3, 0, 2, 1]
+    a, b, c = (seqs(lengths, (2,), seed=k) for k in (1, 2, 3))
+    got = run(ft.where(xs > ys, zs, ys * 2) + 1, xs=a, ys=b, zs=c)
+    assert_jagged(got, [np.where(p > q, r, q * 2) + 1
+                        for p, q, r in zip(a, b, c)], (2,))
+    # a FractalTensor computed from xs (a map's jagged result) is named so
+    tails = ft.map(lambda s: s[1:], xs)
+    with pytest.raises(ValueError, match="computed from 'xs'.*'ys'"):
+        run(tails + ys, xs=seqs([3, 1, 1], (2,)), ys=seqs([2, 1, 0], (2,)))
+    # a dense operand with more axes than an element is refused on this path
+    with pytest.raises(ValueError, match="more axes"):
+        tails + ft.ones((2, 2))
+
+
+def test_leafwise_depth4():
+    q = ft.make_jagged_placeholder("q", (), np.float64, depth=4)
+    r = ft.make_jagged_placeholder("r", (), np.float64, depth=4)
+    nested = [[[np.arange(2.), np.arange(1.)]], [], [[]]]
+    got = ft.evaluate_numpy(q * 2 - q, q=nested)
+    assert got.depth == 4 and np.array_equal(got.values, [0., 1., 0.])
+    with pytest.raises(NotImplementedError, match="depth 4"):
+        q + r
 
 
 def test_leafwise_map_result_and_input(run):

@@ -13,7 +13,7 @@ import numpy as np
 from ftlazy.array import Placeholder
 from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
-from ftlazy.node import Node
+from ftlazy.node import Node, topological_order
 
 
 def jagged_parts(inputs: Iterable[Node]) -> dict[str, dict[str, Placeholder]]:
@@ -70,27 +70,59 @@ def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
     return result
 
 
-def check_zipped(what: str, mapped: list[tuple[int, list[np.ndarray]]]) -> int:
+def fractal_tensor_label(offsets: Node) -> str | None:
+    """How messages name the FractalTensor whose outer offsets are the node
+    *offsets*: ``'xs'`` for the jagged input ``xs`` (and anything leaf-wise
+    computed from it, which keeps its offsets), ``a FractalTensor computed
+    from 'xs'`` for offsets computed from those of inputs (a map's jagged
+    result), else None."""
+    def input_name(n: Node) -> str | None:
+        if isinstance(n, Placeholder):
+            for t in n.tags:
+                if isinstance(t, JaggedInputPart):
+                    return t.name
+        return None
+
+    name = input_name(offsets)
+    if name is not None:
+        return repr(name)
+    sources = sorted({input_name(n) for n in topological_order([offsets])}
+                     - {None})
+    if sources:
+        return ("a FractalTensor computed from "
+                + " and ".join(repr(s) for s in sources))
+    return None
+
+
+def check_zipped(what: str, mapped: list[tuple[int, list[np.ndarray]]],
+                 labels: list[str | None] | None = None) -> int:
     """The common outer length of the mapped inputs (``(depth, arrays)``
     with numpy values); :class:`ValueError` if zipped inputs differ in
-    their outer length or, for FractalTensors, in any offsets."""
+    their outer length or, for FractalTensors, in any offsets. *what* names
+    the operation (``map over a FractalTensor``) and *labels*, where given,
+    the inputs (see :func:`fractal_tensor_label`), else they are numbered."""
     def outer(depth: int, arrays: list[np.ndarray]) -> int:
         return len(arrays[0]) if depth == 1 else len(arrays[1]) - 1
+
+    def label(k: int) -> str:
+        given = labels[k] if labels is not None and k < len(labels) else None
+        kind = "zipped FractalTensor" if mapped[k][0] > 1 else "zipped input"
+        return f"{kind} {k}" + ("" if given is None else f" ({given})")
 
     n = outer(*mapped[0])
     first_jagged = next(((k, a) for k, (d, a) in enumerate(mapped) if d > 1), None)
     for k, (depth, arrays) in enumerate(mapped):
         if outer(depth, arrays) != n:
-            raise ValueError(f"{what}: zipped input {k} has {outer(depth, arrays)} "
-                             f"elements, input 0 has {n}")
+            raise ValueError(f"{what}: {label(k)} has {outer(depth, arrays)} "
+                             f"elements, {label(0)} has {n}")
         if depth > 1 and first_jagged is not None and first_jagged[0] != k:
             j, ref = first_jagged
             for level, (a, b) in enumerate(zip(ref[1:], arrays[1:])):
                 if a.shape != b.shape or not np.array_equal(a, b):
                     raise ValueError(
-                        f"{what}: zipped FractalTensors {j} and {k} have different "
-                        f"lengths at level {level}: offsets {a.tolist()[:8]} and "
-                        f"{b.tolist()[:8]}")
+                        f"{what}: {label(j)} and {label(k)} have different "
+                        f"lengths at level {level}: offsets {a.tolist()[:8]} "
+                        f"and {b.tolist()[:8]}")
     return n
 
 
@@ -100,10 +132,13 @@ def evaluate_jagged_map(expr: JaggedMap, rec: Callable[[Node], Any],
                         ) -> tuple[np.ndarray, ...]:
     """The results of *expr*, one body evaluation per element (the
     reference semantics). *run_body(env, params)* evaluates the body."""
+    parts = expr.mapped_parts()
     mapped = [(depth, [np.asarray(rec(a)) for a in arrays])
-              for depth, arrays in expr.mapped_parts()]
+              for depth, arrays in parts]
     captured = tuple(rec(a) for a in expr.captured)
-    n = check_zipped("map over a FractalTensor", mapped)
+    n = check_zipped(expr.what, mapped, [
+        fractal_tensor_label(arrays[1]) if depth > 1 else None
+        for depth, arrays in parts])
     per_element = []
     for i in range(n):
         params: list[np.ndarray] = []
@@ -127,8 +162,7 @@ def evaluate_jagged_map(expr: JaggedMap, rec: Callable[[Node], Any],
         try:
             per_element.append(run_body(local, tuple(params) + captured))
         except ValueError as err:
-            raise ValueError(f"map over a FractalTensor, element {i}: {err}"
-                             ) from err
+            raise ValueError(f"{expr.what}, element {i}: {err}") from err
     results = []
     for k in range(expr.num_outputs):
         out = expr.body.outputs[k]
