@@ -110,11 +110,14 @@ class _HostValues:
                  input_nodes: list[Array]) -> None:
         nodes = list(roots.values())
         _check_not_in_bodies(nodes)
-        hoister = _Hoister()
-        self.roots = {name: hoister(a) for name, a in roots.items()}
-        self.arrays = hoister.arrays
-        self.sizes = [n for n in topological_order(nodes)
-                      if isinstance(n, DerivedSize)]
+        order = topological_order(nodes)
+        self.sizes = [n for n in order if isinstance(n, DerivedSize)]
+        self.roots = roots
+        self.arrays: dict[str, HostIndexArray] = {}
+        if self.sizes or any(isinstance(n, HostIndexArray) for n in order):
+            hoister = _Hoister()
+            self.roots = {name: hoister(a) for name, a in roots.items()}
+            self.arrays = hoister.arrays
         self.input_nodes = input_nodes
         self.user_sizes = collect_size_names(nodes)
         self.originals = nodes
