@@ -185,6 +185,9 @@ class _BatchRewriter(ExprIdentityMapper):
             return prim.Subscript(expr.aggregate, index)
         if kind.what == "dense":
             return prim.Subscript(expr.aggregate, (self.element,) + index)
+        row = _same_row(expr.index_tuple[0], kind, self.out_kind)
+        if row is not None:
+            return prim.Subscript(expr.aggregate, (row,) + index[1:])
         return prim.Subscript(expr.aggregate,
                               (self.start(kind.form) + index[0],) + index[1:])
 
@@ -214,6 +217,24 @@ class _BatchRewriter(ExprIdentityMapper):
             cond = masks[0] if len(masks) == 1 else prim.LogicalAnd(tuple(masks))
             inner = prim.If(cond, inner, neutral_element(expr.op, dtype))
         return Reduce(expr.op, inner, tuple(bounds))
+
+
+def _same_row(local: Any, kind: _Kind, out_kind: _Kind) -> Any:
+    """The packed row of a read at local row *local* (``_0`` or ``_0 + c``)
+    of an array of *kind* from a packed array of *out_kind* of the same
+    extent: the output's own packed row (``_0``, plus ``c``): the element's
+    first row cancels, so the read needs no segment id, also where a reader
+    inlines the array at a row of its own; else None."""
+    if out_kind.what != "packed" or kind.form != out_kind.form:
+        return None
+    if local == index_var(0):
+        return index_var(0)
+    if isinstance(local, prim.Sum):
+        rest = [c for c in local.children if c != index_var(0)]
+        if (len(rest) == len(local.children) - 1
+                and all(isinstance(c, (int, np.integer)) for c in rest)):
+            return prim.Sum((index_var(0), *rest))
+    return None
 
 
 def _index_number(name: str) -> int | None:

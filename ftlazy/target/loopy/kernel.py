@@ -32,7 +32,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
-from ftlazy.scalar_expr import ExprIdentityMapper, substitute
+from ftlazy.scalar_expr import ExprIdentityMapper, get_variable_names, substitute
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
@@ -46,7 +46,58 @@ from ftlazy.target.loopy.target import FtlazyOpenCLTarget
 from ftlazy.target.loopy.contractions import (
     emit_blocked_contraction, emit_split_reduction)
 from ftlazy.target.loopy.plan import KernelPlan, local_size, plan_kernel
+from ftlazy.target.loopy.ranges import DataRange, data_dependent_range, reads_arrays
 from ftlazy.target.loopy.profile import DeviceProfile
+from ftlazy.target.loopy.segments import emit_segment_reduction
+
+
+class RangeTranslator(Translator):
+    """A :class:`~.expressions.Translator` that runs reductions over a
+    data-dependent range (:func:`~.ranges.data_dependent_range`) over an
+    iname from *ranged_iname* instead of masking every step up to the
+    static bound. The range's bounds are translated in the context around
+    the reduction; where they involve an enclosing reduction's variable
+    (no private scalar can hold them), the reduction stays masked."""
+
+    def __init__(self, *args: Any, ranged_iname: Callable[[DataRange], str],
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ranged_iname = ranged_iname
+        self.plain_iname = self.fresh_iname
+        #: variables of the reductions being translated (outermost first)
+        self.enclosing: list[str] = []
+
+    def map_reduce(self, expr: Any) -> Any:
+        found = data_dependent_range(expr, self.bindings)
+        names = [name for name, _, _ in expr.bounds]
+        if found is not None:
+            stripped, ranges = found
+            used: set[str] = set()
+            for rng in ranges.values():
+                for b in rng.lower + rng.upper:
+                    used |= get_variable_names(b)
+            if not used & set(self.enclosing):
+                inames = {name: self.ranged_iname(DataRange(
+                    tuple(self.rec(b) for b in rng.lower),
+                    tuple(self.rec(b) for b in rng.upper)))
+                    for name, rng in ranges.items()}
+                return self._reduce(stripped, names, inames)
+        return self._reduce(expr, names, {})
+
+    def _reduce(self, expr: Any, names: list[str], inames: dict[str, str]
+                ) -> Any:
+        pending = iter(names)
+
+        def fresh(upper: Any) -> str:
+            name = next(pending)
+            return inames[name] if name in inames else self.plain_iname(upper)
+        self.fresh_iname = fresh
+        self.enclosing.extend(names)
+        try:
+            return super().map_reduce(expr)
+        finally:
+            self.fresh_iname = self.plain_iname
+            del self.enclosing[len(self.enclosing) - len(names):]
 
 
 class KernelBuilder:
@@ -139,11 +190,53 @@ class KernelBuilder:
         """*expr* (part of *node*'s body) as a loopy expression, with the
         variables of *index_map* substituted and bindings read via
         :meth:`_read` in *ctx*."""
-        translator = Translator(index_map, node.bindings,
-                                lambda b, idx: self._read(b, idx, ctx),
-                                self.parts.fresh_reduction_iname,
-                                self.parts.params.add)
+        translator = RangeTranslator(
+            index_map, node.bindings, lambda b, idx: self._read(b, idx, ctx),
+            self.parts.fresh_reduction_iname, self.parts.params.add,
+            ranged_iname=lambda rng: self.ranged_iname(rng, ctx))
         return translator(expr)
+
+    def ranged_iname(self, rng: DataRange, ctx: StoreContext) -> str:
+        """A reduction iname over a data-dependent range (bounds already
+        translated): its bounds that read arrays go to private int64
+        scalars assigned in the loop nest of *ctx*, and the iname's domain
+        is parameterised by them (``[s, e] -> {[j]: s <= j < e}``)."""
+        def scalar(prefix: str, values: tuple, combine: type) -> Any:
+            consts = [v for v in values if isinstance(v, (int, np.integer))]
+            others = [v for v in values if not isinstance(v, (int, np.integer))]
+            if consts:
+                best = (max if combine is prim.Max else min)(int(c) for c in consts)
+                if not others:
+                    return best
+                others.append(best)
+            value = others[0] if len(others) == 1 else combine(tuple(others))
+            if not reads_arrays(value) and not isinstance(value, combine):
+                return value  # affine in size parameters: a domain bound
+            name = self.parts.private_array(prefix, np.dtype(np.int64), ())
+            insn_id = name + "_insn"
+            ctx.pending.append(lp.Assignment(
+                prim.Variable(name), value, id=insn_id,
+                within_inames=frozenset(ctx.scope.outer_inames)
+                | frozenset(ctx.inames),
+                within_inames_is_final=True, depends_on=frozenset(ctx.deps)))
+            ctx.deps.add(insn_id)
+            return prim.Variable(name)
+        low = scalar("_ft_lo", rng.lower, prim.Max)
+        high = scalar("_ft_hi", rng.upper, prim.Min)
+        iname = self.parts.fresh("_ft_rj")
+        params: set[str] = set()
+        for b in (low, high):
+            if isinstance(b, prim.Variable) and b.name.startswith(("_ft_lo", "_ft_hi")):
+                params.add(b.name)
+            elif not isinstance(b, (int, np.integer)):
+                params |= sh.size_param_names(b)
+                self.parts.params |= sh.size_param_names(b)
+        lo_str, hi_str = (str(b) if isinstance(b, (int, np.integer, prim.Variable))
+                          else sh.to_affine(b).to_isl() for b in (low, high))
+        self.parts.domains.append(
+            f"[{', '.join(sorted(params))}] -> {{ [{iname}]: "
+            f"{lo_str} <= {iname} < {hi_str} }}")
+        return iname
 
     def _load_once(self, node: Array, ref: Any, ctx: StoreContext) -> Any:
         """An element read at the loop nest's own index, loaded into a
@@ -504,6 +597,11 @@ class KernelBuilder:
                     insns, reads = emit_split_reduction(
                         self, n, name, scope, array_plan.block[0])
                     grid_key = self._grid_key(n, scope)
+                elif array_plan.strategy == "segment_reduction":
+                    insns, reads = emit_segment_reduction(
+                        self, n, name, scope, array_plan)
+                    grid_key = (self._grid_key(n, scope)
+                                if array_plan.l0_axis == 0 else f"~{name}")
                 elif array_plan.strategy == "blocked_contraction":
                     insns, reads = emit_blocked_contraction(
                         self, n, name, scope, *array_plan.block)

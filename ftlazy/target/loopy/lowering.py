@@ -26,6 +26,7 @@ from ftlazy.scalar_expr import (
     reduction_var, substitute)
 from ftlazy.target.binding import SizeChecks
 from ftlazy.target.loopy.expressions import expr_dtype
+from ftlazy.target.loopy.ranges import data_dependent_range
 from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.lower import IndexLambdaLowerer
@@ -516,6 +517,10 @@ class _SplitReductions(ExprIdentityMapper):
         self.bindings = dict(node.bindings)
 
     def map_reduce(self, expr: Reduce) -> Any:
+        if data_dependent_range(expr, self.node.bindings) is not None:
+            # runs over its data-dependent range only (see .ranges): no
+            # partial results over the static bound
+            return expr
         dtype = expr_dtype(expr.inner, self.node.bindings) or self.node.dtype
         if expr.op in ("any", "all"):
             dtype = np.dtype(np.bool_)

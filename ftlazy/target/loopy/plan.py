@@ -31,6 +31,7 @@ from ftlazy.scalar_expr import (
     Reduce, get_variable_names, index_var, iter_subexpressions)
 from ftlazy.target.loopy.expressions import C_FUNCTIONS
 from ftlazy.target.loopy.profile import DeviceProfile
+from ftlazy.target.loopy.ranges import data_dependent_range
 from ftlazy.target.loopy.storage import (
     StoragePlan, decide_storage, has_reduce, identity_read_bindings)
 from ftlazy.target.loopy.vectorize import has_vector_calls, simd_safe
@@ -41,15 +42,18 @@ class ArrayPlan:
     """How one stored array is computed.
 
     :attr strategy: ``"loop_nest"``, ``"flat_vector"``, ``"split_reduction"``,
-        ``"blocked_contraction"``, ``"row_blocked_product"`` (in a scan whose
-        rows are independent) or ``"empty"`` (statically empty: nothing runs).
+        ``"blocked_contraction"``, ``"segment_reduction"`` (a reduction over
+        a data-dependent range, see :mod:`.segments`), ``"row_blocked_product"``
+        (in a scan whose rows are independent) or ``"empty"`` (statically
+        empty: nothing runs).
     :attr local_size: work items per work group along the parallel axis.
     :attr l0_axis: the array axis whose consecutive indices go to
         consecutive work items (``l.0``); ``None`` when a work item computes
         a whole block (register-blocked contractions, CPU scan row blocks).
     :attr vector_width: elements per vector in the innermost loop (1: scalar).
     :attr block: the register block of a contraction ``(rows, columns)``,
-        the accumulators of a split reduction ``(lanes,)``, or the rows per
+        the accumulators of a split reduction ``(lanes,)``, the private
+        accumulator of a CPU segment reduction ``(elements,)``, or the rows per
         group and reduction unroll of a row-blocked product.
     """
 
@@ -228,6 +232,59 @@ def splittable_reduction(node: IndexLambda, profile: DeviceProfile) -> Any:
     if not isinstance(kext, int) or kext % lanes or kext < 8 * lanes:
         return None
     return expr
+
+
+def segment_reduction(node: IndexLambda, profile: DeviceProfile,
+                      storage: StoragePlan) -> Any:
+    """The reduction if *node* is ``op_{r in range(i)} f(i, k..., r)`` over
+    one variable whose range depends on data (a segment reduction, see
+    :mod:`.ranges`) and on the row ``i`` only, with no other reduction and
+    no private statement inlined; on CPUs the trailing axes must be
+    concrete and fit a private accumulator."""
+    expr = node.expr
+    if (node.ndim == 0 or not isinstance(expr, Reduce) or len(expr.bounds) != 1
+            or expr.op not in ("sum", "product", "max", "min")
+            or node.dtype.kind not in "iuf" or has_reduce(expr.inner)):
+        return None
+    found = data_dependent_range(expr, node.bindings)
+    if found is None:
+        return None
+    (rng,) = found[1].values()
+    trailing = {f"_{d}" for d in range(1, node.ndim)}
+    if any(get_variable_names(b) & trailing for b in rng.lower + rng.upper):
+        return None
+    if any(n in storage.private for n in inlined_nodes(node, storage)[1:]):
+        return None
+    if profile.kind == "cpu":
+        rest = node.shape[1:]
+        if not all(isinstance(d, int) for d in rest) or (
+                int(np.prod(rest)) > profile.max_private_accumulator):
+            return None
+    elif node.ndim < 2:
+        return None  # a plain loop nest puts l.0 on the rows
+    return found[0]
+
+
+def segment_vector_width(node: IndexLambda, profile: DeviceProfile,
+                         storage: StoragePlan) -> int:
+    """Vector width for the math calls of a CPU segment reduction's step
+    (computed lane by lane on a private vector over its contiguous last
+    axis, as in :func:`row_vector_width`), 1 for none."""
+    if node.dtype.kind != "f" or node.ndim < 2:
+        return 1
+    reduction, _ = data_dependent_range(node.expr, node.bindings)
+    bodies = [reduction.inner] + [n.expr for n in inlined_nodes(node, storage)[1:]]
+    if any(n.dtype != node.dtype for n in inlined_nodes(node, storage)[1:]):
+        return 1
+    if not any(has_vector_calls(b) for b in bodies) or not all(
+            has_vector_calls(b) or not called_builtins(b) for b in bodies):
+        return 1
+    builtins = frozenset().union(*(called_builtins(b) for b in bodies))
+    width = profile.vector_width(node.dtype, builtins)
+    last = node.shape[-1]
+    if width == 1 or not isinstance(last, int) or last % width:
+        return 1
+    return width
 
 
 def inlined_nodes(node: IndexLambda, storage: StoragePlan) -> list[IndexLambda]:
@@ -454,6 +511,18 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
                          local_size(profile, node.shape, cheap, "local"),
                          0 if node.shape else None,
                          row_vector_width(node, profile, scan_plan.storage))
+    if segment_reduction(node, profile, storage) is not None:
+        if profile.kind == "cpu":
+            # one work item per row, its columns a private accumulator
+            return ArrayPlan("segment_reduction", node.shape, node.dtype,
+                             local_size(profile, node.shape, False), 0,
+                             segment_vector_width(node, profile, storage),
+                             (int(np.prod(node.shape[1:])),))
+        last = node.shape[-1]
+        size = (min(profile.gpu_local_size, last) if isinstance(last, int)
+                else profile.gpu_local_size)
+        return ArrayPlan("segment_reduction", node.shape, node.dtype, size,
+                         node.ndim - 1)
     blocked = blockable_contraction(node, profile)
     if blocked is not None:
         return ArrayPlan("blocked_contraction", node.shape, node.dtype, 1, None,

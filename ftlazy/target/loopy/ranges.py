@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: MIT
+"""Reductions whose range depends on data.
+
+A reduction over a jagged element (see
+:mod:`ftlazy.transform.jagged_lowering`) is written in the lowered DAG as
+
+    ``Reduce(op, If(r < extent(e), f(r), neutral), ((r, 0, max_extent),))``
+
+with ``extent(e)`` read from the offsets: its bounds stay affine in size
+parameters (as every pass that reads reduction bounds requires), and the
+guard says which steps count. :func:`data_dependent_range` finds such
+guards: comparisons of a reduction variable with an integer expression that
+reads arrays, in a conjunction guarding the whole summand, whose other
+branch is the reduction's neutral element. Then the reduction equals the
+one over ``[max(lo, lower bounds), min(hi, upper bounds))`` of the rest of
+the summand, which the emitter runs over a domain parameterised by private
+scalars (``[s, e] -> {[j]: s <= j < e}``) instead of masking every step up
+to the largest extent.
+
+Reduction bounds that themselves read arrays are found the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy.scalar_expr import Reduce, get_variable_names, iter_subexpressions
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+@dataclass(frozen=True)
+class DataRange:
+    """The data-dependent range of one reduction variable: the step runs
+    for ``max(lower) <= r < min(upper)`` (each list non-empty)."""
+
+    lower: tuple[Any, ...]
+    upper: tuple[Any, ...]
+
+
+def reads_arrays(expr: Any) -> bool:
+    """Whether *expr* reads an array (so it is no affine bound)."""
+    return any(isinstance(e, prim.Subscript) for e in iter_subexpressions(expr))
+
+
+def is_neutral(op: str, value: Any) -> bool:
+    """Whether the constant *value* is the identity of reduction *op*."""
+    if not isinstance(value, (bool, int, float, np.generic)):
+        return False
+    v = np.asarray(value)
+    if v.dtype.kind not in "biuf":
+        return False
+    if op in ("sum", "any"):
+        return bool(v == 0)
+    if op in ("product", "all"):
+        return bool(v == 1)
+    if op in ("max", "min"):
+        if v.dtype.kind == "f":
+            return bool(v == (-np.inf if op == "max" else np.inf))
+        if v.dtype.kind == "b":
+            return bool(v == (op == "min"))
+        info = np.iinfo(v.dtype)
+        return bool(v == (info.min if op == "max" else info.max))
+    return False
+
+
+def _conjuncts(cond: Any) -> list[Any]:
+    if isinstance(cond, prim.LogicalAnd):
+        return [c for child in cond.children for c in _conjuncts(child)]
+    return [cond]
+
+
+def data_dependent_range(expr: Reduce, bindings: Mapping[str, Any]
+                         ) -> tuple[Reduce, dict[str, DataRange]] | None:
+    """``(reduction, ranges)`` if some variable of *expr* is bounded by data
+    (see the module docs): *reduction* is *expr* without those guards (the
+    rest of the guard stays), *ranges* the range of each such variable,
+    the reduction's own bounds included. None when there is none.
+    *bindings* gives the dtypes of the arrays the expressions read."""
+    from ftlazy.target.loopy.expressions import expr_dtype
+
+    names = {name for name, _, _ in expr.bounds}
+    lower: dict[str, list[Any]] = {n: [] for n in names}
+    upper: dict[str, list[Any]] = {n: [] for n in names}
+    found = False
+    for name, lo, hi in expr.bounds:
+        if reads_arrays(lo) or reads_arrays(hi):
+            found = True
+    inner = expr.inner
+    if isinstance(inner, prim.If) and is_neutral(expr.op, inner.else_):
+        rest = []
+        for c in _conjuncts(inner.condition):
+            bound = _range_bound(c, names, bindings, expr_dtype)
+            if bound is None:
+                rest.append(c)
+                continue
+            name, side, value = bound
+            (lower if side == "lower" else upper)[name].append(value)
+            found = True
+        if found and len(rest) < len(_conjuncts(inner.condition)):
+            if not rest:
+                inner = inner.then
+            else:
+                cond = rest[0] if len(rest) == 1 else prim.LogicalAnd(tuple(rest))
+                inner = prim.If(cond, inner.then, inner.else_)
+    if not found:
+        return None
+    ranges = {}
+    bounds = []
+    for name, lo, hi in expr.bounds:
+        if lower[name] or upper[name] or reads_arrays(lo) or reads_arrays(hi):
+            ranges[name] = DataRange((lo, *lower[name]), (hi, *upper[name]))
+            # (the emitter makes its iname from the range; 0 keeps the
+            # reduction well-formed for code that expects affine bounds)
+            bounds.append((name, 0, hi if not reads_arrays(hi) else 1))
+        else:
+            bounds.append((name, lo, hi))
+    return Reduce(expr.op, inner, tuple(bounds)), ranges
+
+
+def _range_bound(cond: Any, names: set[str], bindings: Mapping[str, Any],
+                 expr_dtype: Any) -> tuple[str, str, Any] | None:
+    """``(variable, "lower" or "upper", bound)`` if *cond* compares a
+    reduction variable with an integer expression that reads arrays and
+    involves no reduction variable of this reduction; the bound is
+    inclusive for "lower", exclusive for "upper"."""
+    if not isinstance(cond, prim.Comparison) or cond.operator not in _FLIP:
+        return None
+    left, op, right = cond.left, cond.operator, cond.right
+    if not (isinstance(left, prim.Variable) and left.name in names):
+        left, op, right = right, _FLIP[op], left
+    if not (isinstance(left, prim.Variable) and left.name in names):
+        return None
+    if (get_variable_names(right) & names or not reads_arrays(right)
+            or _has_reduce(right)):
+        return None
+    dtype = expr_dtype(right, bindings)
+    if dtype is None or dtype.kind not in "iu":
+        return None
+    if op == "<":
+        return left.name, "upper", right
+    if op == "<=":
+        return left.name, "upper", prim.Sum((right, 1))
+    if op == ">=":
+        return left.name, "lower", right
+    return left.name, "lower", prim.Sum((right, 1))
+
+
+def _has_reduce(expr: Any) -> bool:
+    return any(isinstance(e, Reduce) for e in iter_subexpressions(expr))
