@@ -180,3 +180,46 @@ def test_size_params_may_be_given_and_unknown_inputs_are_refused(xs):
                                [s.sum(axis=0) for s in data])
     with pytest.raises(ValueError, match=r"unexpected input\(s\) \['bogus'\]"):
         f(xs=data, scale=c_data, bogus=1)
+
+
+# {{{ element lengths as values, amax initial=, integer max of lengths
+
+def test_mean_over_lengths_clamped_to_one(xs):
+    # int64 lengths against a Python int in maximum, divided into a map
+    # result: the lengths' "- 1 * offsets[i]" used to be printed as -1.0
+    # inside the (double) cast, and OpenCL's max(double, long) is ambiguous
+    data = batch(LENGTHS["mixed"])
+    counts = np.array([max(len(s), 1) for s in data])
+    sums = np.array([s.sum(axis=0) for s in data])
+    means = ft.map(lambda s: ft.sum(s, axis=0), xs) / ft.maximum(
+        ft.lengths(xs), 1)[:, None]
+    np.testing.assert_allclose(ft.compile(means)(xs=data), sums / counts[:, None],
+                               rtol=1e-12, atol=1e-12)
+    floors = ft.minimum(ft.lengths(xs) - 1, 2) * 0.5
+    np.testing.assert_allclose(
+        ft.compile(floors)(xs=data),
+        np.minimum(np.array([len(s) for s in data]) - 1, 2) * 0.5)
+
+
+def test_element_length_as_a_value_compiled(xs):
+    data = batch(LENGTHS["nonempty"])
+    means = ft.compile(ft.map(lambda s: ft.sum(s, axis=0) / s.shape[0], xs))(
+        xs=data)
+    scaled = ft.compile(ft.map(
+        lambda s: s * (s.shape[0] - 1) + ft.arange(s.shape[0])[:, None], xs))(
+        xs=data)
+    np.testing.assert_allclose(means, [s.mean(axis=0) for s in data],
+                               rtol=1e-12, atol=1e-12)
+    assert_jagged(scaled, [s * (len(s) - 1) + np.arange(len(s))[:, None]
+                           for s in data], (H,))
+
+
+def test_extrema_with_initial_compiled(xs):
+    data = batch(LENGTHS["mixed"])
+    result = ft.map(lambda s: ft.amax(s, axis=0, initial=-np.inf)
+                    - ft.amin(s, axis=0, initial=0.0), xs)
+    want = [np.amax(s, axis=0, initial=-np.inf) - np.amin(s, axis=0, initial=0.0)
+            for s in data]
+    np.testing.assert_array_equal(ft.compile(result)(xs=data), np.array(want))
+
+# }}}

@@ -205,6 +205,49 @@ class Translator(ExprIdentityMapper):
         self.declare_size = declare_size
         self.in_index = False
 
+    # {{{ typed constants
+
+    def _value_dtype(self, expr: Any) -> np.dtype | None:
+        """The dtype of the value arithmetic *expr* (None in index
+        arithmetic, which stays untyped for loopy's affine analysis)."""
+        if self.in_index:
+            return None
+        dtype = expr_dtype(expr, self.bindings)
+        return dtype if dtype is not None and dtype.kind in "iuf" else None
+
+    def _typed(self, operand: Any, dtype: np.dtype | None) -> Any:
+        """*operand* of an arithmetic expression of *dtype*, translated; a
+        Python number becomes a constant of *dtype* (``a - b`` on int64
+        holds a Python ``-1``). loopy would print an untyped constant in
+        the type context of the enclosing expression, which a cast does not
+        reset: inside ``(double) max(a + -1 * b, 1l)`` the ``-1`` became
+        ``-1.0``, and OpenCL's ``max(double, long)`` is ambiguous."""
+        if (dtype is not None and isinstance(operand, (int, float))
+                and not isinstance(operand, (bool, np.generic))):
+            with np.errstate(all="ignore"):
+                operand = np.asarray(operand).astype(dtype)[()]
+        return self.rec(operand)
+
+    def map_sum(self, expr: prim.Sum) -> Any:
+        dtype = self._value_dtype(expr)
+        return prim.Sum(tuple(self._typed(c, dtype) for c in expr.children))
+
+    def map_product(self, expr: prim.Product) -> Any:
+        dtype = self._value_dtype(expr)
+        return prim.Product(tuple(self._typed(c, dtype) for c in expr.children))
+
+    def map_quotient(self, expr: prim.Quotient) -> Any:
+        dtype = self._value_dtype(expr)
+        return prim.Quotient(self._typed(expr.numerator, dtype),
+                             self._typed(expr.denominator, dtype))
+
+    def map_if(self, expr: prim.If) -> Any:
+        dtype = self._value_dtype(expr)
+        return prim.If(self.rec(expr.condition), self._typed(expr.then, dtype),
+                       self._typed(expr.else_, dtype))
+
+    # }}}
+
     def map_constant(self, expr: Any) -> Any:
         if isinstance(expr, (bool, np.bool_)):
             return np.int8(1 if expr else 0)
@@ -237,8 +280,9 @@ class Translator(ExprIdentityMapper):
         if any(hi == 0 for _, _, hi in expr.bounds):
             # over nothing: the neutral element (amax/amin of nothing is an
             # error the front end raises)
-            return {"sum": 0, "product": 1, "any": np.int8(0),
-                    "all": np.int8(1)}[expr.op]
+            value = {"sum": 0, "product": 1, "any": np.int8(0),
+                     "all": np.int8(1)}[expr.op]
+            return self._typed(value, self._value_dtype(expr.inner))
         saved = dict(self.index_map)
         inames = []
         for name, lo, hi in expr.bounds:
@@ -271,8 +315,9 @@ class Translator(ExprIdentityMapper):
         return LoopyTypeCast(expr.dtype, child)
 
     def _extremum(self, expr: prim.Min | prim.Max, op: str) -> Any:
-        children = [self.rec(c) for c in expr.children]
         dtype = expr_dtype(expr, self.bindings)
+        value_dtype = self._value_dtype(expr)
+        children = [self._typed(c, value_dtype) for c in expr.children]
         if dtype is None or dtype.kind not in "biu" or dtype.itemsize >= 4:
             return type(expr)(tuple(children))
         # C has no char or short literals, so OpenCL's max(c, 100u) on a
