@@ -193,7 +193,7 @@ def test_carry_independent_work_on_the_element_is_hoisted(xs):
     check(result, want, data)
 
 
-def test_scan_over_rows_reading_the_whole_element_is_refused(xs):
+def test_scan_over_rows_reading_the_whole_element(xs):
     # attention-like: each step reads the whole sequence with the carry
     result = ft.map(lambda s: ft.scan(
         lambda h, x: ft.tanh(x + ft.sum(s * h, axis=0)), s, ft.zeros(H)), xs)
@@ -205,10 +205,54 @@ def test_scan_over_rows_reading_the_whole_element_is_refused(xs):
             h = np.tanh(x + (s * h).sum(axis=0))
             out.append(h)
         want.append(np.array(out).reshape(len(s), H))
-    got = ft.evaluate_numpy(result, xs=data)
-    for g, w in zip(got.tolist(), want):
+    check(result, want, data)
+
+
+def test_step_uses_the_elements_length(xs):
+    result = ft.map(lambda s: ft.fold(lambda h, x: h + x / s.shape[0], s,
+                                      ft.zeros(H)), xs)
+    data = batch(LENGTHS["mixed"])
+    check(result, [s.mean(axis=0) if len(s) else np.zeros(H) for s in data], data)
+
+
+def online_softmax_attention(s):
+    """Attention of every position to the sequence (keys = values = s),
+    folding over the keys with FlashAttention's running max, sum and
+    accumulator: a fold whose carries have the sequence's length."""
+    def step(carry, k):
+        m, l, acc = carry
+        score = s @ k                                      # (L,)
+        m_new = ft.maximum(m, score)
+        correction = ft.exp(m - m_new)
+        p = ft.exp(score - m_new)
+        return (m_new, l * correction + p,
+                acc * correction[:, None] + p[:, None] * k[None, :])
+    m0 = s[:, 0] * 0 - np.inf
+    m, l, acc = ft.fold(step, s, (m0, s[:, 0] * 0, s * 0))
+    return acc / l[:, None]
+
+
+@pytest.mark.parametrize("lengths", ["mixed", "empty_batch"])
+def test_fold_with_carries_of_the_elements_length(xs, lengths):
+    def reference(s):
+        if not len(s):
+            return np.zeros((0, H))
+        scores = s @ s.T
+        p = np.exp(scores - scores.max(axis=1, keepdims=True))
+        return (p / p.sum(axis=1, keepdims=True)) @ s
+    data = batch(LENGTHS[lengths])
+    check(ft.map(online_softmax_attention, xs), [reference(s) for s in data], data)
+
+
+def test_scan_with_a_carry_of_the_elements_length_is_refused(xs):
+    result = ft.map(lambda s: ft.sum(ft.scan(lambda c, x: c + x, s, s * 0), axis=0), xs)
+    data = batch(LENGTHS["mixed"])
+    # every row of the carry gets every x: step t's carry rows are x_0+..+x_t
+    want = [np.broadcast_to(np.cumsum(s, axis=0).sum(axis=0), s.shape)
+            for s in data]
+    for g, w in zip(ft.evaluate_numpy(result, xs=data).tolist(), want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
-    with pytest.raises(NotImplementedError, match="not supported"):
+    with pytest.raises(NotImplementedError, match="a fold is"):
         ft.compile(result)(xs=data)
 
 

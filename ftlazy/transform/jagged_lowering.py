@@ -316,12 +316,31 @@ class _MapLowering:
         lowerer = _LowererKeepingGathers()
         outputs = [lowerer(batcher(o)) for o in
                    unroll_element_scans(list(body.outputs), self.symbol)]
+        values = self.lower_nodes(outputs, lambda p: self.params[p.index])
+        results = []
+        for k, out in enumerate(outputs):
+            value, kind = values[out]
+            if kind.what == "hoisted":
+                value, kind = self._broadcast(value), _DENSE
+            results.append(value)
+        return results
+
+    def outer(self, node: Array) -> Array:
+        """*node*, an array outside the body (offsets, segment ids), as the
+        lowered nodes read it: the node itself here; a captured parameter
+        in a scan body (:mod:`ftlazy.transform.jagged_scans`)."""
+        return node
+
+    def lower_nodes(self, outputs: list[Array], param_value: Any
+                    ) -> dict[Node, tuple[Array, _Kind]]:
+        """The batched value and kind of every node of a lowered body with
+        *outputs*; ``param_value(p)`` gives those of body parameter *p*."""
         values: dict[Node, tuple[Array, _Kind]] = {}
         for node in topological_order(outputs):
             if isinstance(node, BodyParam):
-                values[node] = self.params[node.index]
+                values[node] = param_value(node)
             elif isinstance(node, SizeParam) and node.name == self.symbol:
-                values[node] = (segment_lengths(self.offsets), _DENSE)
+                values[node] = (self.outer(segment_lengths(self.offsets)), _DENSE)
             elif isinstance(node, IndexLambda):
                 values[node] = self._index_lambda(node, values)
             elif isinstance(node, Gather):
@@ -337,13 +356,7 @@ class _MapLowering:
                     "FractalTensor is not supported")
             else:
                 values[node] = (node, _HOISTED)
-        results = []
-        for k, out in enumerate(outputs):
-            value, kind = values[out]
-            if kind.what == "hoisted":
-                value, kind = self._broadcast(value), _DENSE
-            results.append(value)
-        return results
+        return values
 
     def _gather(self, node: Gather, values: dict) -> tuple[Array, _Kind]:
         """A lookup in a table the body does not compute (an embedding)
@@ -376,10 +389,10 @@ class _MapLowering:
                     self.symbol not in _free_names(node) and not padded:
                 return node.copy(bindings=bindings), _HOISTED
             out_kind = _DENSE
-        bindings["_ft_off"] = self.offsets
+        bindings["_ft_off"] = self.outer(self.offsets)
         if out_kind.what == "packed":
-            bindings["_ft_seg"] = self.host.segment_ids_for(self.offsets,
-                                                            out_kind.form)
+            bindings["_ft_seg"] = self.outer(self.host.segment_ids_for(
+                self.offsets, out_kind.form))
         dtype_of = {name: b for name, b in node.bindings.items()}
         rewriter = _BatchRewriter(self, kinds, out_kind, dtype_of)
         expr = rewriter(node.expr)

@@ -14,7 +14,10 @@ as :mod:`ftlazy.transform.batch` does for dense maps, with carries
   ``i``'s carry only while ``t < f(L_i)``: a scanned mask gates each new
   carry, so a fold returns each element's own last carry (its init for an
   empty element). A stacked result ``(T, n, ...)`` is packed back to the
-  element's rows;
+  element's rows. The scan's body is lowered as the map's body is, so it
+  may read whole elements (attention to the sequence at every step), and a
+  fold's carry may have the element's length (a per-query online softmax):
+  such a carry stays packed, each row gated by its element's mask;
 * a scan over an axis of static length is batched as in a dense map: its
   carries gain the element axis, and it does not depend on the offsets.
 
@@ -22,10 +25,10 @@ A scan over a static axis whose carries or inputs have the element's length
 in their shape (a fold over layers whose carry is the whole sequence) is
 unrolled by :func:`unroll_element_scans` before batching: each step is a
 copy of the body, so the sequence arrays stay packed. What is not lowered
-raises :class:`NotImplementedError`: a scan over the element's rows whose
-body reads a whole element (its carries and captured arrays must not have
-the element's length in their shape), and unrolling beyond
-:data:`MAX_UNROLLED_STEPS` steps.
+raises :class:`NotImplementedError`: a *scan* (not a fold) over the
+element's rows whose carry has the element's length, a scan nested in the
+body of a scan over rows, a static scan whose body uses the element's
+length, and unrolling beyond :data:`MAX_UNROLLED_STEPS` steps.
 
 .. autofunction:: lower_scan
 .. autofunction:: unroll_element_scans
@@ -33,6 +36,7 @@ the element's length in their shape), and unrolling beyond
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,7 +47,7 @@ from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
-from ftlazy.transform.batch import _batch_body, _batch_scan, _broadcast_batch
+from ftlazy.transform.batch import _batch_scan, _broadcast_batch
 from ftlazy.transform.mappers import CopyMapper
 
 if TYPE_CHECKING:
@@ -95,14 +99,34 @@ def _step_mask(lowering: _MapLowering, form: tuple[int, int],
                        {"_ft_off": lowering.offsets})
 
 
-def _gated(carry: BodyParam, new: Array, mask: BodyParam) -> IndexLambda:
+def _gated(carry: BodyParam, new: Array, mask: BodyParam,
+           segment_ids: Array | None) -> IndexLambda:
     """The new batched carry where the element is still running, else the
-    old one."""
+    old one; a packed carry's row finds its element in *segment_ids*."""
     idx = _element_indices(0, carry.ndim)
-    expr = prim.If(prim.Subscript(prim.Variable("_mask"), (index_var(0),)),
+    element = (index_var(0) if segment_ids is None
+               else prim.Subscript(prim.Variable("_seg"), (index_var(0),)))
+    bindings = {"_mask": mask, "_new": new, "_old": carry}
+    if segment_ids is not None:
+        bindings["_seg"] = segment_ids
+    expr = prim.If(prim.Subscript(prim.Variable("_mask"), (element,)),
                    _read("_new", idx), _read("_old", idx))
-    return IndexLambda(expr, carry.shape, carry.dtype,
-                       {"_mask": mask, "_new": new, "_old": carry})
+    return IndexLambda(expr, carry.shape, carry.dtype, bindings)
+
+
+class _Captures:
+    """Arrays outside a scan body that its lowered nodes read (offsets,
+    segment ids, lengths), captured as parameters numbered from *first*."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.params: dict[Node, BodyParam] = {}
+
+    def __call__(self, node: Array) -> BodyParam:
+        if node not in self.params:
+            self.params[node] = BodyParam(self.first + len(self.params),
+                                          node.shape, node.dtype)
+        return self.params[node]
 
 
 def _packed_back(lowering: _MapLowering, stacked: Array,
@@ -127,13 +151,11 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
                     ) -> list[tuple[Array, _Kind]]:
     from ftlazy.transform.jagged_lowering import _DENSE, _Kind
     nc, ns = scan.num_carries, scan.num_scanned
-    _refuse_element_sizes(lowering, scan)
     max_name = lowering.host.max_extent_for(lowering.offsets, form)
     steps = prim.Variable(max_name)
     n = lowering.n
     new_inputs: list[Array] = []
-    params: list[BodyParam] = []     # by the original body's indices
-    flags: list[bool] = []
+    params: list[tuple[BodyParam, _Kind]] = []     # by the body's own indices
     for k, (value, kind) in enumerate(inputs):
         new_index = k if k < nc + ns else k + 1
         if nc <= k < nc + ns:
@@ -142,33 +164,43 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
                     "a scan over an element's rows must scan arrays of the "
                     "element's length")
             value = _time_major(lowering, value, form, steps)
-            shape = value.shape[1:]
-            batched = True
-        elif kind.what == "packed":
-            raise NotImplementedError(
-                "compiling a scan over an element's rows whose body reads an "
-                f"array of the element's length ({'carry' if k < nc else 'captured'}"
-                f" {sh.shape_str(scan.inputs[k].shape)}) is not supported yet "
-                "(ft.evaluate_numpy evaluates it)")
-        elif k < nc:
-            if kind.what != "dense":
-                value = _broadcast_batch(value, n)
-            shape, batched = value.shape, True
+            shape, kind = value.shape[1:], _DENSE
         else:
-            batched = kind.what == "dense"
+            if k < nc and kind.what == "hoisted":
+                value, kind = _broadcast_batch(value, n), _DENSE
+            if k < nc and kind.what == "packed" and scan.keep_all:
+                raise NotImplementedError(
+                    "compiling a scan over an element's rows whose carry "
+                    f"{sh.shape_str(scan.inputs[k].shape)} has the element's "
+                    "length is not supported (a fold is)")
             shape = value.shape
         new_inputs.append(value)
-        params.append(BodyParam(new_index, shape, value.dtype))
-        flags.append(batched)
+        params.append((BodyParam(new_index, shape, value.dtype), kind))
     mask = BodyParam(nc + ns, (n,), _BOOL)
     new_inputs.insert(nc + ns, _step_mask(lowering, form, steps))
-    outputs, _ = _batch_body(scan.body, n, params, flags)
-    gated = tuple(
-        _gated(params[k], value if batched else _broadcast_batch(value, n), mask)
-        for k, (value, batched) in enumerate(outputs))
-    body_params = tuple(params[:nc + ns]) + (mask,) + tuple(params[nc + ns:])
-    batched_scan = Scan(Body(body_params, gated), tuple(new_inputs), nc, ns + 1,
-                        scan.keep_all)
+    # the body is lowered as the map's body is, its reads of the offsets
+    # and segment ids captured
+    captures = _Captures(len(new_inputs))
+    body_scope = copy.copy(lowering)
+    body_scope.outer = captures
+    values = body_scope.lower_nodes(list(scan.body.outputs),
+                                    lambda p: params[p.index])
+    gated = []
+    for k, out in enumerate(scan.body.outputs):
+        value, kind = values[out]
+        carry, carry_kind = params[k]
+        segment_ids = None
+        if carry_kind.what == "packed":
+            segment_ids = captures(lowering.host.segment_ids_for(
+                lowering.offsets, carry_kind.form))
+        elif kind.what == "hoisted":
+            value = _broadcast_batch(value, n)
+        gated.append(_gated(carry, value, mask, segment_ids))
+    body_params = sorted([p for p, _ in params] + [mask]
+                         + list(captures.params.values()), key=lambda p: p.index)
+    batched_scan = Scan(Body(tuple(body_params), tuple(gated)),
+                        tuple(new_inputs) + tuple(captures.params),
+                        nc, ns + 1, scan.keep_all)
     results = []
     for k in range(nc):
         result = LoopResult(batched_scan, k)
@@ -176,7 +208,7 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
             results.append((_packed_back(lowering, result, form),
                             _Kind("packed", form)))
         else:
-            results.append((result, _DENSE))
+            results.append((result, params[k][1]))
     return results
 
 

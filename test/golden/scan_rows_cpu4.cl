@@ -26,7 +26,7 @@ __kernel void __attribute__ ((reqd_work_group_size(1, 1, 1))) ftlazy_kernel_0(__
     for (int _ft_k16 = 0; _ft_k16 <= 3; ++_ft_k16)
       for (int _ft_rr17 = 0; _ft_rr17 <= 3; ++_ft_rr17)
         for (int _ft_jj18 = 0; _ft_jj18 <= 15; ++_ft_jj18)
-          _ft_acc21[16 * _ft_rr17 + _ft_jj18] = _ft_acc21[16 * _ft_rr17 + _ft_jj18] + _ft_carry7[128 * (_ft_t6 + -2 * (_ft_t6 / 2)) + 16 * (4 * gid(0) + _ft_rr17) + 4 * _ft_k16] * _ft_t1[64 * _ft_k16 + _ft_jj18] + _ft_carry7[128 * (_ft_t6 + -2 * (_ft_t6 / 2)) + 16 * (4 * gid(0) + _ft_rr17) + 1 + 4 * _ft_k16] * _ft_t1[16 + 64 * _ft_k16 + _ft_jj18] + _ft_carry7[128 * (_ft_t6 + -2 * (_ft_t6 / 2)) + 16 * (4 * gid(0) + _ft_rr17) + 2 + 4 * _ft_k16] * _ft_t1[32 + 64 * _ft_k16 + _ft_jj18] + _ft_carry7[128 * (_ft_t6 + -2 * (_ft_t6 / 2)) + 16 * (4 * gid(0) + _ft_rr17) + 3 + 4 * _ft_k16] * _ft_t1[48 + 64 * _ft_k16 + _ft_jj18];
+          _ft_acc21[16 * _ft_rr17 + _ft_jj18] = _ft_acc21[16 * _ft_rr17 + _ft_jj18] + _ft_carry7[128 * (_ft_t6 & 1) + 16 * (4 * gid(0) + _ft_rr17) + 4 * _ft_k16] * _ft_t1[64 * _ft_k16 + _ft_jj18] + _ft_carry7[128 * (_ft_t6 & 1) + 16 * (4 * gid(0) + _ft_rr17) + 1 + 4 * _ft_k16] * _ft_t1[16 + 64 * _ft_k16 + _ft_jj18] + _ft_carry7[128 * (_ft_t6 & 1) + 16 * (4 * gid(0) + _ft_rr17) + 2 + 4 * _ft_k16] * _ft_t1[32 + 64 * _ft_k16 + _ft_jj18] + _ft_carry7[128 * (_ft_t6 & 1) + 16 * (4 * gid(0) + _ft_rr17) + 3 + 4 * _ft_k16] * _ft_t1[48 + 64 * _ft_k16 + _ft_jj18];
     for (int _ft_ff20 = 0; _ft_ff20 <= 63; ++_ft_ff20)
       _ft_t13[16 * (4 * gid(0) + _ft_ff20 / 16) + _ft_ff20 + -16 * (_ft_ff20 / 16)] = _ft_acc21[_ft_ff20];
     ; /*no-op (insn=_ft_scan44__ft_lbarrier36)*/
@@ -47,7 +47,7 @@ __kernel void __attribute__ ((reqd_work_group_size(1, 1, 1))) ftlazy_kernel_0(__
     for (int _ft_ff40 = 0; _ft_ff40 <= 63; ++_ft_ff40)
     {
       _ft_out0[128 * _ft_t6 + 16 * (4 * gid(0) + _ft_ff40 / 16) + _ft_ff40 + -16 * (_ft_ff40 / 16)] = _ft_t25[16 * (4 * gid(0) + _ft_ff40 / 16) + _ft_ff40 + -16 * (_ft_ff40 / 16)];
-      _ft_carry7[128 * (1 + _ft_t6 + -2 * ((1 + _ft_t6) / 2)) + 16 * (4 * gid(0) + _ft_ff40 / 16) + _ft_ff40 + -16 * (_ft_ff40 / 16)] = _ft_t25[16 * (4 * gid(0) + _ft_ff40 / 16) + _ft_ff40 + -16 * (_ft_ff40 / 16)];
+      _ft_carry7[128 * (_ft_t6 + 1 & 1) + 16 * (4 * gid(0) + _ft_ff40 / 16) + _ft_ff40 + -16 * (_ft_ff40 / 16)] = _ft_t25[16 * (4 * gid(0) + _ft_ff40 / 16) + _ft_ff40 + -16 * (_ft_ff40 / 16)];
     }
     ; /*no-op (insn=_ft_scan44__ft_lbarrier43)*/
   }

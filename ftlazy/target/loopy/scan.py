@@ -227,6 +227,14 @@ def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope,
     kb.parts.priorities.extend(zip(sequential, sequential[1:]))
     return inames, tuple(index)
 
+def _parity(step: Any) -> Any:
+    """The carry slot of *step*: ``step & 1``. (loopy writes ``step % 2``
+    as ``step - 2*(step/2)``, and with that form PoCL 3.0's optimizer
+    dropped every carry store of a whole-group scan whose loop runs a
+    run-time number of steps; ``test_codegen_jagged_scans`` has the case.)"""
+    return prim.BitwiseAnd((step, 1))
+
+
 def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
               ) -> None:
     body = scan.body
@@ -263,7 +271,7 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
 
     for k, name in enumerate(carry_names):
         local.params[k] = (lambda idx, name=name: prim.Subscript(
-            prim.Variable(name), (prim.Remainder(tvar, 2),) + idx))
+            prim.Variable(name), (_parity(tvar),) + idx))
     for j, xs in enumerate(scan.scanned):
         read = outer_reader(xs)
         local.params[nc + j] = (lambda idx, read=read: read((tvar,) + idx))
@@ -319,7 +327,7 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
 
         def src(idx, src_name=src_name):
             return prim.Subscript(prim.Variable(src_name), idx or (0,))
-        destinations = [(name, (prim.Remainder(tvar + 1, 2),))]
+        destinations = [(name, (_parity(tvar + 1),))]
         if scan.keep_all:
             result_name = _scan_result_name(kb, scan, k, out_names)
             destinations.append((result_name, (tvar,)))
@@ -333,7 +341,7 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
     if not scan.keep_all:
         for k, (name, init) in enumerate(zip(carry_names, scan.inits)):
             result_name = _scan_result_name(kb, scan, k, out_names)
-            parity = prim.Remainder(length, 2)
+            parity = _parity(length)
 
             def src(idx, name=name, parity=parity):
                 return prim.Subscript(prim.Variable(name), (parity,) + idx)
