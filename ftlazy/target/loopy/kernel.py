@@ -108,6 +108,9 @@ class KernelBuilder:
                  order: list[Node]) -> None:
         self.outputs = outputs
         self.plan = plan
+        #: id of a store's context -> (the context, index in the domains,
+        #: parameters, inames, constraints) of its data-dependent ranges
+        self._ranged_domains: dict[int, tuple[Any, int, set, list, list]] = {}
         self.profile = plan.profile
         self.order = order
         #: the loopy kernel under construction
@@ -233,9 +236,22 @@ class KernelBuilder:
                 self.parts.params |= sh.size_param_names(b)
         lo_str, hi_str = (str(b) if isinstance(b, (int, np.integer, prim.Variable))
                           else sh.to_affine(b).to_isl() for b in (low, high))
-        self.parts.domains.append(
-            f"[{', '.join(sorted(params))}] -> {{ [{iname}]: "
-            f"{lo_str} <= {iname} < {hi_str} }}")
+        # every ranged iname of one store goes into one domain: sibling
+        # domains would need a branch in loopy's domain tree
+        key = id(ctx)
+        if key in self._ranged_domains and self._ranged_domains[key][0] is ctx:
+            _, index, old_params, inames, clauses = self._ranged_domains[key]
+        else:
+            index, old_params, inames, clauses = len(self.parts.domains), set(), [], []
+            self.parts.domains.append("")
+        params = old_params | params
+        inames = inames + [iname]
+        clauses = clauses + [f"{lo_str} <= {iname} < {hi_str}"]
+        # (the context is kept so that its id is not reused by another)
+        self._ranged_domains[key] = (ctx, index, params, inames, clauses)
+        self.parts.domains[index] = (
+            f"[{', '.join(sorted(params))}] -> {{ [{', '.join(inames)}]: "
+            f"{' and '.join(clauses)} }}")
         return iname
 
     def _load_once(self, node: Array, ref: Any, ctx: StoreContext) -> Any:
