@@ -223,3 +223,21 @@ def test_extrema_with_initial_compiled(xs):
     np.testing.assert_array_equal(ft.compile(result)(xs=data), np.array(want))
 
 # }}}
+
+
+def test_compiled_structure_mismatch_names_both_inputs(xs):
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    f = ft.compile(xs + ys)
+    with pytest.raises(ValueError, match=r"'xs'.*'ys'|'ys'.*'xs'") as info:
+        f(xs=batch((3, 0, 1)), ys=batch((3, 0, 2)))
+    assert "leaf-wise" in str(info.value)
+
+
+def test_one_result_of_a_map_with_several_results_compiles(xs):
+    both = ft.map(lambda s: (ft.sum(s, axis=0), s * 2), xs)
+    data = batch(LENGTHS["mixed"])
+    np.testing.assert_allclose(ft.compile(both[0])(xs=data),
+                               [s.sum(axis=0) for s in data])
+    doubled = ft.compile(both[1])(xs=data)
+    for got, s in zip(doubled.tolist(), data):
+        np.testing.assert_allclose(got, s * 2)

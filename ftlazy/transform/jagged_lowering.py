@@ -77,9 +77,9 @@ class HostDerivations:
     #: (offsets node, extent, reduction op): max/min reductions that need
     #: every element's extent to be positive
     nonempty: list[tuple[Array, tuple[int, int], str]] = field(default_factory=list)
-    #: groups of offsets nodes of zipped FractalTensors that must be equal,
-    #: with the dense arrays mapped along with them
-    zipped: list[tuple[tuple[Array, ...], tuple[Array, ...]]] = field(
+    #: (what zips them, for messages; groups of offsets nodes of zipped
+    #: FractalTensors that must be equal; the dense arrays mapped along)
+    zipped: list[tuple[str, tuple[Array, ...], tuple[Array, ...]]] = field(
         default_factory=list)
 
     def segment_ids_for(self, offsets: Array, form: tuple[int, int]) -> Placeholder:
@@ -275,7 +275,8 @@ class _MapLowering:
         self.nnz = self.params[next(k for k, (d, _) in enumerate(parts) if d == 2)
                                ][0].shape[0]
         if len(offsets_nodes) > 1 or dense_mapped:
-            host.zipped.append((tuple(offsets_nodes), tuple(dense_mapped)))
+            host.zipped.append((jmap.what, tuple(offsets_nodes),
+                                tuple(dense_mapped)))
         (self.symbol,) = {s for group in jmap.symbols for s in group}
 
     def form_of(self, c: Any) -> tuple[int, int] | None:

@@ -30,7 +30,8 @@ from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
 from ftlazy.target.binding import (
     bind_inputs, collect_inputs, collect_size_names)
-from ftlazy.target.jagged_inputs import check_zipped, expand_jagged_inputs
+from ftlazy.target.jagged_inputs import (
+    check_zipped, expand_jagged_inputs, fractal_tensor_label)
 from ftlazy.transform.jagged_lowering import HostDerivations, lower_jagged_maps
 from ftlazy.transform.mappers import CopyMapper
 
@@ -209,7 +210,10 @@ class JaggedCompiledFunction:
         derived = _derive(lowering.host, given)
         kernel_inputs = {k: v for k, v in given.items()
                          if k in lowering.dense_names}
-        out = self.inner(**kernel_inputs, **derived)
+        # (derived inputs a result does not read, e.g. segment ids of
+        # another result of the same map, are left out)
+        out = self.inner(**kernel_inputs, **{
+            k: v for k, v in derived.items() if k in lowering.dense_names})
         if isinstance(self.result, Jagged):
             return JaggedArray(out["values"], *(
                 out[f"offsets{k}"] for k in range(self.result.depth - 1)))
@@ -238,10 +242,11 @@ def _derive(host: HostDerivations, given: dict[str, Any]) -> dict[str, Any]:
     if host.empty:
         return {}
     cache: dict[Node, np.ndarray] = {}
-    for offsets_nodes, dense in host.zipped:
+    for what, offsets_nodes, dense in host.zipped:
         mapped = [(2, [None, _evaluate(o, given, cache)]) for o in offsets_nodes]
         mapped += [(1, [_evaluate(a, given, cache)]) for a in dense]
-        check_zipped("map over a FractalTensor", mapped)
+        check_zipped(what, mapped, [fractal_tensor_label(o) for o in offsets_nodes]
+                     + [None] * len(dense))
     derived: dict[str, Any] = {}
     for name, (offsets, form) in host.segment_ids.items():
         extents = _extents(_evaluate(offsets, given, cache), form)
