@@ -18,6 +18,7 @@ per element at run time from the offsets.
 
 .. autoclass:: Jagged
 .. autoclass:: JaggedMap
+.. autoclass:: RaggedScan
 .. autoclass:: JaggedInputPart
 .. autofunction:: make_jagged_placeholder
 .. autofunction:: flatten
@@ -36,7 +37,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import (
     Array, IndexLambda, Placeholder, check_user_name, normalize_dtype)
 from ftlazy.fractal import (
-    Body, Loop, LoopResult, _trace, tree_flatten, tree_unflatten)
+    Body, Loop, LoopResult, Scan, _trace, tree_flatten, tree_unflatten)
 from ftlazy.node import Node, node
 from ftlazy.scalar_expr import index_var, substitute
 from ftlazy.shapes import Shape, ShapeComponent
@@ -309,6 +310,62 @@ def lengths(xs: Jagged) -> Array:
                         "of tensors, which have no lengths; its own length is "
                         f"x.shape[0] = {sh.shape_str(xs.shape[:1])}")
     raise TypeError(f"lengths expects a FractalTensor, got {type(xs).__name__}")
+
+# }}}
+
+
+# {{{ scans over the elements of a packed batch (made by the lowering)
+
+@node(children=("inputs",), bodies=("body",))
+class RaggedScan(Scan):
+    """A :class:`~ftlazy.fractal.Scan` of ``n`` sequences at once whose
+    sequences and stacked results are stored *packed*, as
+    :mod:`ftlazy.transform.jagged_scans` makes it for a scan inside a map
+    over a FractalTensor. Element ``i`` has ``extent_i = c + a*L_i`` rows
+    starting at ``c*i + a*offsets[i]`` (:attr:`form` is ``(c, a)``;
+    :attr:`offsets_index` says which input is the offsets). The loop runs
+    :attr:`steps` times; at step ``t`` the first :attr:`num_ragged` scanned
+    inputs (packed) give row ``i`` of the body's ``(n, ...)`` parameter as
+    element ``i``'s row ``t`` (0 where ``t >= extent_i``); the other scanned
+    inputs are time-major as in a scan. The carries are ``(n, ...)``; the
+    body must keep a finished element's carry (the lowering gates it with a
+    step mask). With :attr:`keep_all`, result ``k`` is packed: element
+    ``i``'s carry after step ``t`` at row ``start_i + t``."""
+
+    offsets_index: int = -1
+    form: tuple[int, int] = (0, 1)
+    steps: Any = 0
+    num_ragged: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "steps", sh.normalize_component(self.steps))
+        nc, ns = self.num_carries, self.num_scanned
+        if not (0 < self.num_ragged <= ns and nc + ns <= self.offsets_index
+                < len(self.inputs)):
+            raise ValueError("RaggedScan: its packed inputs must be scanned "
+                             "and its offsets captured")
+        if len(self.body.params) != len(self.inputs) or \
+                len(self.body.outputs) != nc:
+            raise ValueError("RaggedScan: the body does not match the inputs")
+        for init, new in zip(self.inits, self.body.outputs):
+            if not sh.shapes_equal(init.shape, new.shape) or init.dtype != new.dtype:
+                raise ValueError(f"RaggedScan: a carry {sh.shape_str(init.shape)} "
+                                 f"becomes {sh.shape_str(new.shape)}")
+
+    @property
+    def length(self) -> ShapeComponent:
+        return self.steps
+
+    @property
+    def offsets(self) -> Array:
+        return self.inputs[self.offsets_index]
+
+    def output_shape(self, index: int) -> Shape:
+        shape = self.inits[index].shape
+        if self.keep_all:
+            return (self.scanned[0].shape[0],) + shape[1:]
+        return shape
 
 # }}}
 

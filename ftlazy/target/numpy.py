@@ -417,6 +417,36 @@ class NumpyEvaluator(CachedMapper[Any]):
                      for k in range(expr.num_outputs))
 
 
+    def map_ragged_scan(self, expr: Any) -> tuple:
+        """A :class:`~ftlazy.fractal_tensor.RaggedScan` (see its docs)."""
+        check_body_results(expr.body, "scan")
+        carries = [self.rec(a) for a in expr.inits]
+        scanned = [self.rec(a) for a in expr.scanned]
+        captured = tuple(self.rec(a) for a in expr.captured)
+        offsets = np.asarray(self.rec(expr.offsets))
+        const, coeff = expr.form
+        n = len(offsets) - 1
+        starts = const * np.arange(n) + coeff * offsets[:-1]
+        extents = const + coeff * np.diff(offsets)
+        results = [np.zeros((scanned[0].shape[0],) + c.shape[1:], c.dtype)
+                   for c in carries] if expr.keep_all else []
+        for t in range(sh.evaluate_component(expr.length, self.env)):
+            active = np.nonzero(t < extents)[0]
+            steps = []
+            for j, s in enumerate(scanned):
+                if j < expr.num_ragged:
+                    row = np.zeros((n,) + s.shape[1:], s.dtype)
+                    row[active] = s[starts[active] + t]
+                    steps.append(row)
+                else:
+                    steps.append(s[t])
+            carries = self._run_body(expr.body, tuple(carries) + tuple(steps)
+                                     + captured)
+            for r, c in zip(results, carries):
+                r[starts[active] + t] = c[active]
+        return tuple(results) if expr.keep_all else tuple(carries)
+
+
 def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     """Evaluate *result* with numpy.
 

@@ -8,13 +8,14 @@ as :mod:`ftlazy.transform.batch` does for dense maps, with carries
 ``(n, ...)`` (element ``i`` in row ``i``):
 
 * a scan over the element's own rows (its length ``f(L) = c + a*L`` affine
-  in the element's length) runs ``T = max_i f(L_i)`` steps, a size the host
-  derives from the offsets. Step ``t`` reads row ``t`` of every element
-  (the packed rows gathered time-major, ``(T, n, ...)``) and updates element
-  ``i``'s carry only while ``t < f(L_i)``: a scanned mask gates each new
+  in the element's length) becomes a
+  :class:`~ftlazy.fractal_tensor.RaggedScan` of ``T = max_i f(L_i)`` steps,
+  a size the host derives from the offsets. Step ``t`` reads row ``t`` of
+  every element straight from the packed rows and writes stacked results
+  straight to packed rows (no time-major copies); element ``i``'s carry is
+  updated only while ``t < f(L_i)``: a scanned step mask gates each new
   carry, so a fold returns each element's own last carry (its init for an
-  empty element). A stacked result ``(T, n, ...)`` is packed back to the
-  element's rows. The scan's body is lowered as the map's body is, so it
+  empty element). The scan's body is lowered as the map's body is, so it
   may read whole elements (attention to the sequence at every step), and a
   fold's carry may have the element's length (a per-query online softmax):
   such a carry stays packed, each row gated by its element's mask;
@@ -45,6 +46,7 @@ import pymbolic.primitives as prim
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult, Scan
+from ftlazy.fractal_tensor import RaggedScan
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.transform.batch import _batch_scan, _broadcast_batch
@@ -71,22 +73,6 @@ def _element_indices(first: int, ndim: int) -> tuple:
 
 
 # {{{ a scan over the element's rows
-
-def _time_major(lowering: _MapLowering, packed: Array, form: tuple[int, int],
-                steps: Any) -> IndexLambda:
-    """``(T, n, ...)``: row ``t`` of element ``i`` of the packed array (zero
-    past the element's end, never read past the values)."""
-    rest = _element_indices(2, packed.ndim - 1)
-    t, i = index_var(0), index_var(1)
-    off = prim.Variable("_ft_off")
-    const, coeff = form
-    start = const * i + coeff * off[i]
-    extent = const + coeff * (off[i + 1] - off[i])
-    expr = prim.If(prim.Comparison(t, "<", extent),
-                   _read("_in0", (start + t,) + rest), 0)
-    return IndexLambda(expr, (steps, lowering.n) + packed.shape[1:], packed.dtype,
-                       {"_in0": packed, "_ft_off": lowering.offsets})
-
 
 def _step_mask(lowering: _MapLowering, form: tuple[int, int],
                steps: Any) -> IndexLambda:
@@ -129,23 +115,6 @@ class _Captures:
         return self.params[node]
 
 
-def _packed_back(lowering: _MapLowering, stacked: Array,
-                 form: tuple[int, int]) -> IndexLambda:
-    """A time-major ``(T, n, ...)`` result as packed rows."""
-    seg = prim.Variable("_ft_seg")[index_var(0)]
-    off = prim.Variable("_ft_off")
-    const, coeff = form
-    start = const * seg + coeff * off[seg]
-    rest = _element_indices(1, stacked.ndim - 2)
-    from ftlazy.transform.jagged_lowering import _total
-    return IndexLambda(
-        _read("_in0", (index_var(0) - start, seg) + rest),
-        (_total(lowering.offsets, form, lowering.nnz),) + stacked.shape[2:],
-        stacked.dtype,
-        {"_in0": stacked, "_ft_off": lowering.offsets,
-         "_ft_seg": lowering.host.segment_ids_for(lowering.offsets, form)})
-
-
 def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
                     inputs: list[tuple[Array, _Kind]]
                     ) -> list[tuple[Array, _Kind]]:
@@ -163,8 +132,8 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
                 raise NotImplementedError(
                     "a scan over an element's rows must scan arrays of the "
                     "element's length")
-            value = _time_major(lowering, value, form, steps)
-            shape, kind = value.shape[1:], _DENSE
+            # (read packed, element i's row t at step t: see RaggedScan)
+            shape, kind = (n,) + value.shape[1:], _DENSE
         else:
             if k < nc and kind.what == "hoisted":
                 value, kind = _broadcast_batch(value, n), _DENSE
@@ -196,20 +165,17 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
         elif kind.what == "hoisted":
             value = _broadcast_batch(value, n)
         gated.append(_gated(carry, value, mask, segment_ids))
+    offsets_index = captures(lowering.offsets).index
     body_params = sorted([p for p, _ in params] + [mask]
                          + list(captures.params.values()), key=lambda p: p.index)
-    batched_scan = Scan(Body(tuple(body_params), tuple(gated)),
-                        tuple(new_inputs) + tuple(captures.params),
-                        nc, ns + 1, scan.keep_all)
-    results = []
-    for k in range(nc):
-        result = LoopResult(batched_scan, k)
-        if scan.keep_all:
-            results.append((_packed_back(lowering, result, form),
-                            _Kind("packed", form)))
-        else:
-            results.append((result, params[k][1]))
-    return results
+    batched_scan = RaggedScan(Body(tuple(body_params), tuple(gated)),
+                              tuple(new_inputs) + tuple(captures.params),
+                              nc, ns + 1, scan.keep_all,
+                              offsets_index=offsets_index, form=form,
+                              steps=steps, num_ragged=ns)
+    return [(LoopResult(batched_scan, k),
+             _Kind("packed", form) if scan.keep_all else params[k][1])
+            for k in range(nc)]
 
 
 def _refuse_element_sizes(lowering: _MapLowering, scan: Scan) -> None:

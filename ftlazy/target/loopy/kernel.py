@@ -552,18 +552,27 @@ class KernelBuilder:
         return self.emit_copies(src, [(dst, dst_prefix)], shape, scope, deps)
 
     def emit_copies(self, src: Callable[[tuple], Any],
-                    destinations: list[tuple[str, tuple]], shape: tuple,
+                    destinations: list[tuple[str, Any]], shape: tuple,
                     scope: Scope, deps: frozenset) -> list[Any]:
-        """Copy *src* to each ``(array, leading indices)`` of *destinations*
-        in one loop nest."""
+        """Copy *src* to each ``(array, where)`` of *destinations* in one
+        loop nest: *where* is a tuple of leading indices, or a function of
+        the loop nest's index giving ``(index, condition or None)``."""
         inames, index = (flat_row_block_nest(self, shape, scope)
                          or self.loop_nest(shape, scope))
-        return [lp.Assignment(
-            prim.Subscript(prim.Variable(dst), (dst_prefix + index) or (0,)),
-            src(index), id=self.parts.fresh(dst + "_copy"),
-            within_inames=frozenset(scope.outer_inames) | frozenset(inames),
-            within_inames_is_final=True,
-            depends_on=deps) for dst, dst_prefix in destinations]
+        insns = []
+        for dst, where in destinations:
+            if callable(where):
+                dst_index, condition = where(index)
+            else:
+                dst_index, condition = where + index, None
+            insns.append(lp.Assignment(
+                prim.Subscript(prim.Variable(dst), dst_index or (0,)),
+                src(index), id=self.parts.fresh(dst + "_copy"),
+                within_inames=frozenset(scope.outer_inames) | frozenset(inames),
+                within_inames_is_final=True, depends_on=deps,
+                predicates=(frozenset() if condition is None
+                            else frozenset({condition}))))
+        return insns
 
     # }}}
 

@@ -17,6 +17,7 @@ import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import AdvancedIndex, Array, IndexLambda, SizeParam
+from ftlazy.fractal_tensor import RaggedScan
 from ftlazy.fractal import (
     Body, BodyParam, Gather, LoopResult, Map, Scan, Scatter)
 from ftlazy.node import Node
@@ -325,8 +326,13 @@ class _CheckInserter(CopyMapper):
         inputs = tuple(self.rec(a) for a in expr.inputs)
         outputs, checks = self._body_checks(expr.body)
         if not checks:
-            return Scan(expr.body.copy(outputs=outputs), inputs, expr.num_carries,
-                        expr.num_scanned, expr.keep_all)
+            return expr.copy(body=expr.body.copy(outputs=outputs), inputs=inputs)
+        ragged = isinstance(expr, RaggedScan)
+        if ragged and expr.keep_all:
+            raise NotImplementedError(
+                "run-time checks (index ranges, integer powers) in the body of "
+                "a scan over the rows of a FractalTensor's elements are not "
+                "compiled yet (a fold is; ft.evaluate_numpy evaluates it)")
         # per check, carries: the first failure so far (and its value)
         nc = expr.num_carries
         extra = sum(len(_reported(c)) for c in checks)
@@ -355,8 +361,11 @@ class _CheckInserter(CopyMapper):
                   + tuple(shift(p) for p in expr.body.params[nc:]))
         new_body = Body(params, tuple(map_and_copy(o, shift) for o in outputs)
                         + tuple(new_outputs))
-        new = Scan(new_body, inputs[:nc] + tuple(inits) + inputs[nc:],
-                   nc + extra, expr.num_scanned, expr.keep_all)
+        new = expr.copy(body=new_body,
+                        inputs=inputs[:nc] + tuple(inits) + inputs[nc:],
+                        num_carries=nc + extra,
+                        **({"offsets_index": expr.offsets_index + extra}
+                           if ragged else {}))
         k = nc
         for c in checks:
             failed: Array = LoopResult(new, k)

@@ -22,6 +22,7 @@ import pymbolic.primitives as prim
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import LoopResult, Scan
+from ftlazy.fractal_tensor import RaggedScan
 from ftlazy.node import Node, topological_order
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
@@ -227,6 +228,41 @@ def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope,
     kb.parts.priorities.extend(zip(sequential, sequential[1:]))
     return inames, tuple(index)
 
+class _RaggedRows:
+    """Where the rows of a :class:`~ftlazy.fractal_tensor.RaggedScan` are:
+    element ``row``'s step ``t`` is packed row ``start(row) + t``, present
+    while ``t < extent(row)``."""
+
+    def __init__(self, scan: RaggedScan, read_offsets: Callable[[tuple], Any],
+                 t: Any) -> None:
+        self.const, self.coeff = scan.form
+        self.off = read_offsets
+        self.t = t
+
+    def start(self, row: Any) -> Any:
+        return self.const * row + self.coeff * self.off((row,))
+
+    def present(self, row: Any) -> Any:
+        extent = self.const + self.coeff * (self.off((row + 1,)) - self.off((row,)))
+        return prim.Comparison(self.t, "<", extent)
+
+    def reader(self, read: Callable[[tuple], Any]) -> Callable[[tuple], Any]:
+        """Step rows of a packed scanned array (0 past an element's end)."""
+        return lambda idx: prim.If(self.present(idx[0]), read(
+            (self.start(idx[0]) + self.t,) + tuple(idx[1:])), 0)
+
+    def packed_row(self, idx: tuple) -> tuple[tuple, Any]:
+        """Where a stacked result's step row goes, and when."""
+        return ((self.start(idx[0]) + self.t,) + tuple(idx[1:]),
+                self.present(idx[0]))
+
+
+def _ragged_rows(scan: Scan, outer_reader: Callable, t: Any) -> _RaggedRows | None:
+    if not isinstance(scan, RaggedScan):
+        return None
+    return _RaggedRows(scan, outer_reader(scan.offsets), t)
+
+
 def _parity(step: Any) -> Any:
     """The carry slot of *step*: ``step & 1``. (loopy writes ``step % 2``
     as ``step - 2*(step/2)``, and with that form PoCL 3.0's optimizer
@@ -272,9 +308,13 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
     for k, name in enumerate(carry_names):
         local.params[k] = (lambda idx, name=name: prim.Subscript(
             prim.Variable(name), (_parity(tvar),) + idx))
+    ragged = _ragged_rows(scan, outer_reader, tvar)
     for j, xs in enumerate(scan.scanned):
         read = outer_reader(xs)
-        local.params[nc + j] = (lambda idx, read=read: read((tvar,) + idx))
+        if ragged is not None and j < scan.num_ragged:
+            local.params[nc + j] = ragged.reader(read)
+        else:
+            local.params[nc + j] = (lambda idx, read=read: read((tvar,) + idx))
     for c, captured in enumerate(scan.captured):
         local.params[nc + ns + c] = outer_reader(captured)
 
@@ -330,7 +370,8 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
         destinations = [(name, (_parity(tvar + 1),))]
         if scan.keep_all:
             result_name = _scan_result_name(kb, scan, k, out_names)
-            destinations.append((result_name, (tvar,)))
+            destinations.append((result_name, (tvar,) if ragged is None
+                                 else ragged.packed_row))
             results[k] = result_name
         new = kb.emit_copies(src, destinations, out.shape, local,
                                 frozenset({barrier_id}))
