@@ -68,9 +68,8 @@ def ring_buffer_layer(batch, p: Layer, dilation):
     def step(carry, x):
         buf, _ = carry                      # buf[t % d] holds h_{t-d}
         xw, t = x
-        # row t % d as a one-hot selection (a gather from a carry does not
-        # compile inside a map over a FractalTensor yet when it reads an array
-        # the body computes)
+        # row t % d as a one-hot selection (inside a map over a FractalTensor
+        # a gather compiles only from an array the body does not compute)
         slot = ft.equal(ft.arange(dilation), t % dilation)        # (d,)
         h_prev = ft.sum(ft.where(slot[:, None], buf, 0.0), axis=0)
         h = ft.tanh(xw + h_prev @ p.U)
