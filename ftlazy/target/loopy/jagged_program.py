@@ -233,6 +233,22 @@ def _evaluate(node: Array, given: dict[str, Any], cache: dict) -> np.ndarray:
     return cache[node]
 
 
+def _outer_length(array: Array, given: dict[str, Any], cache: dict) -> int:
+    """The length of *array* (a dense array zipped with FractalTensors),
+    from the shapes of the given inputs where they tell it (no need to
+    compute the array, which may read sizes derived later), else by
+    evaluating it."""
+    from ftlazy import shapes as sh
+    from ftlazy.target.binding import bind_inputs
+    inputs = [n for n in collect_inputs([array]) if n.name in given]
+    try:
+        env, _ = bind_inputs(inputs, {n.name: given[n.name] for n in inputs},
+                             sh.size_param_names(array.shape[0]))
+    except ValueError:
+        return len(_evaluate(array, given, cache))
+    return sh.evaluate_component(array.shape[0], env)
+
+
 def _extents(offsets: np.ndarray, form: tuple[int, int]) -> np.ndarray:
     const, coeff = form
     return const + coeff * np.diff(offsets)
@@ -244,7 +260,8 @@ def _derive(host: HostDerivations, given: dict[str, Any]) -> dict[str, Any]:
     cache: dict[Node, np.ndarray] = {}
     for what, offsets_nodes, dense in host.zipped:
         mapped = [(2, [None, _evaluate(o, given, cache)]) for o in offsets_nodes]
-        mapped += [(1, [_evaluate(a, given, cache)]) for a in dense]
+        mapped += [(1, [np.empty((_outer_length(a, given, cache), 0))])
+                   for a in dense]
         check_zipped(what, mapped, [fractal_tensor_label(o) for o in offsets_nodes]
                      + [None] * len(dense))
     derived: dict[str, Any] = {}
