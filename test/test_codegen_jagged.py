@@ -241,3 +241,15 @@ def test_one_result_of_a_map_with_several_results_compiles(xs):
     doubled = ft.compile(both[1])(xs=data)
     for got, s in zip(doubled.tolist(), data):
         np.testing.assert_allclose(got, s * 2)
+
+
+def test_dense_result_of_one_map_zipped_into_another(xs):
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    pooled = ft.map(lambda s: ft.sum(s, axis=0), xs)
+    out = ft.map(lambda y, p: y + p, ys, pooled)
+    x, y = batch((2, 0, 3)), batch((1, 2, 0), seed=1)
+    f = ft.compile(out)
+    for got, yy, xx in zip(f(xs=x, ys=y).tolist(), y, x):
+        np.testing.assert_allclose(got, yy + xx.sum(axis=0))
+    with pytest.raises(ValueError, match="2 elements.*'ys'.* has 3"):
+        f(xs=batch((2, 1)), ys=y)
