@@ -17,6 +17,7 @@ ones index rows of the values.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -33,6 +34,13 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
+def _is_device_array(x: Any) -> bool:
+    """Whether *x* is a :class:`pyopencl.array.Array` (without importing
+    pyopencl: none can exist before it is imported)."""
+    cla = sys.modules.get("pyopencl.array")
+    return cla is not None and isinstance(x, cla.Array)
+
+
 def _fmt_path(path: tuple[int, ...]) -> str:
     if not path:
         return "the outer list"
@@ -45,17 +53,21 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 
 def _checked_parts(values: Any, offsets: tuple[Any, ...], values_name: str,
-                   offsets_name: Callable[[int], str]
+                   offsets_name: Callable[[int], str], copy: bool = True
                    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     """*values* and *offsets* checked as a FractalTensor's packed form and
-    copied (values C-contiguous, offsets int64, both read-only). Messages
-    call the values *values_name* and the offsets of level ``k``
-    ``offsets_name(k)``."""
+    copied (values C-contiguous, offsets int64, both read-only), except
+    C-contiguous device values, which are kept as they are (see
+    :class:`JaggedArray`). Messages call the values *values_name* and the
+    offsets of level ``k`` ``offsets_name(k)``. Without *copy*, C-contiguous
+    numpy values are not copied either (made read-only in place: the caller
+    owns them)."""
     if not offsets:
         raise ValueError(
             "JaggedArray needs at least one offsets array (a JaggedArray "
             "of depth d >= 2 has d - 1), got only the values")
-    vals = _to_numpy(values)
+    on_device = _is_device_array(values) and values.flags.c_contiguous
+    vals = values if on_device else _to_numpy(values)
     if vals.ndim < 1:
         raise ValueError(
             f"{values_name} must have at least one dimension (the entries), "
@@ -89,7 +101,10 @@ def _checked_parts(values: Any, offsets: tuple[Any, ...], values_name: str,
             what = f"{values_name} has {n_next} rows"
         if int(o[-1]) != n_next:
             raise ValueError(f"{name} end at {int(o[-1])}, but {what}")
-    return (_read_only(np.array(vals, order="C", copy=True)),
+    if not on_device:
+        vals = _read_only(np.array(vals, order="C", copy=True) if copy
+                          else np.ascontiguousarray(vals))
+    return (vals,
             tuple(_read_only(np.array(o, dtype=np.int64, copy=True))
                   for o in offs))
 
@@ -111,6 +126,14 @@ class JaggedArray:
     (for the innermost, the number of rows of *values*). The arrays are
     copied (offsets as int64, values C-contiguous) and stored read-only: a
     JaggedArray is immutable.
+
+    Values given as a C-contiguous :class:`pyopencl.array.Array` stay on the
+    device: they are not copied (do not write to them while the JaggedArray
+    is in use), :attr:`values` is that device array, and a compiled function
+    reads them in place (no transfer of the values). The offsets always live
+    on the host (device offsets are copied there): what the host derives
+    from them (checks, segment ids, lengths) needs them. :meth:`get`,
+    :meth:`tolist` and :meth:`equals` copy device values to the host.
     """
 
     __slots__ = ("_offsets", "_values")
@@ -135,21 +158,52 @@ class JaggedArray:
         return self
 
     @classmethod
+    def _adopt(cls, values: Any, *offsets: Any) -> JaggedArray:
+        """``JaggedArray(values, *offsets)`` (checked alike) that takes
+        ownership of fresh *values*: C-contiguous numpy values are made
+        read-only in place instead of copied (for results a caller
+        allocated and hands over)."""
+        self = object.__new__(cls)
+        self._values, self._offsets = _checked_parts(
+            values, offsets, "values", lambda k: f"offsets of level {k}",
+            copy=False)
+        return self
+
+    @classmethod
     def _trusted(cls, values: np.ndarray,
                  offsets: tuple[np.ndarray, ...]) -> JaggedArray:
         """A JaggedArray of already checked, read-only, int64 *offsets* and
-        fresh C-contiguous *values* (neither copied nor checked again)."""
+        fresh C-contiguous *values*, numpy or device (neither copied nor
+        checked again)."""
         self = object.__new__(cls)
-        self._values = _read_only(values)
+        self._values = values if _is_device_array(values) else _read_only(values)
         self._offsets = offsets
         return self
 
     # {{{ attributes
 
     @property
-    def values(self) -> np.ndarray:
-        """The packed values ``(nnz, *elem_shape)`` (read-only)."""
+    def values(self) -> Any:
+        """The packed values ``(nnz, *elem_shape)``: a read-only numpy array,
+        or the :class:`pyopencl.array.Array` the JaggedArray was built from
+        (see :attr:`on_device`)."""
         return self._values
+
+    @property
+    def on_device(self) -> bool:
+        """Whether :attr:`values` is a device array (pyopencl)."""
+        return not isinstance(self._values, np.ndarray)
+
+    def get(self) -> JaggedArray:
+        """This JaggedArray with its values on the host (itself if they are
+        there already)."""
+        if not self.on_device:
+            return self
+        return JaggedArray._trusted(np.ascontiguousarray(self._values.get()),
+                                    self._offsets)
+
+    def _host_values(self) -> np.ndarray:
+        return self._values.get() if self.on_device else self._values
 
     @property
     def offsets(self) -> tuple[np.ndarray, ...]:
@@ -212,7 +266,7 @@ class JaggedArray:
         items are numpy arrays ``(L, *elem_shape)`` (fresh, writable copies):
         for depth 2 a list of arrays, for depth 3 a list of lists of
         arrays."""
-        offs, vals, d = self._offsets, self._values, len(self._offsets)
+        offs, vals, d = self._offsets, self._host_values(), len(self._offsets)
 
         def build(k: int, lo: int, hi: int) -> list[Any]:
             o = offs[k]
@@ -234,7 +288,7 @@ class JaggedArray:
                    for a, b in zip(self._offsets, other._offsets)):
             return False
         equal_nan = self.dtype.kind in "fc"
-        return bool(np.array_equal(self._values, other._values,
+        return bool(np.array_equal(self._host_values(), other._host_values(),
                                    equal_nan=equal_nan))
 
     # {{{ from_list
@@ -484,8 +538,10 @@ class JaggedArray:
                 raise TypeError(
                     f"{what} has dtype {value.dtype}, expected {dt} (no "
                     f"'same_kind' cast from {value.dtype} to {dt})")
-            return cls._trusted(
-                np.ascontiguousarray(value.values.astype(dt)), value.offsets)
+            values = value.values.astype(dt)  # (a device array stays there)
+            if not value.on_device:
+                values = np.ascontiguousarray(values)
+            return cls._trusted(values, value.offsets)
         if not isinstance(value, (list, tuple)):
             raise TypeError(
                 f"{what} must be a JaggedArray or nested lists of depth "

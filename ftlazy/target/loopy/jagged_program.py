@@ -215,7 +215,8 @@ class JaggedCompiledFunction:
         out = self.inner(**kernel_inputs, **{
             k: v for k, v in derived.items() if k in lowering.dense_names})
         if isinstance(self.result, Jagged):
-            return JaggedArray(out["values"], *(
+            # (fresh result arrays: adopted, not copied)
+            return JaggedArray._adopt(out["values"], *(
                 out[f"offsets{k}"] for k in range(self.result.depth - 1)))
         if isinstance(self.result, DictOfNamedArrays):
             return out

@@ -268,6 +268,108 @@ def _to_kernel_form(value: Any, queue: cl.CommandQueue) -> Any:
     return np.asarray(value)
 
 
+#: pass numpy inputs to the kernels in place, without a copy, on devices
+#: that share the host's memory (see :func:`_share_host_arrays`); False
+#: copies them as on any other device
+ZERO_COPY_INPUTS = True
+
+#: device -> whether it shares the host's memory
+_UNIFIED: dict[cl.Device, bool] = {}
+
+
+def _shares_host_memory(device: cl.Device) -> bool:
+    unified = _UNIFIED.get(device)
+    if unified is None:
+        try:
+            unified = bool(device.host_unified_memory)
+        except cl.Error:  # (deprecated in OpenCL 2.0: may be unsupported)
+            unified = False
+        _UNIFIED[device] = unified
+    return unified
+
+
+#: alignment (bytes) of the host memory of outputs: that of OpenCL's
+#: widest type, as devices align their own buffers (mem_base_addr_align)
+_HOST_ALIGNMENT = 128
+
+#: on devices that share the host's memory, let the kernels write numpy
+#: results in place (fresh host arrays the device writes through
+#: ``CL_MEM_USE_HOST_PTR`` buffers) instead of copying device buffers back
+ZERO_COPY_OUTPUTS = True
+
+
+def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """``np.empty(shape, dtype)`` at an address that is a multiple of
+    :data:`_HOST_ALIGNMENT`."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + _HOST_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % _HOST_ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def _fetch_host_outputs(queue: cl.CommandQueue, results: dict[str, Any],
+                        host_outputs: dict[str, tuple[np.ndarray, cla.Array]]
+                        ) -> dict[str, Any]:
+    """*results* with the outputs written to host memory as their numpy
+    arrays, made current by mapping their buffers (which waits for the
+    kernels; on a device that shares the memory, no copy), and any other
+    output fetched."""
+    fetched = {}
+    for name, value in results.items():
+        if name not in host_outputs:
+            fetched[name] = value.get() if isinstance(value, cla.Array) else value
+            continue
+        host, dev = host_outputs[name]
+        mapped, _ = cl.enqueue_map_buffer(
+            queue, dev.base_data, cl.map_flags.READ, 0, host.shape,
+            host.dtype, is_blocking=True)
+        if mapped.ctypes.data != host.ctypes.data:
+            host[...] = mapped
+        mapped.base.release(queue)
+        fetched[name] = host
+    return fetched
+
+
+def _host_buffer_array(queue: cl.CommandQueue, value: np.ndarray,
+                       alignment: int, writable: bool = False
+                       ) -> cla.Array | None:
+    """*value* as a read-only device array over its own host memory
+    (``CL_MEM_USE_HOST_PTR``), or None where it cannot be: empty, not
+    C-contiguous, or its address not a multiple of *alignment* bytes (the
+    kernels' loads assume their element type's alignment). The buffer
+    holds *value* (pyopencl keeps a view of it) while it lives."""
+    if (value.size == 0 or not value.flags.c_contiguous
+            or not value.flags.aligned or value.ctypes.data % alignment):
+        return None
+    mf = cl.mem_flags
+    buf = cl.Buffer(queue.context, (mf.READ_WRITE if writable else mf.READ_ONLY)
+                    | mf.USE_HOST_PTR, hostbuf=value)
+    return cla.Array(queue, value.shape, value.dtype, data=buf)
+
+
+def _share_host_arrays(queue: cl.CommandQueue, args: dict[str, Any],
+                       vector_args: tuple[str, ...], vector_width: int) -> bool:
+    """Replace the numpy arrays of *args* by device arrays over their host
+    memory where the device shares it (CPU devices such as PoCL's): the
+    kernels then read the inputs in place instead of the invoker copying
+    each to a device buffer at every call. Returns whether any was
+    replaced. Kernels never write their inputs (results are separate
+    arguments), and the buffers are read-only."""
+    if not ZERO_COPY_INPUTS or not _shares_host_memory(queue.device):
+        return False
+    shared = False
+    for name, value in args.items():
+        if not isinstance(value, np.ndarray):
+            continue
+        lanes = vector_width if name in vector_args else 1
+        wrapped = _host_buffer_array(queue, value, value.dtype.itemsize * lanes)
+        if wrapped is not None:
+            args[name] = wrapped
+            shared = True
+    return shared
+
+
 class BoundProgram:
     """A compiled DAG, called as ``prg(queue, **inputs) -> (event, outputs)``;
     outputs are a one-element tuple for a single array, a dict for a
@@ -359,17 +461,38 @@ class BoundProgram:
     def __call__(self, queue: cl.CommandQueue, /, **inputs: Any
                  ) -> tuple[Any, Any]:
         # (positional-only: inputs may be named "queue" or "self")
+        return self._run(queue, inputs)
+
+    def _run(self, queue: cl.CommandQueue, inputs: dict[str, Any],
+             out_host: bool | None = None) -> tuple[Any, Any]:
+        """A call (see the class docs); *out_host* True asks for numpy
+        outputs whatever the inputs are."""
         art = self.artifact
         args, canon_env = self.kernel_arguments(queue, inputs)
-        out_host = not any(isinstance(v, cla.Array) for v in args.values())
+        if out_host is None:
+            out_host = not any(isinstance(v, cla.Array) for v in args.values())
         if all(0 in sh.evaluate_shape(o.shape, canon_env) for o in art.outputs):
             results = {o.name: self._empty(o, canon_env, queue, out_host)
                        for o in art.outputs}
             evt = None
         else:
+            shared = _share_host_arrays(queue, args, art.vector_args,
+                                        art.vector_width)
+            host_outputs = (self._host_outputs(queue, canon_env)
+                            if out_host and ZERO_COPY_OUTPUTS
+                            and _shares_host_memory(queue.device) else {})
+            args.update((name, dev) for name, (_, dev) in host_outputs.items())
             ex = art.executor(queue.context)
             evt, results = ex(queue, allocator=self._allocator(queue),
-                              out_host=out_host, **args)
+                              out_host=out_host and not host_outputs, **args)
+            if host_outputs:
+                results = _fetch_host_outputs(queue, results, host_outputs)
+            elif shared and not out_host and evt is not None:
+                # the kernels read the host memory of numpy inputs, which
+                # this call's buffers keep alive only until it returns:
+                # device results wait for them (numpy results were fetched,
+                # after the kernels, already)
+                evt.wait()
         self._check(results, canon_env)
         outputs = {}
         for key, arg in art.output_args.items():
@@ -379,6 +502,25 @@ class BoundProgram:
         if list(outputs) == [None]:
             return evt, (outputs[None],)
         return evt, outputs
+
+    def _host_outputs(self, queue: cl.CommandQueue, env: dict[str, int]
+                      ) -> dict[str, tuple[np.ndarray, cla.Array]]:
+        """Fresh numpy arrays for the kernel's outputs, each with a device
+        array over its memory (see :func:`_host_buffer_array`)."""
+        art = self.artifact
+        arg_dict = art.t_unit.default_entrypoint.arg_dict
+        result = {}
+        for spec in art.outputs:
+            # (0-d results are kernel arguments of one element)
+            shape = sh.evaluate_shape(spec.shape, env) or (1,)
+            dtype = arg_dict[spec.name].dtype.numpy_dtype
+            host = _aligned_empty(shape, dtype)
+            if spec.name in art.vector_args:
+                host = host.reshape(-1, art.vector_width)
+            dev = _host_buffer_array(queue, host, _HOST_ALIGNMENT, writable=True)
+            if dev is not None:
+                result[spec.name] = (host, dev)
+        return result
 
     def _empty(self, spec: ArgSpec, env: dict, queue, out_host: bool) -> Any:
         shape = sh.evaluate_shape(spec.shape, env)
@@ -523,7 +665,7 @@ class CompiledFunction:
 
     def __call__(self, /, **inputs: Any) -> Any:
         # (positional-only: inputs may be named "self")
-        _, outputs = self.program(self.queue, **inputs)
+        _, outputs = self.program._run(self.queue, inputs, out_host=True)
         if self.single:
             (out,) = outputs
             return out.get() if isinstance(out, cla.Array) else out
