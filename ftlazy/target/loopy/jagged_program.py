@@ -207,7 +207,7 @@ class JaggedCompiledFunction:
             raise ValueError(f"unexpected input(s) {sorted(unknown)}: the "
                              f"program's inputs are {sorted(lowering.user_names)}")
         given.update(lowering.host_values.compute(given))
-        derived = _derive(lowering.host, given)
+        derived = _derive(lowering.host, given, lowering.input_nodes)
         kernel_inputs = {k: v for k, v in given.items()
                          if k in lowering.dense_names}
         # (derived inputs a result does not read, e.g. segment ids of
@@ -234,14 +234,19 @@ def _evaluate(node: Array, given: dict[str, Any], cache: dict) -> np.ndarray:
     return cache[node]
 
 
-def _outer_length(array: Array, given: dict[str, Any], cache: dict) -> int:
+def _outer_length(array: Array, given: dict[str, Any], cache: dict,
+                  placeholders: list[Placeholder]) -> int:
     """The length of *array* (a dense array zipped with FractalTensors),
     from the shapes of the given inputs where they tell it (no need to
     compute the array, which may read sizes derived later), else by
     evaluating it."""
     from ftlazy import shapes as sh
     from ftlazy.target.binding import bind_inputs
-    inputs = [n for n in collect_inputs([array]) if n.name in given]
+    # the sizes every given placeholder's shape tells (an arange over the
+    # number of elements reads no placeholder itself)
+    inputs = [n for n in collect_inputs([array])
+              if n.name in given and not isinstance(n, Placeholder)]
+    inputs += [n for n in placeholders if n.name in given]
     try:
         env, _ = bind_inputs(inputs, {n.name: given[n.name] for n in inputs},
                              sh.size_param_names(array.shape[0]))
@@ -255,13 +260,16 @@ def _extents(offsets: np.ndarray, form: tuple[int, int]) -> np.ndarray:
     return const + coeff * np.diff(offsets)
 
 
-def _derive(host: HostDerivations, given: dict[str, Any]) -> dict[str, Any]:
+def _derive(host: HostDerivations, given: dict[str, Any],
+            placeholders: Any = ()) -> dict[str, Any]:
     if host.empty:
         return {}
     cache: dict[Node, np.ndarray] = {}
+    placeholders = [p for p in placeholders if isinstance(p, Placeholder)]
     for what, offsets_nodes, dense in host.zipped:
         mapped = [(2, [None, _evaluate(o, given, cache)]) for o in offsets_nodes]
-        mapped += [(1, [np.empty((_outer_length(a, given, cache), 0))])
+        mapped += [(1, [np.empty((_outer_length(a, given, cache, placeholders),
+                                  0))])
                    for a in dense]
         check_zipped(what, mapped, [fractal_tensor_label(o) for o in offsets_nodes]
                      + [None] * len(dense))
