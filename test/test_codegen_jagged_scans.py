@@ -327,3 +327,21 @@ def test_fractal_tensor_carry_bad_uses(xs):
         ft.fold(lambda b, w: ft.flatten(b), layers, xs)
 
 # }}}
+
+
+def test_step_reads_a_captured_array_at_the_elements_index(xs):
+    # each sequence has its own memory row: mem[i] with i zipped from arange
+    mem = ft.make_placeholder("mem", (ft.make_size_param("m"), H, H), np.float64)
+    result = ft.map(lambda s, i: ft.scan(lambda h, x: ft.tanh(x + mem[i] @ h), s,
+                                         ft.zeros(H)),
+                    xs, ft.arange(ft.lengths(xs).shape[0]))
+    data = batch(LENGTHS["mixed"])
+    memory = np.random.default_rng(3).standard_normal((5, H, H)) * 0.5
+    want = []
+    for i, s in enumerate(data):
+        h, out = np.zeros(H), []
+        for x in s:
+            h = np.tanh(x + memory[i] @ h)
+            out.append(h)
+        want.append(np.array(out).reshape(len(s), H))
+    check(result, want, data, mem=memory)

@@ -23,7 +23,7 @@ from loopy.library.reduction import (
     get_ge_neutral,
     get_le_neutral,
 )
-from loopy.symbolic import Reduction
+from loopy.symbolic import IdentityMapper, Reduction
 from loopy.symbolic import TypeCast as LoopyTypeCast
 from loopy.types import NumpyType
 
@@ -181,6 +181,23 @@ class _Minimum(_Extremum):
     largest = False
 
 
+class _IntegerCastRemover(IdentityMapper):
+    """Drops widening casts to int64 in indices and conditions: an index
+    read from an inlined integer array (``ft.arange``'s ``(int64) i``)
+    is computed in the index's own type, and loopy's affine analysis of
+    indices and guards (its bounds check) cannot see through casts."""
+
+    def map_type_cast(self, expr: LoopyTypeCast) -> Any:
+        child = self.rec(expr.child)
+        if expr.type.numpy_dtype == np.int64:
+            return child
+        return LoopyTypeCast(expr.type, child)
+
+
+def _without_integer_casts(index: Any) -> Any:
+    return _IntegerCastRemover()(index)
+
+
 class Translator(ExprIdentityMapper):
     """Translates one IndexLambda body in the context of a stored array.
 
@@ -243,7 +260,8 @@ class Translator(ExprIdentityMapper):
 
     def map_if(self, expr: prim.If) -> Any:
         dtype = self._value_dtype(expr)
-        return prim.If(self.rec(expr.condition), self._typed(expr.then, dtype),
+        return prim.If(_without_integer_casts(self.rec(expr.condition)),
+                       self._typed(expr.then, dtype),
                        self._typed(expr.else_, dtype))
 
     # }}}
@@ -271,7 +289,8 @@ class Translator(ExprIdentityMapper):
     def map_subscript(self, expr: prim.Subscript) -> Any:
         outer, self.in_index = self.in_index, True
         try:
-            index = tuple(self.rec(i) for i in expr.index_tuple)
+            index = tuple(_without_integer_casts(self.rec(i))
+                          for i in expr.index_tuple)
         finally:
             self.in_index = outer
         return self.read(self.bindings[expr.aggregate.name], index)
