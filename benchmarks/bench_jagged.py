@@ -2,7 +2,7 @@
 """ftlazy on jagged data (FractalTensors) versus numpy and scipy anchors.
 
 Run by hand: ``python benchmarks/bench_jagged.py [--quick] [--repeat 7]
-[--no-subprocess]``. Workloads and sizes follow
+[--no-subprocess] [--copy-io]``. Workloads and sizes follow
 ``shared/research/jagged_anchors.md`` §4 (float32 throughout):
 
 * J1-sum: per-segment sum, 8192 segments, lengths U[0,128] (empty segments
@@ -20,8 +20,14 @@ Run by hand: ``python benchmarks/bench_jagged.py [--quick] [--repeat 7]
 Every ftlazy result is checked against the per-segment numpy loop before
 anything is timed. Times are warm (a warm-up call first) and the median of
 the repeats. ftlazy is called through ``ft.compile`` with numpy inputs and
-outputs (host transfers included) and, in a second column, with inputs
-already on the device (``ft.JaggedArray`` of ``pyopencl.array``).
+outputs (host transfers included; on a device that shares the host's
+memory, such as PoCL's CPU device, numpy inputs and results are passed in
+place, without a copy, unless ``--copy-io`` turns that off) and, in a
+second column, with inputs already on the device (``ft.JaggedArray`` of
+``pyopencl.array`` values, which stay there: only the offsets, which the
+host derives segment ids and checks from, are on the host); results come
+back as numpy arrays in both. A last table compares the ratios with the
+targets of issue 8.
 
 Also printed: "one compiled program for all lengths" (a second call of the
 same compiled function with a new length distribution, counting OpenCL
@@ -250,7 +256,8 @@ def kernels_only(f: Any, inputs: dict[str, Any], queue: Any
                  ) -> Callable[[], Any]:
     """A call of *f*'s dense program (what runs on the device) with every
     input, including what the host derives from the offsets, already on the
-    device: the time of the kernels without the transfers of the inputs."""
+    device: the time of the kernels and of fetching the results, without
+    the host's derivations or the transfers of the inputs."""
     import pyopencl.array as cla
 
     from ftlazy.target.jagged_inputs import expand_jagged_inputs
@@ -274,6 +281,9 @@ def _as_dense(x: Any) -> np.ndarray:
 
 
 def _to_device(inputs: dict[str, Any], queue: Any) -> dict[str, Any]:
+    """*inputs* on the device: dense arrays as ``pyopencl.array.Array``,
+    FractalTensors as ``ft.JaggedArray`` of device values (kept on the
+    device; checked here to be) and offsets."""
     import pyopencl.array as cla
 
     import ftlazy as ft
@@ -282,9 +292,34 @@ def _to_device(inputs: dict[str, Any], queue: Any) -> dict[str, Any]:
         if isinstance(v, ft.JaggedArray):
             out[k] = ft.JaggedArray(cla.to_device(queue, v.values),
                                     *(cla.to_device(queue, o) for o in v.offsets))
+            assert out[k].on_device, "ft.JaggedArray copied the values to the host"
         else:
             out[k] = cla.to_device(queue, v)
     return out
+
+
+#: issue 8's targets: (workload, anchor, the least anchor/ftlazy ratio)
+TARGETS = [("J1-sum", "scipy CSR @ X", 1 / 1.2), ("J1-max", "numpy loop", 4.0),
+           ("J1-logsumexp", "numpy loop", 4.0), ("J2", "numpy loop", 4.0)]
+
+
+def target_rows(medians: dict[tuple[str, str], float]) -> list[list[str]]:
+    """One row per target of :data:`TARGETS` with the ratios measured for
+    numpy I/O and device inputs (*medians*: (workload, column) -> seconds,
+    columns "numpy I/O", "device inputs" and the anchors' names)."""
+    rows = []
+    for key, anchor, least in TARGETS:
+        t_anchor = medians.get((key, anchor))
+        if t_anchor is None or (key, "numpy I/O") not in medians:
+            rows.append([key, anchor, f">= {least:.2f}x", "-", "-", "not measured"])
+            continue
+        ratios = [t_anchor / medians[(key, column)]
+                  for column in ("numpy I/O", "device inputs")]
+        met = ["met" if r >= least else "not met" for r in ratios]
+        rows.append([key, anchor, f">= {least:.2f}x",
+                     *(f"{r:.2f}x" for r in ratios),
+                     f"numpy I/O {met[0]}, device inputs {met[1]}"])
+    return rows
 
 
 class BuildCounter:
@@ -425,6 +460,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--no-subprocess", action="store_true",
                         help="skip the cold first-result measurement")
+    parser.add_argument("--copy-io", action="store_true",
+                        help="copy numpy inputs and results to and from "
+                        "device buffers even where the device shares the "
+                        "host's memory (how ftlazy did before)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -432,12 +471,22 @@ def main() -> None:
         return
 
     import ftlazy as ft
+    from ftlazy.target.loopy import program
     from ftlazy.target.loopy.device import default_queue
+
+    if args.copy_io:
+        program.ZERO_COPY_INPUTS = program.ZERO_COPY_OUTPUTS = False
 
     queue = default_queue()
     print_header("ftlazy jagged benchmark (FractalTensors), float32, warm, "
                  "median of repeats" + (" [--quick sizes]" if args.quick else ""),
                  queue)
+    in_place = (program.ZERO_COPY_INPUTS
+                and program._shares_host_memory(queue.device))
+    print("numpy inputs and results: " + (
+        "passed in place (the device shares the host's memory)" if in_place
+        else "copied to and from device buffers"
+        + (" (--copy-io)" if args.copy_io else "")))
     sizes = QUICK if args.quick else FULL
     budget = 2.0 if args.quick else 10.0
 
@@ -447,6 +496,7 @@ def main() -> None:
           f"{fmt_seconds(triad.median)} median, {triad_gbs:.1f} GB/s")
 
     rows, notes, cache_rows = [], [], []
+    medians: dict[tuple[str, str], float] = {}
     for wl in workloads(sizes):
         try:
             f = ft.compile(build(wl.key, wl.build_arg))
@@ -471,6 +521,8 @@ def main() -> None:
             rows.append([wl.key, "error", "-", "-", "-", "-", "-"])
             notes.append(f"{wl.key}: {type(exc).__name__}: {exc}")
             continue
+        medians[(wl.key, "numpy I/O")] = t_ft.median
+        medians[(wl.key, "device inputs")] = t_dev.median
         gbs = wl.bytes_moved / t_dev.median / 1e9
         kernel_gbs = wl.bytes_moved / t_kernels.median / 1e9
         anchor_cells = []
@@ -479,6 +531,7 @@ def main() -> None:
                 anchor_cells.append(f"{name}: unavailable (scipy not installed)")
                 continue
             t_a = best_of(anchor, repeat=args.repeat, budget_s=budget)
+            medians[(wl.key, name)] = t_a.median
             anchor_cells.append(f"{name}: {fmt_seconds(t_a.median)} "
                                 f"({t_a.median / t_ft.median:.2f}x; kernels "
                                 f"{t_a.median / t_kernels.median:.2f}x)")
@@ -511,12 +564,15 @@ def main() -> None:
                 title="Warm times (median); ratio above 1: ftlazy is faster")
     print("GB/s: compulsory traffic (inputs read once, outputs written once) "
           "over the device-inputs time.")
-    print("note: ft.JaggedArray copies device values and offsets to the host "
-          "(ftlazy/jagged.py _to_numpy), so for FractalTensor inputs the "
-          "device-inputs column also pays the host-to-device copy of the "
-          "values (about the triad's time per byte); the kernels column "
-          "times the compiled dense program on device-resident values, "
-          "offsets and host-derived arrays (no transfer of the inputs).")
+    print("device inputs: ft.JaggedArray of device values (they stay on the "
+          "device) and offsets (copied to the host once, when the JaggedArray "
+          "is built); the host derives segment ids from the offsets at each "
+          "call. Kernels only: the compiled dense program on device-resident "
+          "values, offsets and host-derived arrays (no host derivation, no "
+          "transfer of the inputs). Results are numpy arrays in every column.")
+    print_table(["workload", "anchor", "target (anchor/ftlazy)", "numpy I/O",
+                 "device inputs", "status"], target_rows(medians),
+                title="Issue 8 targets (ratio above 1: ftlazy is faster)")
     print_table(["workload", "1st call, new lengths", "steady, new lengths",
                  "OpenCL builds in that call", "rebuilt DAG from_cache"],
                 cache_rows, title="One compiled program for all lengths "
