@@ -67,6 +67,11 @@ def _checked_parts(values: Any, offsets: tuple[Any, ...], values_name: str,
             "JaggedArray needs at least one offsets array (a JaggedArray "
             "of depth d >= 2 has d - 1), got only the values")
     on_device = _is_device_array(values) and values.flags.c_contiguous
+    if _is_device_array(values) and not values.flags.forc:
+        raise ValueError(
+            f"{values_name} is a non-contiguous device array (strides "
+            f"{values.strides}), which pyopencl can neither copy nor pass to "
+            "a kernel; pass a contiguous one")
     vals = values if on_device else _to_numpy(values)
     if vals.ndim < 1:
         raise ValueError(
@@ -128,7 +133,8 @@ class JaggedArray:
     JaggedArray is immutable.
 
     Values given as a C-contiguous :class:`pyopencl.array.Array` stay on the
-    device: they are not copied (do not write to them while the JaggedArray
+    device (Fortran-ordered ones are copied to the host, non-contiguous ones
+    refused): they are not copied (do not write to them while the JaggedArray
     is in use), :attr:`values` is that device array, and a compiled function
     reads them in place (no transfer of the values). The offsets always live
     on the host (device offsets are copied there): what the host derives

@@ -259,6 +259,25 @@ def test_device_jagged_parts_and_empty_values(zero_copy):
     np.testing.assert_array_equal(f(xs=empty), np.zeros((2, 4), np.float32))
 
 
+@pytest.mark.parametrize("start", [2, 32])
+def test_device_values_that_start_inside_their_buffer(start):
+    """Slices of device arrays (a nonzero offset into their buffer: at a
+    128-byte boundary for start 32, not for start 2), dense or as a
+    FractalTensor's values."""
+    queue = default_queue()
+    v = _values(np.float32, (100, 2), 6)
+    window = slice(start, start + 12)
+    dev = cla.to_device(queue, v)[window]
+    assert dev.offset
+    off = np.array([0, 3, 3, 7, 12])
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float32, depth=2)
+    f = ft.compile(ft.map(lambda s: ft.sum(s, axis=0), xs))
+    want = np.stack([v[window][a:b].sum(0) for a, b in zip(off[:-1], off[1:])])
+    np.testing.assert_allclose(f(xs=ft.JaggedArray(dev, off)), want, rtol=1e-6)
+    x = ft.make_placeholder("x", (12, 2), np.float32)
+    np.testing.assert_array_equal(ft.compile(x * 2)(x=dev), v[window] * 2)
+
+
 def test_evaluate_numpy_of_device_jagged_values():
     queue = default_queue()
     v, off = _jagged(np.float32, seed=5)

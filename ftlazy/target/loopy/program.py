@@ -315,8 +315,23 @@ def _to_kernel_form(value: Any, queue: cl.CommandQueue) -> Any:
             value = value.view(np.int8)
         if value.ndim == 0:
             value = value.reshape(1)
+        if value.offset:
+            value = _at_buffer_start(value, queue)
         return value
     return np.asarray(value)
+
+
+def _at_buffer_start(value: cla.Array, queue: cl.CommandQueue) -> cla.Array:
+    """A device array *value* that starts inside its buffer (a slice such
+    as ``a[2:]``) as one at the start of a buffer, which the kernels take:
+    a sub-buffer where the offset suits the device's alignment, else a
+    device-side copy."""
+    align = queue.device.mem_base_addr_align // 8
+    if value.offset % align == 0 and value.nbytes:
+        sub = value.base_data.get_sub_region(value.offset, value.nbytes)
+        return cla.Array(queue, value.shape, value.dtype, data=sub,
+                         strides=value.strides)
+    return value.copy(queue=queue)
 
 
 #: pass numpy inputs to the kernels in place, without a copy, on devices
