@@ -400,11 +400,13 @@ def _fetch_host_outputs(queue: cl.CommandQueue, results: dict[str, Any],
 def _host_buffer_array(queue: cl.CommandQueue, value: np.ndarray,
                        alignment: int, writable: bool = False
                        ) -> cla.Array | None:
-    """*value* as a read-only device array over its own host memory
-    (``CL_MEM_USE_HOST_PTR``), or None where it cannot be: empty, not
-    C-contiguous, or its address not a multiple of *alignment* bytes (the
-    kernels' loads assume their element type's alignment). The buffer
-    holds *value* (pyopencl keeps a view of it) while it lives."""
+    """*value* as a device array over its own host memory
+    (``CL_MEM_USE_HOST_PTR``; read-only unless *writable*), or None where it
+    cannot be: empty, not C-contiguous, or its address not a multiple of
+    *alignment* bytes (the kernels' loads assume their element type's
+    alignment: PoCL's code for a ``float8`` argument crashes on an address
+    that is a multiple of 16 but not of 32). The buffer holds *value*
+    (pyopencl keeps a view of it) while it lives."""
     if (value.size == 0 or not value.flags.c_contiguous
             or not value.flags.aligned or value.ctypes.data % alignment):
         return None
@@ -441,6 +443,13 @@ class BoundProgram:
     outputs are a one-element tuple for a single array, a dict for a
     :class:`~ftlazy.DictOfNamedArrays`. Numpy inputs give numpy outputs;
     :class:`pyopencl.array.Array` inputs give device arrays.
+
+    On a device that shares the host's memory (``host_unified_memory``:
+    PoCL's CPU device), numpy inputs are read in place, not copied, where
+    they are C-contiguous and aligned for the kernel's loads (see
+    :data:`ZERO_COPY_INPUTS`), and numpy outputs are written in place (see
+    :data:`ZERO_COPY_OUTPUTS`); inputs are never written, and outputs are
+    always fresh arrays.
 
     .. attribute:: program
 
