@@ -20,3 +20,13 @@ def check(lazy, expected, rtol=None, **inputs):
         np.testing.assert_allclose(result, expected, rtol=rtol, atol=rtol / 10)
     else:
         np.testing.assert_array_equal(result, expected)
+
+
+#: length distributions of jagged test batches (empty sequences, an empty
+#: batch, all-empty batches)
+JAGGED_LENGTHS = {
+    "mixed": (3, 0, 2, 5, 1),
+    "nonempty": (3, 2, 5, 1),
+    "empty_batch": (),
+    "all_empty": (0, 0),
+}

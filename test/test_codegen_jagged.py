@@ -8,14 +8,9 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
+from helpers import JAGGED_LENGTHS as LENGTHS
 
 H = 3
-LENGTHS = {
-    "mixed": (3, 0, 2, 5, 1),
-    "nonempty": (3, 2, 5, 1),
-    "empty_batch": (),
-    "all_empty": (0, 0),
-}
 
 
 def batch(lengths, seed=0, dtype=np.float64):

@@ -11,14 +11,9 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
+from helpers import JAGGED_LENGTHS as LENGTHS
 
 H = 3
-LENGTHS = {
-    "mixed": (3, 0, 2, 5, 1),
-    "nonempty": (3, 2, 5, 1),
-    "empty_batch": (),
-    "all_empty": (0, 0),
-}
 RNG = np.random.default_rng(7)
 W = RNG.standard_normal((H, H)) * 0.5
 U = RNG.standard_normal((H, H)) * 0.5
