@@ -768,6 +768,10 @@ def _scan_node(f: Callable, xs: Any, init: Any, keep_all: bool, what: str) -> An
     if not callable(f):
         raise TypeError(f"{what}: f must be callable, got {type(f).__name__}")
     from ftlazy.fractal_carry import has_jagged_leaf, unrolled_fold
+    from ftlazy.jagged_scan_outer import has_jagged_sequence, jagged_scan
+    if has_jagged_sequence(xs):
+        # over the outer list of a FractalTensor
+        return jagged_scan(f, xs, init, keep_all, what)
     if has_jagged_leaf(init):
         if keep_all:
             raise NotImplementedError(

@@ -398,6 +398,19 @@ class NumpyEvaluator(CachedMapper[Any]):
 
         return evaluate_jagged_map(expr, self.rec, self.env, run_body)
 
+    def map_jagged_scan(self, expr: Any) -> tuple:
+        """A :class:`~ftlazy.jagged_scan_outer.JaggedScan`: the body per
+        element, in order."""
+        from ftlazy.target.jagged_outer_scan import evaluate_jagged_scan
+        check_body_results(expr.body, expr.what)
+
+        def run_body(env: dict, params: tuple) -> list[np.ndarray]:
+            evaluator = NumpyEvaluator(env, self.arrays, params)
+            evaluator.bind_derived_sizes(expr.body.outputs)
+            return [evaluator.rec(o) for o in expr.body.outputs]
+
+        return evaluate_jagged_scan(expr, self.rec, self.env, run_body)
+
     def map_scan(self, expr: Scan) -> tuple:
         check_body_results(expr.body, "scan")
         carries = [self.rec(a) for a in expr.inits]
