@@ -442,6 +442,14 @@ class _JaggedMapLowerer(CopyMapper):
         self._done: dict[JaggedMap, list[Array]] = {}
 
     def map_loop_result(self, expr: LoopResult) -> Node:
+        from ftlazy.jagged_scan_outer import JaggedScan
+        if isinstance(expr.loop, JaggedScan):
+            # a scan, fold or reduce over a FractalTensor's outer list
+            from ftlazy.transform.jagged_outer_scan import lower_jagged_scan
+            if expr.loop not in self._done:
+                self._done[expr.loop] = lower_jagged_scan(
+                    expr.loop, [self.rec(a) for a in expr.loop.inputs], self.host)
+            return self._done[expr.loop][expr.index]
         if not isinstance(expr.loop, JaggedMap):
             return self.map_node(expr)
         jmap = expr.loop

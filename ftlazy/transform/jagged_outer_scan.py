@@ -1,0 +1,315 @@
+# SPDX-License-Identifier: MIT
+"""Lowering of a scan, fold or reduce over the outer list of a FractalTensor
+(a :class:`~ftlazy.jagged_scan_outer.JaggedScan`) for compiled programs,
+called by :mod:`ftlazy.transform.jagged_lowering`.
+
+The loop becomes a dense :class:`~ftlazy.fractal.Scan` of ``n`` steps (one
+per element, in order). Its scanned inputs are each element's first row
+``offsets[t]`` and length ``L_t`` (and the rows of dense arrays zipped
+along); the packed values are captured whole. In the body of step ``t``:
+
+* an array whose extent along some axis is affine in the element's length
+  (``c + a*L``) is stored padded to the largest such extent over all
+  elements, a size the host derives from the offsets
+  (:meth:`~ftlazy.transform.jagged_lowering.HostDerivations.max_extent_for`).
+  Positions past element ``t``'s own extent are computed as 0 and never
+  read: the element itself reads ``values[offsets[t] + j]`` only for
+  ``j < L_t``;
+* ``L`` itself (``s.shape[0]``, index arithmetic) is ``L_t``;
+* a reduction over an extent that involves ``L`` runs to the largest extent
+  and masks the steps past element ``t``'s own extent with the reduction's
+  neutral element; a max or min over an empty extent is refused at call
+  time, as numpy refuses it.
+
+The carries have static shapes, so the results need no unpadding.
+
+What is not lowered raises :class:`NotImplementedError`: depth-3 inputs,
+an extent that is not affine in ``L`` or mixes it with other sizes, and a
+loop in the body (a scan over the element's rows, a map over a
+FractalTensor) whose shapes or body involve ``L``.
+
+.. autofunction:: lower_jagged_scan
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, DataWrapper, IndexLambda, Placeholder, SizeParam
+from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Scan
+from ftlazy.fractal_tensor import segment_lengths
+from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
+
+__all__ = ["lower_jagged_scan"]
+
+_INT64 = np.dtype(np.int64)
+#: the binding names of the element's length and first row in rewritten
+#: IndexLambdas of the body
+_LEN, _START, _VALUES = "_ft_elem_len", "_ft_elem_start", "_ft_elem_values"
+
+
+def _read(name: str, index: tuple) -> Any:
+    var = prim.Variable(name)
+    return prim.Subscript(var, index) if index else var
+
+
+def _rows(array: Array, n: Any) -> IndexLambda:
+    """*array* seen as ``(n, ...)`` (its length checked equal on the host)."""
+    idx = tuple(index_var(k) for k in range(array.ndim))
+    return IndexLambda(_read("_in0", idx), (n,) + array.shape[1:], array.dtype,
+                       {"_in0": array})
+
+
+class _Padding:
+    """Rewrites the body of one JaggedScan for the dense scan (see the
+    module docs)."""
+
+    def __init__(self, symbol: str, offsets: Array, host: Any,
+                 length: BodyParam) -> None:
+        self.symbol = symbol
+        self.offsets = offsets
+        self.host = host
+        self.length = length
+
+    def form_of(self, c: Any) -> tuple[int, int] | None:
+        """``(const, coeff)`` of extent *c* if it involves the element's
+        length, else None."""
+        if self.symbol not in sh.size_param_names(c):
+            return None
+        try:
+            form = sh.to_affine(c)
+        except (sh.NonAffineError, TypeError):
+            form = None
+        if form is None or set(form.coeffs) != {self.symbol}:
+            raise NotImplementedError(
+                f"compiling a fold over a FractalTensor whose body has an extent "
+                f"{c}, not of the form c + a*L in the element's length L, is "
+                "not supported (ft.evaluate_numpy evaluates it)")
+        return (form.const, form.coeffs[self.symbol])
+
+    def max_name(self, form: tuple[int, int]) -> str:
+        return self.host.max_extent_for(self.offsets, form)
+
+    def padded_shape(self, shape: tuple) -> tuple[tuple, list]:
+        """The padded shape, and ``(axis, form)`` of each padded axis."""
+        new, padded = [], []
+        for k, c in enumerate(shape):
+            form = self.form_of(c)
+            if form is None:
+                new.append(c)
+            else:
+                new.append(prim.Variable(self.max_name(form)))
+                padded.append((k, form))
+        return tuple(new), padded
+
+    @staticmethod
+    def extent(form: tuple[int, int]) -> Any:
+        const, coeff = form
+        return const + coeff * prim.Variable(_LEN)
+
+    def element(self, values: BodyParam, start: BodyParam, shape: tuple
+                ) -> IndexLambda:
+        """The padded element ``(max L, *elem)``: rows ``j < L_t`` read
+        ``values[start_t + j]``, the others are 0."""
+        new_shape, _ = self.padded_shape(shape)
+        rest = tuple(index_var(k) for k in range(1, len(shape)))
+        expr = prim.If(prim.Comparison(index_var(0), "<", prim.Variable(_LEN)),
+                       _read(_VALUES, (prim.Variable(_START) + index_var(0),)
+                             + rest), 0)
+        return IndexLambda(expr, new_shape, values.dtype,
+                           {_VALUES: values, _START: start, _LEN: self.length})
+
+    def index_lambda(self, node: IndexLambda, bindings: dict[str, Array]
+                     ) -> IndexLambda:
+        rewriter = _ExprPadder(self, bindings)
+        expr = rewriter(node.expr)
+        new_shape, padded = self.padded_shape(node.shape)
+        if padded:
+            inside = [prim.Comparison(index_var(k), "<", self.extent(form))
+                      for k, form in padded]
+            expr = prim.If(inside[0] if len(inside) == 1
+                           else prim.LogicalAnd(tuple(inside)), expr, 0)
+        if padded or rewriter.used:
+            bindings = dict(bindings)
+            bindings[_LEN] = self.length
+            bindings.update({f"_ft_size_{name}": SizeParam(name)
+                             for name in sorted(rewriter.sizes)})
+        return node.copy(expr=expr, shape=new_shape, bindings=bindings)
+
+
+class _ExprPadder(ExprIdentityMapper):
+    """``L`` as the element's length; reductions over extents in ``L`` run
+    to the largest extent, masked past the element's own."""
+
+    def __init__(self, padding: _Padding, bindings: dict[str, Array]) -> None:
+        self.padding = padding
+        self.dtype_of = bindings
+        #: whether the expression reads the element's length
+        self.used = False
+        #: the host-derived sizes the expression uses
+        self.sizes: set[str] = set()
+
+    def map_variable(self, expr: prim.Variable) -> Any:
+        if expr.name == self.padding.symbol:
+            self.used = True
+            return prim.Variable(_LEN)
+        return expr
+
+    def map_reduce(self, expr: Reduce) -> Any:
+        inner = self.rec(expr.inner)
+        bounds, masks = [], []
+        for name, lo, hi in expr.bounds:
+            if self.padding.symbol in sh.size_param_names(lo):
+                raise NotImplementedError(
+                    "compiling a fold over a FractalTensor whose body reduces "
+                    f"from {lo}, which depends on the element's length, is not "
+                    "supported")
+            form = self.padding.form_of(hi)
+            if form is None:
+                bounds.append((name, lo, hi))
+                continue
+            max_name = self.padding.max_name(form)
+            self.sizes.add(max_name)
+            self.used = True
+            if expr.op in ("max", "min"):
+                self.padding.host.nonempty.append(
+                    (self.padding.offsets, form, expr.op))
+            bounds.append((name, lo, prim.Variable(max_name)))
+            masks.append(prim.Comparison(prim.Variable(name), "<",
+                                         self.padding.extent(form)))
+        if masks:
+            from ftlazy.target.loopy.expressions import expr_dtype
+            from ftlazy.target.loopy.lowering import neutral_element
+            dtype = expr_dtype(expr.inner, self.dtype_of) or np.dtype(np.float64)
+            cond = masks[0] if len(masks) == 1 else prim.LogicalAnd(tuple(masks))
+            inner = prim.If(cond, inner, neutral_element(expr.op, dtype))
+        return Reduce(expr.op, inner, tuple(bounds))
+
+
+def _in_shape(symbol: str, array: Array) -> bool:
+    return any(symbol in sh.size_param_names(c) for c in array.shape)
+
+
+def _scan_involves(symbol: str, scan: Scan) -> bool:
+    """Whether a scan in the body has inputs of a shape in the size
+    *symbol*, or uses it anywhere in its body (nested bodies included)."""
+    from ftlazy.fractal import Loop, _own_size_names
+    if any(_in_shape(symbol, a) for a in scan.inputs):
+        return True
+    stack = [scan.body]
+    while stack:
+        for m in topological_order(list(stack.pop().outputs)):
+            if ((isinstance(m, Array) and _in_shape(symbol, m))
+                    or symbol in _own_size_names(m)):
+                return True
+            if isinstance(m, Loop):
+                stack.append(m.body)
+    return False
+
+
+def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]:
+    """The results of the :class:`~ftlazy.jagged_scan_outer.JaggedScan`
+    *jscan* as dense nodes: a :class:`~ftlazy.fractal.Scan` over the
+    elements (see the module docs). *inputs* are its lowered inputs, in
+    order; *host* (a
+    :class:`~ftlazy.transform.jagged_lowering.HostDerivations`) collects
+    what the host computes at call time."""
+    from ftlazy.transform.batch import MapBatcher
+    from ftlazy.transform.jagged_lowering import _LowererKeepingGathers
+    parts = jscan.mapped_parts()
+    if any(d > 2 for d, _ in parts):
+        raise NotImplementedError(
+            f"compiling a {jscan.what} of depth 3 is not supported yet "
+            "(ft.evaluate_numpy evaluates it)")
+    nc = jscan.num_carries
+    inits = inputs[:nc]
+    pos = nc
+    offsets_nodes: list[Array] = []
+    values_nodes: list[Array] = []
+    dense: list[Array] = []
+    for depth, _ in parts:
+        new = inputs[pos:pos + depth]
+        pos += depth
+        if depth == 1:
+            dense.append(new[0])
+        else:
+            values_nodes.append(new[0])
+            offsets_nodes.append(new[1])
+    captured = inputs[pos:]
+    offsets = offsets_nodes[0]
+    n = sh.sub(offsets.shape[0], 1)
+    if len(offsets_nodes) > 1 or dense:
+        host.zipped.append((jscan.what, tuple(offsets_nodes), tuple(dense)))
+    (symbol,) = jscan.symbols
+
+    # the dense scan's inputs: carries; scanned first rows, lengths and
+    # dense rows; captured values and the body's own captures
+    starts = IndexLambda(prim.Variable("_off")[index_var(0)], (n,), _INT64,
+                         {"_off": offsets})
+    scanned = [starts, segment_lengths(offsets)] + [
+        a if sh.prove_equal(a.shape[0], n) else _rows(a, n) for a in dense]
+    outer = list(captured) + values_nodes
+    new_inputs = list(inits) + scanned + outer
+    params = [BodyParam(k, a.shape if k < nc or k >= nc + len(scanned)
+                        else a.shape[1:], a.dtype)
+              for k, a in enumerate(new_inputs)]
+    carry_params = params[:nc]
+    start_param, length_param = params[nc], params[nc + 1]
+    dense_params = params[nc + 2:nc + len(scanned)]
+    captured_params = params[nc + len(scanned):nc + len(scanned) + len(captured)]
+    values_params = params[nc + len(scanned) + len(captured):]
+    padding = _Padding(symbol, offsets, host, length_param)
+
+    # the old body's parameters: carries, elements (one per scanned input),
+    # captured
+    old_params: list[Array] = list(carry_params)
+    jagged_k = dense_k = 0
+    for depth, arrays in parts:
+        if depth == 1:
+            old_params.append(dense_params[dense_k])
+            dense_k += 1
+        else:
+            old_params.append(padding.element(
+                values_params[jagged_k], start_param,
+                (prim.Variable(symbol),) + arrays[0].shape[1:]))
+            jagged_k += 1
+    old_params += captured_params
+
+    outputs = [_LowererKeepingGathers()(MapBatcher()(o))
+               for o in jscan.body.outputs]
+    values: dict[Node, Array] = {}
+    for node in topological_order(outputs):
+        if isinstance(node, BodyParam):
+            values[node] = old_params[node.index]
+        elif isinstance(node, SizeParam) and node.name == symbol:
+            values[node] = length_param
+        elif isinstance(node, IndexLambda):
+            values[node] = padding.index_lambda(
+                node, {name: values[b] for name, b in node.bindings.items()})
+        elif isinstance(node, Gather):
+            if _in_shape(symbol, node.array) or node.axis != 0:
+                raise NotImplementedError(
+                    f"compiling a gather inside a {jscan.what} is only "
+                    "supported along axis 0 of an array whose shape does not "
+                    "depend on the element")
+            values[node] = Gather(values[node.array], values[node.indices], 0)
+        elif isinstance(node, (Placeholder, DataWrapper, SizeParam)):
+            values[node] = node
+        elif isinstance(node, LoopResult) and isinstance(node.loop, Scan):
+            values[node] = LoopResult(values[node.loop], node.index)
+        elif isinstance(node, Scan) and not _scan_involves(symbol, node):
+            values[node] = node.copy(
+                inputs=tuple(values[a] for a in node.inputs))
+        else:
+            raise NotImplementedError(
+                f"compiling a {type(node).__name__} whose shapes or body use "
+                f"the element's length inside a {jscan.what} is not "
+                "supported (ft.evaluate_numpy evaluates it)")
+    body = Body(tuple(params), tuple(values[o] for o in outputs))
+    scan = Scan(body, tuple(new_inputs), nc, len(scanned), jscan.keep_all)
+    return [LoopResult(scan, k) for k in range(nc)]

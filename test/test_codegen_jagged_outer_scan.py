@@ -1,0 +1,238 @@
+# SPDX-License-Identifier: MIT
+"""ft.scan, ft.fold and ft.reduce over the outer list of a FractalTensor,
+through the reference evaluator and compiled through OpenCL, against numpy
+loops over the elements."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from helpers import JAGGED_LENGTHS as LENGTHS
+
+H = 4
+TOL = dict(rtol=1e-12, atol=1e-12)
+
+
+def batch(lengths, seed=0, h=H):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((n, h)) for n in lengths]
+
+
+@pytest.fixture
+def xs():
+    return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+
+
+def both(result, **inputs):
+    """The reference evaluator's and the compiled program's values."""
+    return ft.evaluate_numpy(result, **inputs), ft.compile(result)(**inputs)
+
+
+def numpy_scan(step, data, init, keep_all):
+    carry, history = init, []
+    for s in data:
+        carry = step(carry, s)
+        history.append(carry)
+    if not keep_all:
+        return carry
+    return np.stack(history) if history else np.empty((0,) + np.shape(init))
+
+
+#: per-element updates (ftlazy, numpy) and which length sets they need
+BODIES = {
+    "sum": (lambda c, s: c + ft.sum(s, axis=0),
+            lambda c, s: c + s.sum(axis=0), "any"),
+    "max": (lambda c, s: ft.maximum(c, ft.amax(s, axis=0)),
+            lambda c, s: np.maximum(c, s.max(axis=0)), "nonempty"),
+    "mean": (lambda c, s: c + ft.sum(s, axis=0) / s.shape[0],
+             lambda c, s: c + s.sum(axis=0) / s.shape[0], "nonempty"),
+    "length_weighted": (lambda c, s: 0.5 * c + s.shape[0] * ft.sum(s * s, axis=0),
+                        lambda c, s: 0.5 * c + len(s) * (s * s).sum(axis=0),
+                        "any"),
+    "differences": (lambda c, s: c + ft.sum(abs(s[1:] - s[:-1]), axis=0),
+                    lambda c, s: c + abs(s[1:] - s[:-1]).sum(axis=0),
+                    "nonempty"),
+    "doubled_tanh": (lambda c, s: ft.tanh(c + ft.sum(ft.concatenate([s, 2 * s]),
+                                                     axis=0)),
+                     lambda c, s: np.tanh(c + np.concatenate([s, 2 * s]).sum(0)),
+                     "any"),
+}
+
+OPS = {"fold": (ft.fold, False), "reduce": (ft.reduce, False),
+       "scan": (ft.scan, True)}
+
+
+CASES = [(op, name, lengths) for op in OPS for name, (_, _, needs) in BODIES.items()
+         for lengths in ("mixed", "nonempty", "empty_batch", "all_empty")
+         if not (needs == "nonempty" and lengths in ("mixed", "all_empty"))
+         and (op != "reduce" or name in ("sum", "max"))]
+
+
+@pytest.mark.parametrize(("op", "name", "lengths"), CASES)
+def test_bodies(xs, op, name, lengths):
+    body, reference, _ = BODIES[name]
+    fn, keep_all = OPS[op]
+    data = batch(LENGTHS[lengths])
+    init = np.full(H, -5.0) if name == "max" else np.zeros(H)
+    result = fn(body, xs, ft.asarray(init))
+    want = numpy_scan(reference, data, init, keep_all)
+    expected_shape = (len(data), H) if keep_all else (H,)
+    for got in both(result, xs=data):
+        assert got.shape == expected_shape
+        np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_max_over_an_empty_element_is_refused(xs):
+    result = ft.fold(lambda c, s: ft.maximum(c, ft.amax(s, axis=0)), xs,
+                     ft.zeros(H))
+    data = batch(LENGTHS["mixed"])
+    with pytest.raises(ValueError, match="zero-size array"):
+        ft.evaluate_numpy(result, xs=data)
+    with pytest.raises(ValueError, match="element 1: zero-size array"):
+        ft.compile(result)(xs=data)
+
+
+class Stats(NamedTuple):
+    count: object
+    total: object
+    peak: object
+
+
+def test_carry_bundle_and_scan_of_a_bundle(xs):
+    def step(c, s):
+        return Stats(c.count + s.shape[0], c.total + ft.sum(s, axis=0),
+                     ft.maximum(c.peak, ft.sum(s * s)))
+
+    init = Stats(ft.asarray(np.int64(0)), ft.zeros(H), ft.asarray(0.0))
+    data = batch(LENGTHS["mixed"])
+    for fn, keep_all in ((ft.fold, False), (ft.scan, True)):
+        result = fn(step, xs, init)
+        assert isinstance(result, Stats)
+        counts = np.cumsum([len(s) for s in data])
+        totals = np.cumsum([s.sum(axis=0) for s in data], axis=0)
+        peaks = np.maximum.accumulate([(s * s).sum() for s in data])
+        for got in (ft.evaluate_numpy(result.count, xs=data),
+                    ft.compile(result.count)(xs=data)):
+            np.testing.assert_array_equal(got, counts if keep_all else counts[-1])
+        dict_result = ft.DictOfNamedArrays(result._asdict())
+        for got in both(dict_result, xs=data):
+            np.testing.assert_allclose(got["total"],
+                                       totals if keep_all else totals[-1], **TOL)
+            np.testing.assert_allclose(got["peak"],
+                                       peaks if keep_all else peaks[-1], **TOL)
+
+
+def test_dict_carry_is_matched_by_key(xs):
+    def step(c, s):
+        return {"b": c["b"] + 1.0, "a": c["a"] + ft.sum(s, axis=0)}
+
+    result = ft.fold(step, xs, {"a": ft.zeros(H), "b": ft.asarray(0.0)})
+    assert list(result) == ["a", "b"]
+    data = batch(LENGTHS["mixed"])
+    for got in both(ft.DictOfNamedArrays(result), xs=data):
+        np.testing.assert_allclose(got["a"], sum(s.sum(axis=0) for s in data),
+                                   **TOL)
+        assert got["b"] == len(data)
+
+
+def test_rnn_over_summaries_with_captured_weights(xs):
+    w = ft.make_placeholder("w", (H, H), np.float64)
+    rng = np.random.default_rng(7)
+    w_data = rng.standard_normal((H, H)) * 0.5
+    result = ft.scan(lambda h, s: ft.tanh(h @ w + ft.sum(s, axis=0)), xs,
+                     ft.zeros(H))
+    data = batch(LENGTHS["mixed"])
+    want = numpy_scan(lambda h, s: np.tanh(h @ w_data + s.sum(axis=0)), data,
+                      np.zeros(H), True)
+    for got in both(result, xs=data, w=w_data):
+        np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_zipped_dense_arrays(xs):
+    m = ft.make_size_param("m")
+    weights = ft.make_placeholder("weights", (m,), np.float64)
+    result = ft.fold(lambda c, x: c + x[1] * ft.sum(x[0], axis=0),
+                     (xs, weights), ft.zeros(H))
+    data = batch(LENGTHS["mixed"])
+    w_data = np.arange(1.0, 6.0)
+    want = sum(w * s.sum(axis=0) for s, w in zip(data, w_data))
+    for got in both(result, xs=data, weights=w_data):
+        np.testing.assert_allclose(got, want, **TOL)
+    with pytest.raises(ValueError, match=r"zipped input 1 \('weights'\) has 4 "
+                       r"elements, zipped FractalTensor 0 \('xs'\) has 5"):
+        ft.evaluate_numpy(result, xs=data, weights=w_data[:4])
+    with pytest.raises(ValueError, match=r"zipped input 1 has 4 elements, "
+                       r"zipped FractalTensor 0 \('xs'\) has 5"):
+        ft.compile(result)(xs=data, weights=w_data[:4])
+
+
+def test_zipped_fractal_tensors(xs):
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    result = ft.fold(lambda c, p: c + ft.sum(p[0] * p[1], axis=0), (xs, ys),
+                     ft.zeros(H))
+    data, other = batch(LENGTHS["mixed"]), batch(LENGTHS["mixed"], seed=1)
+    want = sum((a * b).sum(axis=0) for a, b in zip(data, other))
+    for got in both(result, xs=data, ys=other):
+        np.testing.assert_allclose(got, want, **TOL)
+    bad = batch((3, 0, 2, 4, 1))
+    with pytest.raises(ValueError, match="'xs'.*'ys'.*different lengths at "
+                       "level 0"):
+        ft.evaluate_numpy(result, xs=data, ys=bad)
+    with pytest.raises(ValueError, match="'xs'.*'ys'.*different lengths at "
+                       "level 0"):
+        ft.compile(result)(xs=data, ys=bad)
+
+
+def test_embedding_bags_folded():
+    tokens = ft.make_jagged_placeholder("tokens", (), np.int64, depth=2)
+    table = ft.make_placeholder("table", (10, H), np.float64)
+    result = ft.fold(lambda c, t: c + ft.sum(ft.gather(table, t), axis=0),
+                     tokens, ft.zeros(H))
+    rng = np.random.default_rng(5)
+    table_data = rng.standard_normal((10, H))
+    ids = [np.array([1, 2, 9]), np.array([], dtype=np.int64), np.array([4, 4])]
+    want = sum(table_data[t].sum(axis=0) for t in ids)
+    for got in both(result, tokens=ids, table=table_data):
+        np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_depth_3_through_the_reference():
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    result = ft.scan(
+        lambda c, doc: c + ft.sum(ft.map(lambda s: ft.sum(s, axis=0), doc),
+                                  axis=0) + ft.sum(ft.flatten(doc), axis=0),
+        docs, ft.zeros(H))
+    data = [batch((2, 0, 3)), [], batch((1,), seed=2)]
+    want = numpy_scan(lambda c, d: c + 2 * sum((s.sum(axis=0) for s in d),
+                                               np.zeros(H)),
+                      data, np.zeros(H), True)
+    np.testing.assert_allclose(ft.evaluate_numpy(result, docs=data), want, **TOL)
+    with pytest.raises(NotImplementedError, match="depth 3"):
+        ft.compile(result)(docs=data)
+
+
+def test_carry_of_element_length_is_refused(xs):
+    with pytest.raises(ValueError, match="depends on the element's lengths"):
+        ft.fold(lambda c, s: s, xs, ft.zeros(H))
+    with pytest.raises(ValueError, match=r"changes the shape of carry 0 from "
+                       r"\(4,\) to \(2,\)"):
+        ft.fold(lambda c, s: ft.sum(s, axis=0)[:2], xs, ft.zeros(H))
+    with pytest.raises(TypeError, match="changes the dtype of carry 0"):
+        ft.fold(lambda c, s: c + ft.sum(s, axis=0), xs, ft.zeros(H, np.float32))
+    with pytest.raises(NotImplementedError, match="carry that is itself a "
+                       "FractalTensor"):
+        ft.fold(lambda c, s: c, xs, xs)
+
+
+def test_result_outside_body_is_usable(xs):
+    total = ft.fold(lambda c, s: c + ft.sum(s, axis=0), xs, ft.zeros(H))
+    lengths = ft.lengths(xs)
+    result = total * 2 + ft.sum(lengths)
+    data = batch(LENGTHS["mixed"])
+    want = 2 * sum(s.sum(axis=0) for s in data) + sum(LENGTHS["mixed"])
+    for got in both(result, xs=data):
+        np.testing.assert_allclose(got, want, **TOL)
