@@ -37,3 +37,4 @@ from ftlazy.fractal_tensor import (  # noqa: E402,F401,A001
     Jagged, flatten, lengths, make_jagged_placeholder, map)
 from ftlazy.fractal_access import (  # noqa: E402,F401,A001
     filter, join, product, repeat)
+from ftlazy.jagged_scan_outer import JaggedScan  # noqa: E402,F401
