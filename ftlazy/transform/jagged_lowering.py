@@ -30,9 +30,11 @@ replaced by its body evaluated on all elements at once, as
   extent: positions past the element's own extent hold 0 and reductions
   over the axis are masked, so no padding is ever read.
 
-What this does not lower yet raises :class:`NotImplementedError`: depth-3
-inputs. (Map results with ``L`` after their first axis are refused when
-the map is built.)
+A map over depth-3 FractalTensors (documents of sentences) is first
+rewritten as maps over depth 2 (:mod:`ftlazy.transform.jagged_nesting`).
+What this does not lower raises :class:`NotImplementedError` naming it.
+(Map results with ``L`` after their first axis are refused when the map is
+built.)
 
 .. autofunction:: lower_jagged_maps
 .. autoclass:: HostDerivations
@@ -53,6 +55,7 @@ from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.transform.batch import MapBatcher
+from ftlazy.transform.jagged_nesting import flatten_document_map
 from ftlazy.transform.jagged_scans import lower_scan, unroll_element_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
@@ -441,6 +444,11 @@ class _JaggedMapLowerer(CopyMapper):
         self.host = host
         self._done: dict[JaggedMap, list[Array]] = {}
 
+    def map_jagged_map(self, expr: JaggedMap) -> Node:
+        # (its results are lowered in map_loop_result; its body is not
+        # copied here: maps nested in it would be lowered out of context)
+        return expr
+
     def map_loop_result(self, expr: LoopResult) -> Node:
         from ftlazy.jagged_scan_outer import JaggedScan
         if isinstance(expr.loop, JaggedScan):
@@ -454,8 +462,13 @@ class _JaggedMapLowerer(CopyMapper):
             return self.map_node(expr)
         jmap = expr.loop
         if jmap not in self._done:
-            inputs = [self.rec(a) for a in jmap.inputs]
-            self._done[jmap] = _MapLowering(jmap, inputs, self.host).run()
+            if 3 in jmap.depths:
+                # documents of sentences: maps over depth 2 (jagged_nesting)
+                self._done[jmap] = [self.rec(r) for r in
+                                    flatten_document_map(jmap)]
+            else:
+                inputs = [self.rec(a) for a in jmap.inputs]
+                self._done[jmap] = _MapLowering(jmap, inputs, self.host).run()
         return self._done[jmap][expr.index]
 
 

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: MIT
+"""Maps over depth-3 FractalTensors (documents of sentences of tokens),
+compiled through OpenCL on every profile flavour (conftest.py) and checked
+against per-document numpy loops and the reference evaluator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+
+H = 3
+DOCS = {
+    "mixed": [(3, 0, 2), (), (1,), (4, 4)],
+    "one": [(2,)],
+    "empty_batch": [],
+    "empty_sentences": [(0, 0), ()],
+}
+RNG = np.random.default_rng(11)
+W = RNG.standard_normal((H, H)) * 0.5
+
+
+def documents(key, seed=0):
+    rng = np.random.default_rng(seed)
+    return [[rng.standard_normal((n, H)) for n in doc] for doc in DOCS[key]]
+
+
+@pytest.fixture
+def docs():
+    return ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+
+
+def check(result, reference, data, **more):
+    """*result* compiled and evaluated against *reference* (per document)."""
+    want = [reference(doc) for doc in data]
+    for got in (ft.compile(result)(docs=data, **more),
+                ft.evaluate_numpy(result, docs=data, **more)):
+        if isinstance(got, ft.JaggedArray):
+            assert len(got) == len(data)
+            for g, w in zip(got.tolist(), want):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+        else:
+            assert got.shape == (len(data),) + tuple(result.shape[1:])
+            np.testing.assert_allclose(got, np.array(want).reshape(got.shape),
+                                       rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("key", list(DOCS))
+def test_mean_of_sentence_embeddings_per_document(docs, key):
+    Wp = ft.make_placeholder("W", (H, H), np.float64)
+
+    def doc_fn(doc):
+        sentences = ft.map(lambda s: ft.tanh(ft.sum(s @ Wp, axis=0)), doc)
+        return ft.sum(sentences, axis=0) / ft.maximum(sentences.shape[0], 1)
+
+    def reference(doc):
+        rows = [np.tanh((s @ W).sum(axis=0)) for s in doc]
+        return np.sum(rows, axis=0) / max(len(doc), 1) if rows else np.zeros(H)
+    check(ft.map(doc_fn, docs), reference, documents(key), W=W)
+
+
+def test_per_sentence_results_come_back_per_document(docs):
+    # a result of the document's number of sentences: a depth-2 result
+    def doc_fn(doc):
+        sums = ft.map(lambda s: ft.sum(s, axis=0), doc)          # (m, H)
+        return sums - ft.sum(sums, axis=0)
+
+    def reference(doc):
+        sums = np.array([s.sum(axis=0) for s in doc]).reshape(len(doc), H)
+        return sums - sums.sum(axis=0)
+    check(ft.map(doc_fn, docs), reference, documents("mixed"))
+
+
+def test_rnn_over_each_sentence_then_max_over_sentences(docs):
+    def last_state(s):
+        return ft.fold(lambda h, x: ft.tanh(x + h @ W), s, ft.zeros(H))
+
+    def doc_fn(doc):
+        states = ft.map(last_state, doc)                           # (m, H)
+        return ft.amax(states, axis=0, initial=-np.inf)
+
+    def reference(doc):
+        out = np.full(H, -np.inf)
+        for s in doc:
+            h = np.zeros(H)
+            for x in s:
+                h = np.tanh(x + h @ W)
+            out = np.maximum(out, h)
+        return out
+    check(ft.map(doc_fn, docs), reference, documents("mixed"))
+
+
+def test_document_data_zipped_along(docs):
+    # a dense per-document weight, used after the map over sentences
+    scale = ft.make_placeholder("scale", (ft.make_size_param("n"),), np.float64)
+    result = ft.map(lambda doc, c: c * ft.sum(ft.map(
+        lambda s: ft.sum(s * s), doc)), docs, scale)
+    data = documents("mixed")
+    c = np.arange(1.0, len(data) + 1)
+    want = [ci * sum((s * s).sum() for s in doc) for ci, doc in zip(c, data)]
+    np.testing.assert_allclose(ft.compile(result)(docs=data, scale=c), want)
+    np.testing.assert_allclose(ft.evaluate_numpy(result, docs=data, scale=c), want)
+
+
+def test_bodies_that_do_not_compile_yet_say_so(docs):
+    data = documents("mixed")
+    # the document's tokens read directly
+    tokens = ft.map(lambda doc: ft.sum(ft.flatten(doc), axis=0), docs)
+    np.testing.assert_allclose(
+        ft.evaluate_numpy(tokens, docs=data),
+        [np.concatenate(doc).sum(axis=0) if doc else np.zeros(H)
+         for doc in [[s for s in d] for d in data]])
+    with pytest.raises(NotImplementedError, match="depth 3"):
+        ft.compile(tokens)(docs=data)
+    # per-document data used inside the map over sentences
+    scale = ft.make_placeholder("scale", (ft.make_size_param("n"),), np.float64)
+    inside = ft.map(lambda doc, c: ft.sum(ft.map(lambda s: ft.sum(s) * c, doc)),
+                    docs, scale)
+    with pytest.raises(NotImplementedError, match="depth 3"):
+        ft.compile(inside)(docs=data, scale=np.ones(len(data)))
