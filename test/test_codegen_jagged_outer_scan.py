@@ -236,3 +236,71 @@ def test_result_outside_body_is_usable(xs):
     want = 2 * sum(s.sum(axis=0) for s in data) + sum(LENGTHS["mixed"])
     for got in both(result, xs=data):
         np.testing.assert_allclose(got, want, **TOL)
+
+
+def lowered_values(result, **inputs):
+    """*result* through the compiled path's lowering, evaluated by the
+    reference evaluator (with the sizes the host derives at call time)."""
+    from ftlazy.target.jagged_inputs import expand_jagged_inputs
+    from ftlazy.target.loopy.jagged_program import _derive, jagged_lowering
+    lowering = jagged_lowering(result)
+    given = expand_jagged_inputs(lowering.input_nodes, inputs)
+    given.update(_derive(lowering.host, given, lowering.input_nodes))
+    return ft.evaluate_numpy(lowering.dense, **{
+        k: v for k, v in given.items() if k in lowering.dense_names})["result"]
+
+
+def test_scans_over_each_element_rows(xs):
+    """An RNN over each sequence (a scan over the element's rows in the
+    fold's body): lowered to a masked scan of the longest length."""
+    w = ft.make_placeholder("w", (H, H), np.float64)
+    rng = np.random.default_rng(9)
+    w_data = rng.standard_normal((H, H)) * 0.5
+
+    def rnn(s):
+        h = np.zeros(H)
+        for x in s:
+            h = np.tanh(h @ w_data + x)
+        return h
+
+    data = batch(LENGTHS["mixed"])
+    cases = [
+        (ft.scan(lambda c, s: c + ft.fold(lambda h, x: ft.tanh(h @ w + x), s,
+                                          ft.zeros(H)), xs, ft.zeros(H)),
+         np.cumsum([rnn(s) for s in data], axis=0)),
+        (ft.fold(lambda c, s: c + ft.sum(ft.scan(lambda h, x: h + x, s,
+                                                 ft.zeros(H)), axis=0),
+                 xs, ft.zeros(H)),
+         sum(np.cumsum(s, axis=0).sum(axis=0) for s in data)),
+        # (the element's length read in the inner body is captured by it)
+        (ft.fold(lambda c, s: c + ft.fold(
+            lambda h, x: h + x / ft.maximum(s.shape[0], 1), s, ft.zeros(H)),
+            xs, ft.zeros(H)),
+         sum(s.sum(axis=0) / max(len(s), 1) for s in data)),
+    ]
+    for k, (result, want) in enumerate(cases):
+        inputs = dict(xs=data, w=w_data) if k == 0 else dict(xs=data)
+        np.testing.assert_allclose(ft.evaluate_numpy(result, **inputs), want,
+                                   **TOL)
+        np.testing.assert_allclose(lowered_values(result, **inputs), want, **TOL)
+        try:
+            got = ft.compile(result)(**inputs)
+        except NotImplementedError as err:
+            # the OpenCL generator's own limit, not the lowering's
+            assert "scan nested in a scan body" in str(err)
+        else:
+            np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_extents_mixing_the_length_with_other_sizes_are_refused(xs):
+    extra = ft.make_placeholder("extra", (ft.make_size_param("m"), H),
+                                np.float64)
+    result = ft.fold(lambda c, s: c + ft.amax(ft.concatenate([s, extra]),
+                                              axis=0), xs, ft.zeros(H))
+    data = batch(LENGTHS["mixed"])
+    extra_data = np.ones((2, H))
+    want = sum(np.concatenate([s, extra_data]).max(axis=0) for s in data)
+    np.testing.assert_allclose(ft.evaluate_numpy(result, xs=data,
+                                                 extra=extra_data), want, **TOL)
+    with pytest.raises(NotImplementedError, match="not of the form c \\+ a\\*L"):
+        ft.compile(result)(xs=data, extra=extra_data)

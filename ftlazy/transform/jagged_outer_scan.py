@@ -21,12 +21,20 @@ along); the packed values are captured whole. In the body of step ``t``:
   neutral element; a max or min over an empty extent is refused at call
   time, as numpy refuses it.
 
+* a scan in the body over the element's rows (``c + a*L`` steps, an RNN
+  over the sequence) runs the largest extent of steps over its padded
+  scanned arrays, a scanned step mask keeping its carries once element
+  ``t``'s steps are done; a scan that does not involve ``L`` is kept as it
+  is. (The OpenCL code generator does not emit scans nested in a scan body
+  yet: such programs are refused there.)
+
 The carries have static shapes, so the results need no unpadding.
 
 What is not lowered raises :class:`NotImplementedError`: depth-3 inputs,
-an extent that is not affine in ``L`` or mixes it with other sizes, and a
-loop in the body (a scan over the element's rows, a map over a
-FractalTensor) whose shapes or body involve ``L``.
+an extent that is not affine in ``L`` or mixes it with other sizes, a scan
+over the element's rows whose carries or captured arrays have the element's
+length or whose body uses it, and other loops in the body (a map over a
+FractalTensor) whose shapes involve ``L``.
 
 .. autofunction:: lower_jagged_scan
 """
@@ -195,13 +203,11 @@ def _in_shape(symbol: str, array: Array) -> bool:
     return any(symbol in sh.size_param_names(c) for c in array.shape)
 
 
-def _scan_involves(symbol: str, scan: Scan) -> bool:
-    """Whether a scan in the body has inputs of a shape in the size
-    *symbol*, or uses it anywhere in its body (nested bodies included)."""
+def _body_involves(symbol: str, body: Body) -> bool:
+    """Whether *body* uses the size *symbol* anywhere (nested bodies
+    included)."""
     from ftlazy.fractal import Loop, _own_size_names
-    if any(_in_shape(symbol, a) for a in scan.inputs):
-        return True
-    stack = [scan.body]
+    stack = [body]
     while stack:
         for m in topological_order(list(stack.pop().outputs)):
             if ((isinstance(m, Array) and _in_shape(symbol, m))
@@ -210,6 +216,53 @@ def _scan_involves(symbol: str, scan: Scan) -> bool:
             if isinstance(m, Loop):
                 stack.append(m.body)
     return False
+
+
+def _scan_involves(symbol: str, scan: Scan) -> bool:
+    """Whether a scan in the body has inputs of a shape in the size
+    *symbol*, or uses it anywhere in its body."""
+    return (any(_in_shape(symbol, a) for a in scan.inputs)
+            or _body_involves(symbol, scan.body))
+
+
+def _scan_over_rows(padding: _Padding, scan: Scan, form: tuple[int, int],
+                    inputs: list[Array]) -> Scan:
+    """A scan of the body over ``c + a*L`` steps (the element's rows) as a
+    dense scan of the largest such extent: its scanned arrays are padded,
+    and a scanned step mask keeps each carry once the element's steps are
+    done (the steps past them change nothing). Its stacked results are
+    padded as any array of that extent. Its body must not use ``L``."""
+    from ftlazy.transform.jagged_scans import _Substituter
+    symbol = padding.symbol
+    nc, ns = scan.num_carries, scan.num_scanned
+    if (any(_in_shape(symbol, a) for a in scan.inits + scan.captured)
+            or any(padding.form_of(a.shape[0]) != form
+                   or any(symbol in sh.size_param_names(c) for c in a.shape[1:])
+                   for a in scan.scanned)
+            or _body_involves(symbol, scan.body)):
+        raise NotImplementedError(
+            "compiling a scan over an element's rows inside a fold over a "
+            "FractalTensor is supported where only its scanned arrays have "
+            "the element's length and its body does not use it")
+    steps = prim.Variable(padding.max_name(form))
+    mask = IndexLambda(prim.Comparison(index_var(0), "<", padding.extent(form)),
+                       (steps,), np.dtype(np.bool_), {_LEN: padding.length})
+    new_inputs = inputs[:nc + ns] + [mask] + inputs[nc + ns:]
+    params = {p.index: BodyParam(p.index + (p.index >= nc + ns), p.shape,
+                                 p.dtype) for p in scan.body.params}
+    substituter = _Substituter(params)
+    mask_param = BodyParam(nc + ns, (), np.dtype(np.bool_))
+    outputs = []
+    for k, out in enumerate(scan.body.outputs):
+        idx = tuple(index_var(j) for j in range(out.ndim))
+        outputs.append(IndexLambda(
+            prim.If(prim.Variable("_mask"), _read("_new", idx), _read("_old", idx)),
+            out.shape, out.dtype,
+            {"_mask": mask_param, "_new": substituter(out), "_old": params[k]}))
+    body_params = sorted(list(params.values()) + [mask_param],
+                         key=lambda p: p.index)
+    return Scan(Body(tuple(body_params), tuple(outputs)), tuple(new_inputs),
+                nc, ns + 1, scan.keep_all)
 
 
 def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]:
@@ -305,6 +358,10 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
         elif isinstance(node, Scan) and not _scan_involves(symbol, node):
             values[node] = node.copy(
                 inputs=tuple(values[a] for a in node.inputs))
+        elif isinstance(node, Scan) and padding.form_of(node.length) is not None:
+            values[node] = _scan_over_rows(
+                padding, node, padding.form_of(node.length),
+                [values[a] for a in node.inputs])
         else:
             raise NotImplementedError(
                 f"compiling a {type(node).__name__} whose shapes or body use "
