@@ -86,7 +86,8 @@ class ScanPlan:
         rows evolve independently: each group runs the loop for its own
         block of rows, with no synchronization between groups).
     :attr rows: the carries' common row count (row-blocked scans).
-    :attr rows_per_group: rows of each work group's block.
+    :attr rows_per_group: rows of each work group's block; the last
+        group's block may be partial (see :attr:`partial_last_block`).
     :attr single_item_groups: groups are single work items (CPUs): program
         order replaces work-group barriers.
     """
@@ -105,10 +106,18 @@ class ScanPlan:
         return ((self.rows, self.rows_per_group)
                 if self.flavour == "row_blocked" else None)
 
+    @property
+    def partial_last_block(self) -> bool:
+        """Whether the row count may not be a multiple of the block: the
+        emitters then guard the last group's rows."""
+        return (self.flavour == "row_blocked"
+                and partial_last_block(self.rows, self.rows_per_group))
+
     def __str__(self) -> str:
         text = f"scan over {self.length} steps, {self.flavour}"
         if self.flavour == "row_blocked":
             text += (f", {self.rows} rows in blocks of {self.rows_per_group}"
+                     + (" (the last partial)" if self.partial_last_block else "")
                      + (", one work item per group" if self.single_item_groups
                         else ""))
         return text
@@ -436,12 +445,34 @@ def independent_rows(scan: Scan, storage: StoragePlan,
                     and n.bindings[e.aggregate.name] in tracked
                     and e.index_tuple[0] != index_var(0)):
                 return None
-    # enough groups for the cores, enough rows per group to reuse weights
-    per_group = 1
-    if isinstance(rows, int):
-        per_group = next((p for p in profile.scan_rows_per_group
-                          if rows % p == 0 and rows >= 2 * p), 1)
-    return rows, per_group
+    return rows, rows_per_group(rows, profile)
+
+
+def rows_per_group(rows: Any, profile: DeviceProfile) -> int:
+    """Rows of each work group's block in a row-blocked scan: enough rows to
+    reuse each weight loaded (a block's product reads a weight row once for
+    all its rows), enough groups for the cores. A concrete row count takes
+    the first :attr:`~.profile.DeviceProfile.scan_rows_per_group` that
+    divides it and leaves two groups, else the first that leaves two groups
+    (the last group's block is partial); a symbolic one (a jagged batch's
+    sequences) the first, its last block partial too."""
+    choices = profile.scan_rows_per_group
+    if not isinstance(rows, int):
+        return choices[0] if choices else 1
+    return next((p for p in choices if rows % p == 0 and rows >= 2 * p),
+                next((p for p in choices if rows >= 2 * p), 1))
+
+
+def partial_last_block(rows: Any, per_group: int) -> bool:
+    """Whether the last group of a row-blocked scan with blocks of
+    *per_group* rows may hold fewer (its rows are then guarded)."""
+    if per_group == 1:
+        return False
+    try:
+        sh.exact_divide(sh.to_affine(rows), per_group, "rows")
+    except sh.NonAffineError:
+        return True
+    return False
 
 
 def _subexpressions(expr: Any) -> list[Any]:
@@ -538,12 +569,39 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
                      row_vector_width(node, profile, storage))
 
 
+def vector_math_storage(roots: list[Node], storage: StoragePlan,
+                        profile: DeviceProfile) -> StoragePlan:
+    """*storage* with its private statements stored instead, where that
+    lets a CPU row loop that calls math builtins run them on vectors (a row
+    loop with private statements computes its calls lane by lane, see
+    :func:`row_vector_width`), else *storage*. For scan bodies of
+    row-blocked scans: the stored statement is a row block in cache, and a
+    private statement two arrays read is then computed once, not twice."""
+    if profile.kind != "cpu" or not storage.private:
+        return storage
+    trial = StoragePlan(stored=storage.stored | storage.private, private=set(),
+                        repeating_chains=False)
+    order = topological_order(list(roots))
+    nests = [n for n in order if isinstance(n, IndexLambda)
+             and n in trial.stored and n.shape]
+    if not any(row_vector_width(n, profile, trial) > 1
+               and row_vector_width(n, profile, storage) == 1
+               and n not in storage.private for n in nests):
+        return storage
+    return trial
+
+
 def plan_scan(scan: Scan, profile: DeviceProfile) -> ScanPlan:
     """The flavour of *scan* (see :class:`ScanPlan`)."""
     storage = decide_storage(list(scan.body.outputs))
     batch = independent_rows(scan, storage, profile)
     if batch is None:
         return ScanPlan(scan.length, "whole_group", storage=storage)
+    vector_storage = vector_math_storage(list(scan.body.outputs), storage,
+                                         profile)
+    if (vector_storage is not storage
+            and independent_rows(scan, vector_storage, profile) == batch):
+        storage = vector_storage
     return ScanPlan(scan.length, "row_blocked", batch[0], batch[1],
                     profile.kind == "cpu", storage=storage)
 

@@ -24,6 +24,7 @@ from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import LoopResult, Scan
 from ftlazy.fractal_tensor import RaggedScan
 from ftlazy.node import Node, topological_order
+from ftlazy.target.loopy.plan import partial_last_block
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
 if TYPE_CHECKING:
@@ -45,25 +46,36 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
     # the accumulator per multiply-add
     unroll = kb.plan.arrays[node].block[1]
     group, item, k = (kb.parts.fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_k"))
-    kb.parts.add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
-                                               "rows").to_expr()])
+    kb.parts.add_blocks_domain(group, per_group, rows)
     kb.parts.add_domain([item], [1])
     kb.parts.add_domain([k], [kext // unroll if unroll > 1 else kext])
     kb.parts.iname_tags[group] = "g.0"
     kb.parts.iname_tags[item] = "l.0"
     loops = {}
     r, j = kb.parts.fresh("_ft_rr"), kb.parts.fresh("_ft_jj")
-    kb.parts.add_domain([r, j], [per_group, ncols])
+    # zeroing and storing the block run over it as one flat loop (the
+    # group's rows are contiguous in the row-major result)
+    block = per_group * ncols
+    partial = partial_last_block(rows, per_group)
+    if partial:
+        # the last group's rows stop at the row count
+        kb.parts.add_guarded_domain([r, j], [per_group, ncols],
+                                    f"{per_group}*{group} + {r}", rows, (group,))
+    else:
+        kb.parts.add_domain([r, j], [per_group, ncols])
     loops["update"] = (r, j)
     kb.parts.priorities.extend([(t, r) for t in scope.outer_inames]
                            + [(r, j)] + [(t, k) for t in scope.outer_inames]
                            + [(k, r)])
-    # zeroing and storing the block run over it as one flat loop (the
-    # group's rows are contiguous in the row-major result)
-    block = per_group * ncols
     for role in ("init", "store"):
         flat = kb.parts.fresh("_ft_ff")
-        kb.parts.add_domain([flat], [block])
+        if partial and role == "store":
+            kb.parts.add_guarded_domain(
+                [flat], [block], f"{block}*{group} + {flat}",
+                sh.to_affine(rows).scale(ncols).to_expr(),
+                (group,))
+        else:
+            kb.parts.add_domain([flat], [block])
         loops[role] = (flat,)
         kb.parts.priorities.extend((t, flat) for t in scope.outer_inames)
 
@@ -117,8 +129,7 @@ def _emit_row_blocked(kb: KernelBuilder, node: IndexLambda, name: str,
     (rname, _, kext), = reduction.bounds
     ncols = node.shape[1]
     group = kb.parts.fresh("_ft_bg")
-    kb.parts.add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
-                                               "rows").to_expr()])
+    kb.parts.add_blocks_domain(group, per_group, rows)
     kb.parts.iname_tags[group] = "g.0"
     size = kb.plan.arrays[node].local_size
     jo, jl = kb.parts.fresh("_ft_o"), kb.parts.fresh("_ft_l")
@@ -139,6 +150,13 @@ def _emit_row_blocked(kb: KernelBuilder, node: IndexLambda, name: str,
     def row(role):
         return prim.Variable(group) * per_group + prim.Variable(lanes[role])
 
+    def present(role):
+        # the lanes are unrolled: the last group's missing rows are masked
+        if not partial_last_block(rows, per_group):
+            return frozenset()
+        return frozenset({prim.Comparison(row(role), "<",
+                                          sh.to_affine(rows).to_expr())})
+
     ctx = StoreContext(scope, [group, jo, jl], (row("update"), col))
     term = kb.translate_expr(
         reduction.inner, node,
@@ -156,12 +174,14 @@ def _emit_row_blocked(kb: KernelBuilder, node: IndexLambda, name: str,
         lp.Assignment(at("update"), at("update") + term, id=upd_id,
                       within_inames=base | {k, lanes["update"]},
                       within_inames_is_final=True,
-                      depends_on=frozenset(ctx.deps) | {init_id}),
+                      depends_on=frozenset(ctx.deps) | {init_id},
+                      predicates=present("update")),
         lp.Assignment(prim.Subscript(prim.Variable(name), (row("store"), col)),
                       at("store"), id=kb.parts.fresh(name + "_store"),
                       within_inames=base | {lanes["store"]},
                       within_inames_is_final=True,
-                      depends_on=frozenset({upd_id}))]
+                      depends_on=frozenset({upd_id}),
+                      predicates=present("store"))]
     return ctx.pending + insns, ctx.reads
 
 def flat_row_block_nest(kb: KernelBuilder, shape: tuple, scope: Scope
@@ -175,10 +195,16 @@ def flat_row_block_nest(kb: KernelBuilder, shape: tuple, scope: Scope
     rows, per_group = scope.batch
     ncols = shape[1]
     group, item, flat = (kb.parts.fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_ff"))
-    kb.parts.add_domain([group], [sh.exact_divide(sh.to_affine(rows), per_group,
-                                               "rows").to_expr()])
+    kb.parts.add_blocks_domain(group, per_group, rows)
     kb.parts.add_domain([item], [1])
-    kb.parts.add_domain([flat], [per_group * ncols])
+    block = per_group * ncols
+    if partial_last_block(rows, per_group):
+        # the last group's block ends at the last row
+        kb.parts.add_guarded_domain([flat], [block], f"{block}*{group} + {flat}",
+                                    sh.to_affine(rows).scale(ncols).to_expr(),
+                                    (group,))
+    else:
+        kb.parts.add_domain([flat], [block])
     kb.parts.iname_tags.update({group: "g.0", item: "l.0"})
     kb.parts.priorities.extend((t, flat) for t in scope.outer_inames)
     f = prim.Variable(flat)

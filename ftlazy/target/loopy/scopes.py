@@ -64,6 +64,37 @@ class KernelParts:
             f"[{', '.join(params)}] -> {{ [{outer}, {inner}]: 0 <= {inner} < {size}"
             f" and 0 <= {size}*{outer} + {inner} < {sh.to_affine(bound).to_isl()} }}")
 
+    def add_guarded_domain(self, inames: list[str], bounds: list[Any],
+                           guard: str, limit: Any,
+                           enclosing: tuple[str, ...] = ()) -> None:
+        """``0 <= iname < bound`` for each pair and ``guard < limit``, where
+        *guard* is an isl affine expression in these inames and the inames
+        *enclosing* of domains added before (a partial block: its loops end
+        early in the last group)."""
+        params = set(enclosing) | sh.size_param_names(limit)
+        for b in bounds:
+            params |= sh.size_param_names(b)
+        self.params |= params - set(enclosing)
+        conds = " and ".join(
+            [f"0 <= {i} < {sh.to_affine(b).to_isl()}" for i, b in zip(inames, bounds)]
+            + [f"{guard} < {sh.to_affine(limit).to_isl()}"])
+        self.domains.append(
+            f"[{', '.join(sorted(params))}] -> {{ [{', '.join(inames)}]: {conds} }}")
+
+    def add_blocks_domain(self, outer: str, size: int, bound: Any) -> None:
+        """``0 <= outer < ceil(bound / size)``: the blocks of *size* that
+        cover ``[0, bound)``, the last one possibly partial."""
+        try:
+            count = sh.exact_divide(sh.to_affine(bound), size, "blocks").to_expr()
+        except sh.NonAffineError:
+            params = sorted(sh.size_param_names(bound))
+            self.params |= set(params)
+            self.domains.append(
+                f"[{', '.join(params)}] -> {{ [{outer}]: 0 <= {outer} and "
+                f"{size}*{outer} < {sh.to_affine(bound).to_isl()} }}")
+        else:
+            self.add_domain([outer], [count])
+
     def fresh_reduction_iname(self, upper: Any) -> str:
         """A new iname over ``[0, upper)``."""
         name = self.fresh("_ft_r")
