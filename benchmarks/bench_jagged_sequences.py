@@ -18,6 +18,18 @@ Run by hand: ``python benchmarks/bench_jagged_sequences.py [--quick]
   and the padded batch (every step runs all sequences, a mask keeps the
   state of finished ones, as padded frameworks do). Target: within 2x of
   the BLAS loop and 3x faster than padding.
+* J11, two-level pooling over a depth-3 FractalTensor (documents of
+  sentences of tokens): the mean of each sentence's tokens, then of each
+  document's sentences; 512 documents, U[1,32] sentences, U[1,48] tokens,
+  H=64. Anchors: two scipy CSR products (when scipy is importable) and the
+  per-document numpy loop.
+* J12 (a variant), within-event pairs: for each event of U[0,8] particles
+  ``(E, px, py, pz)``, the largest pair mass ``sqrt((E_j+E_k)^2 -
+  |p_j+p_k|^2)`` over ``j < k`` (0 for fewer than two particles), 100k
+  events. The anchor's jagged output of every pair mass (``L(L-1)/2`` per
+  event) is not an affine length, so ftlazy reduces the pairs in the map;
+  anchors: numpy with a precomputed pair index and ``np.maximum.at``, and
+  the per-event loop. Target: 4x faster than the loop.
 * J7, self-attention within each sequence, ``softmax(Q Kᵀ/√d) V`` per head
   (Q = K = V = the sequence, 4 heads of d=32), 32 sequences of lengths
   U[16,512]. Anchors: the per-sequence numpy loop (BLAS) and the padded
@@ -47,9 +59,10 @@ from common import (  # noqa: E402
     best_of, fmt_seconds, opencl_triad, print_header, print_table, triad_bytes)
 
 FULL = {"J8": (1024, 1, 256, 64), "J10": (64, 4, 27, 32, 3),
-        "J7": (32, 16, 512, 4, 32), "triad": 2**24}
+        "J7": (32, 16, 512, 4, 32), "J11": (512, 32, 48, 64),
+        "J12": (100_000, 8), "triad": 2**24}
 QUICK = {"J8": (32, 1, 16, 8), "J10": (8, 1, 6, 4, 2), "J7": (4, 1, 9, 2, 4),
-         "triad": 2**20}
+         "J11": (8, 4, 5, 4), "J12": (50, 5), "triad": 2**20}
 
 
 def _offsets(lens: np.ndarray) -> np.ndarray:
@@ -258,6 +271,108 @@ def j7_ftlazy(heads: int, d: int) -> Any:
 # }}}
 
 
+# {{{ J11: two-level pooling; J12: within-event pairs
+
+def j11_data(n: int, max_sent: int, max_tok: int, h: int, seed: int) -> tuple:
+    rng = np.random.default_rng(seed)
+    off0 = _offsets(rng.integers(1, max_sent + 1, n))
+    off1 = _offsets(rng.integers(1, max_tok + 1, off0[-1]))
+    return rng.standard_normal((off1[-1], h)).astype(np.float32), off0, off1
+
+
+def j11_loop(x: np.ndarray, off0: np.ndarray, off1: np.ndarray) -> np.ndarray:
+    out = np.empty((len(off0) - 1, x.shape[1]), x.dtype)
+    for d in range(len(off0) - 1):
+        sents = [x[off1[s]:off1[s + 1]].mean(axis=0)
+                 for s in range(off0[d], off0[d + 1])]
+        out[d] = np.mean(sents, axis=0)
+    return out
+
+
+def j11_csr(x: np.ndarray, off0: np.ndarray, off1: np.ndarray) -> Any:
+    """Two scipy CSR products (None without scipy)."""
+    try:
+        import scipy.sparse as sp
+    except ImportError:
+        return None
+
+    def mean_matrix(off: np.ndarray, cols: int) -> Any:
+        lens = np.diff(off)
+        rows = np.repeat(np.arange(len(lens)), lens)
+        return sp.csr_matrix(((1 / lens[rows]).astype(np.float32),
+                              (rows, np.arange(cols))), shape=(len(lens), cols))
+    a, b = mean_matrix(off1, len(x)), mean_matrix(off0, len(off1) - 1)
+    return lambda: b @ (a @ x)
+
+
+def j11_ftlazy(h: int) -> Any:
+    import ftlazy as ft
+    docs = ft.make_jagged_placeholder("docs", (h,), np.float32, depth=3)
+
+    def document_mean(doc: Any) -> Any:
+        sentences = ft.map(lambda s: ft.sum(s, axis=0) / s.shape[0], doc)
+        return ft.sum(sentences, axis=0) / sentences.shape[0]
+    return ft.compile(ft.map(document_mean, docs))
+
+
+def j12_data(n: int, max_len: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    off = _offsets(rng.integers(0, max_len + 1, n))
+    p = rng.standard_normal((off[-1], 3)).astype(np.float32)
+    e = (np.sqrt((p * p).sum(axis=1) + 0.1) + 0.5).astype(np.float32)
+    return np.concatenate([e[:, None], p], axis=1), off
+
+
+def _pair_mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    t = a + b
+    return np.sqrt(np.maximum(t[..., 0] ** 2 - (t[..., 1:] ** 2).sum(axis=-1), 0))
+
+
+def j12_loop(x: np.ndarray, off: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(off) - 1, x.dtype)
+    for i in range(len(off) - 1):
+        ev = x[off[i]:off[i + 1]]
+        j, k = np.triu_indices(len(ev), 1)
+        if len(j):
+            out[i] = _pair_mass(ev[j], ev[k]).max()
+    return out
+
+
+def j12_pair_index(off: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The anchor's precomputed pairs: first, second particle, event."""
+    firsts, seconds, events = [], [], []
+    for size in np.unique(np.diff(off)):
+        starts = np.nonzero(np.diff(off) == size)[0]
+        j, k = np.triu_indices(size, 1)
+        firsts.append((off[starts][:, None] + j).ravel())
+        seconds.append((off[starts][:, None] + k).ravel())
+        events.append(np.repeat(starts, len(j)))
+    return tuple(np.concatenate(a) for a in (firsts, seconds, events))
+
+
+def j12_vectorized(x: np.ndarray, off: np.ndarray, pairs: tuple) -> np.ndarray:
+    j, k, ev = pairs
+    out = np.zeros(len(off) - 1, x.dtype)
+    np.maximum.at(out, ev, _pair_mass(x[j], x[k]))
+    return out
+
+
+def j12_ftlazy() -> Any:
+    import ftlazy as ft
+    xs = ft.make_jagged_placeholder("xs", (4,), np.float32, depth=2)
+
+    def largest_pair_mass(ev: Any) -> Any:
+        t = ev[:, None, :] + ev[None, :, :]                         # (L, L, 4)
+        mass = ft.sqrt(ft.maximum(t[:, :, 0] ** 2
+                                  - ft.sum(t[:, :, 1:] ** 2, axis=2), 0))
+        index = ft.arange(ev.shape[0])
+        below = ft.less(index[:, None], index[None, :])
+        return ft.amax(ft.where(below, mass, 0), initial=0)
+    return ft.compile(ft.map(largest_pair_mass, xs))
+
+# }}}
+
+
 def builds_during(fn: Any) -> tuple[float, int]:
     """Seconds and OpenCL program builds of one call of *fn*."""
     import pyopencl as cl
@@ -355,7 +470,44 @@ def main() -> None:
     x2, off2 = jagged(n + 3, lo, hi // 2, heads * d, seed=7)
     reuse_rows.append(["J7", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2)))])
 
-    print_table(["workload", "size", "ftlazy", "numpy time-major", "numpy per-segment",
+    # J11
+    n, max_sent, max_tok, h = sizes["J11"]
+    x, off0, off1 = j11_data(n, max_sent, max_tok, h, seed=8)
+    f = j11_ftlazy(h)
+    docs = ft.JaggedArray(x, off0, off1)
+    want = j11_loop(x, off0, off1)
+    np.testing.assert_allclose(f(docs=docs), want, rtol=1e-4, atol=1e-5)
+    csr = j11_csr(x, off0, off1)
+    t_ft = timed(lambda: f(docs=docs))
+    t_loop = timed(lambda: j11_loop(x, off0, off1))
+    t_csr = None
+    if csr is not None:
+        np.testing.assert_allclose(csr(), want, rtol=1e-4, atol=1e-5)
+        t_csr = timed(csr)
+    rows.append(["J11 two-level pooling (depth 3)", f"nnz={off1[-1]}, H={h}",
+                 fmt_seconds(t_ft), "-", fmt_seconds(t_loop), "-",
+                 ratio(t_loop, t_ft) + " faster than loop",
+                 (ratio(t_csr, t_ft) + " vs scipy CSR") if t_csr else "no scipy"])
+
+    # J12 (variant)
+    n, max_len = sizes["J12"]
+    x, off = j12_data(n, max_len, seed=9)
+    f = j12_ftlazy()
+    want = j12_loop(x, off)
+    np.testing.assert_allclose(f(xs=ft.JaggedArray(x, off)), want, rtol=1e-4,
+                               atol=1e-4)
+    pairs = j12_pair_index(off)
+    np.testing.assert_allclose(j12_vectorized(x, off, pairs), want, rtol=1e-5)
+    t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off)))
+    t_loop = timed(lambda: j12_loop(x, off))
+    t_vec = timed(lambda: j12_vectorized(x, off, pairs))
+    rows.append(["J12 largest pair mass", f"{n} events, nnz={off[-1]}",
+                 fmt_seconds(t_ft), fmt_seconds(t_vec), fmt_seconds(t_loop), "-",
+                 ratio(t_loop, t_ft) + " faster than loop",
+                 ratio(t_vec, t_ft) + " vs pair index"])
+
+    print_table(["workload", "size", "ftlazy", "numpy time-major (J12: pair index)",
+                 "numpy per-segment",
                  "numpy padded", "ratio", "ratio"], rows,
                 title="Warm times (median), numpy inputs and outputs")
     print_table(["workload", "new lengths: first call", "OpenCL builds"], reuse_rows,
