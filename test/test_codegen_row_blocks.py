@@ -131,3 +131,26 @@ def test_jagged_lstm_batches(lengths):
     for g, w in zip(got.tolist(), want.tolist()):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def symbolic_product():
+    n = ft.make_size_param("n")
+    a = ft.make_placeholder("a", (n, 24), np.float64)
+    w = ft.make_placeholder("w", (24, 32), np.float64)
+    bias = ft.make_placeholder("bias", (32,), np.float64)
+    return ft.tanh(a @ w + bias)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 3, 7, 8, 64, 67])
+def test_register_blocked_product_over_symbolic_rows(symbolic_product, rows):
+    """A matrix product over a symbolic number of rows (a jagged batch's
+    tokens) is register-blocked with a partial last row block."""
+    vals = dict(a=RNG.standard_normal((rows, 24)), w=RNG.standard_normal((24, 32)),
+                bias=RNG.standard_normal(32))
+    f = ft.compile(symbolic_product)
+    assert "blocked_contraction" in f.plan.strategies().values()
+    got = f(**vals)
+    want = ft.evaluate_numpy(symbolic_product, **vals)
+    assert got.shape == want.shape == (rows, 32)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -10,8 +10,10 @@ import loopy as lp
 import pymbolic.primitives as prim
 from loopy.symbolic import Reduction
 
+from ftlazy import shapes as sh
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
+from ftlazy.target.loopy.plan import partial_last_block
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
 if TYPE_CHECKING:
@@ -24,12 +26,17 @@ def emit_blocked_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     """``out[i, j] = sum_k f(i, j, k)`` (a matrix product) with register
     blocking: each work item accumulates a ``ti x tj`` block of outputs in
     private memory over a sequential ``k`` loop, so each loaded operand
-    element is reused ``ti`` or ``tj`` times."""
+    element is reused ``ti`` or ``tj`` times. Where the row count may not
+    be a multiple of ``ti`` (symbolic rows), the last row block reads its
+    missing rows at the last row (an unrolled block keeps no branch in its
+    update) and stores only its present rows."""
     reduction = node.expr
     (rname, _, kext), = reduction.bounds
     ni, nj = node.shape
+    partial = partial_last_block(ni, ti)
     io, jo, k = (kb.parts.fresh(p) for p in ("_ft_bi", "_ft_bj", "_ft_bk"))
-    kb.parts.add_domain([io, jo], [ni // ti, nj // tj])
+    kb.parts.add_blocks_domain(io, ti, ni)
+    kb.parts.add_domain([jo], [nj // tj])
     kb.parts.add_domain([k], [kext])
     blocks = {}
     for role in ("init", "update", "store"):
@@ -53,8 +60,18 @@ def emit_blocked_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
         return (prim.Variable(io) * ti + prim.Variable(bi),
                 prim.Variable(jo) * tj + prim.Variable(bj))
 
-    ctx = StoreContext(scope, [io, jo], rows_cols("update"))
+    last_row = sh.to_affine(ni).to_expr() - 1
+
+    def present(role):
+        if not partial:
+            return frozenset()
+        return frozenset({prim.Comparison(rows_cols(role)[0], "<",
+                                          sh.to_affine(ni).to_expr())})
+
     row, col = rows_cols("update")
+    if partial:
+        row = prim.If(prim.Comparison(row, "<", last_row), row, last_row)
+    ctx = StoreContext(scope, [io, jo], (row, col))
     term = kb.translate_expr(
         reduction.inner, node, {"_0": row, "_1": col, rname: prim.Variable(k)},
         ctx)
@@ -76,7 +93,8 @@ def emit_blocked_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
                       acc_at("store"), id=kb.parts.fresh(name + "_store"),
                       within_inames=frozenset([io, jo, *blocks["store"]]),
                       within_inames_is_final=True,
-                      depends_on=frozenset({update_id}))]
+                      depends_on=frozenset({update_id}),
+                      predicates=present("store"))]
     return ctx.pending + insns, ctx.reads
 
 def emit_split_reduction(kb: KernelBuilder, node: IndexLambda, name: str,

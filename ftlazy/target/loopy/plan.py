@@ -195,18 +195,23 @@ def called_builtins(expr: Any) -> frozenset[str]:
 def blockable_contraction(node: IndexLambda, profile: DeviceProfile
                           ) -> tuple[Any, int, int] | None:
     """The reduction and register block if *node* is a 2-D sum over one index
-    (``out[i, j] = sum_k f(i, j, k)``) of concrete, block-divisible shape
-    with a reduction long enough to pay for blocking."""
+    (``out[i, j] = sum_k f(i, j, k)``) with a reduction long enough to pay
+    for blocking, its columns concrete and block-divisible, and its rows
+    either concrete and block-divisible or symbolic (a jagged batch's
+    tokens: the last row block is then partial, see
+    :func:`partial_last_block`)."""
     expr = node.expr
     if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
             or len(expr.bounds) != 1 or has_reduce(expr.inner)):
         return None
     ni, nj = node.shape
     kext = expr.bounds[0][2]
-    if not (isinstance(ni, int) and isinstance(nj, int) and isinstance(kext, int)):
+    if not (isinstance(nj, int) and isinstance(kext, int)):
         return None
     rows, cols = profile.matmul_block
-    if ni % rows or nj % cols or kext < 16 or ni * nj < 4096:
+    if nj % cols or kext < 16:
+        return None
+    if isinstance(ni, int) and (ni % rows or ni * nj < 4096):
         return None
     if not _reuses_operands(expr):
         return None
