@@ -90,11 +90,15 @@ def test_rows_per_group_rule():
     # a divisor leaving two groups first, else a partial last block
     assert [rows_per_group(r, profile) for r in (1, 3, 7, 9, 12, 32)] == [
         1, 1, 2, 4, 4, 8]
+    # without a product to reuse weights in, only dividing blocks
+    assert [rows_per_group(r, profile, False) for r in (7, 9, 12, 32)] == [
+        1, 1, 4, 8]
     assert not partial_last_block(32, 8) and not partial_last_block(12, 4)
     assert partial_last_block(9, 4) and partial_last_block(7, 2)
     import pymbolic.primitives as prim
     n = prim.Variable("n")
     assert rows_per_group(n, profile) == 8
+    assert rows_per_group(n, profile, False) == 1
     assert partial_last_block(n, 8) and not partial_last_block(n, 1)
     assert not partial_last_block(8 * n, 8) and partial_last_block(8 * n, 16)
 

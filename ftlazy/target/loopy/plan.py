@@ -450,22 +450,27 @@ def independent_rows(scan: Scan, storage: StoragePlan,
                     and n.bindings[e.aggregate.name] in tracked
                     and e.index_tuple[0] != index_var(0)):
                 return None
-    return rows, rows_per_group(rows, profile)
+    products = any(isinstance(n, IndexLambda) and n in storage.stored
+                   and isinstance(n.expr, Reduce) for n in order)
+    return rows, rows_per_group(rows, profile, products)
 
 
-def rows_per_group(rows: Any, profile: DeviceProfile) -> int:
+def rows_per_group(rows: Any, profile: DeviceProfile,
+                   products: bool = True) -> int:
     """Rows of each work group's block in a row-blocked scan: enough rows to
     reuse each weight loaded (a block's product reads a weight row once for
     all its rows), enough groups for the cores. A concrete row count takes
     the first :attr:`~.profile.DeviceProfile.scan_rows_per_group` that
-    divides it and leaves two groups, else the first that leaves two groups
-    (the last group's block is partial); a symbolic one (a jagged batch's
-    sequences) the first, its last block partial too."""
+    divides it and leaves two groups. Where the body has *products* (stored
+    reductions) to reuse weights in, an indivisible count takes the first
+    that leaves two groups, and a symbolic one (a jagged batch's sequences)
+    the first, the last group's block partial; without, one row per group
+    (a partial block only costs guards then)."""
     choices = profile.scan_rows_per_group
     if not isinstance(rows, int):
-        return choices[0] if choices else 1
+        return choices[0] if choices and products else 1
     return next((p for p in choices if rows % p == 0 and rows >= 2 * p),
-                next((p for p in choices if rows >= 2 * p), 1))
+                next((p for p in choices if rows >= 2 * p and products), 1))
 
 
 def partial_last_block(rows: Any, per_group: int) -> bool:
