@@ -60,3 +60,22 @@ def test_only_programs_with_barriers_in_loops_lose_the_optimizer():
     assert _build_options(coupled, broken) == ["-cl-opt-disable"]
     assert _build_options(coupled, fine) == []
     assert _build_options(elementwise, broken) == []
+
+
+def test_the_answer_is_cached_on_disk(cl_queue, tmp_path, monkeypatch):
+    import ftlazy.target.loopy.barrier_probe as bp
+    monkeypatch.setenv("FTLAZY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(bp, "_RESULTS", {})
+    device = cl_queue.device
+    first = bp.barrier_loops_run_correctly(device)
+    cache = tmp_path / "probe" / "barrier_loops.json"
+    assert cache.exists()
+    # a fresh process (empty memory cache) reads the file, not the device
+    monkeypatch.setattr(bp, "_RESULTS", {})
+    monkeypatch.setattr(bp, "_run", lambda d: pytest.fail("probed again"))
+    assert bp.barrier_loops_run_correctly(device) is first
+    # a corrupt file is probed again, not trusted
+    cache.write_text("not json")
+    monkeypatch.setattr(bp, "_RESULTS", {})
+    monkeypatch.setattr(bp, "_run", lambda d: not first)
+    assert bp.barrier_loops_run_correctly(device) is (not first)

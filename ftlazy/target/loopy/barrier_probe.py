@@ -13,6 +13,10 @@ the optimizer off (``-cl-opt-disable``), which gives correct results.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import pathlib
 from typing import Any
 
 import numpy as np
@@ -89,17 +93,62 @@ def _run(device: Any) -> bool:
     return bool(np.array_equal(out.get(), np.full((n, 3), 1.0 + steps)))
 
 
+def _cache_file() -> pathlib.Path:
+    from ftlazy.target.loopy.probe import probe_cache_dir
+    return probe_cache_dir() / "barrier_loops.json"
+
+
+def _disk_key(device: Any) -> str:
+    digest = hashlib.sha256(PROBE_SOURCE.encode()).hexdigest()[:16]
+    return " | ".join((f"{device.platform.name} {device.platform.version}".strip(),
+                       device.name, device.driver_version, f"probe {digest}"))
+
+
+def _load(key: str) -> bool | None:
+    try:
+        value = json.loads(_cache_file().read_text()).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, bool) else None
+
+
+def _store(key: str, value: bool) -> None:
+    path = _cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            known = json.loads(path.read_text())
+        except (OSError, ValueError):
+            known = {}
+        if not isinstance(known, dict):
+            known = {}
+        known[key] = value
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:
+        pass    # an unwritable cache only costs the probe again
+
+
 def barrier_loops_run_correctly(device: Any) -> bool:
     """Whether *device*'s compiler, optimizing, builds a loop of
     barrier-separated stages with a global carry correctly (see the module
-    docs); computed once per device and process. A probe that cannot build
-    or run counts as a failure (the optimizer is then turned off for such
-    programs, which is slower but safe)."""
+    docs). Computed once per device and process, and cached on disk
+    (``barrier_loops.json`` in :func:`~.probe.probe_cache_dir`, keyed by
+    platform, device, driver and the probe's source). A probe that cannot
+    build or run counts as a failure, and is not cached (the optimizer is
+    then turned off for such programs, which is slower but safe)."""
     key = (device.platform.name, device.name, device.driver_version,
            device.int_ptr)
     if key not in _RESULTS:
-        try:
-            _RESULTS[key] = _run(device)
-        except Exception:  # noqa: BLE001 (any failure: do not trust it)
-            _RESULTS[key] = False
+        disk_key = _disk_key(device)
+        cached = _load(disk_key)
+        if cached is not None:
+            _RESULTS[key] = cached
+        else:
+            try:
+                _RESULTS[key] = _run(device)
+                _store(disk_key, _RESULTS[key])
+            except Exception:  # noqa: BLE001 (any failure: do not trust it)
+                _RESULTS[key] = False
     return _RESULTS[key]
