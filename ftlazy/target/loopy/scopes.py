@@ -36,6 +36,11 @@ class KernelParts:
     #: instruction id prefixes of each scan's instructions
     scan_prefixes: list[str] = field(default_factory=list)
     counter: int = 0
+    #: iname of a block domain -> (index in :attr:`domains`, its size
+    #: parameters, inames and constraints), so that guarded loops nested in
+    #: it join its domain (see :meth:`add_guarded_domain`)
+    block_domains: dict[str, tuple[int, set, list, list]] = field(
+        default_factory=dict)
 
     def fresh(self, prefix: str) -> str:
         """A new name starting with *prefix*."""
@@ -68,32 +73,38 @@ class KernelParts:
                            guard: str, limit: Any,
                            enclosing: tuple[str, ...] = ()) -> None:
         """``0 <= iname < bound`` for each pair and ``guard < limit``, where
-        *guard* is an isl affine expression in these inames and the inames
-        *enclosing* of domains added before (a partial block: its loops end
-        early in the last group)."""
-        params = set(enclosing) | sh.size_param_names(limit)
-        for b in bounds:
+        *guard* is an isl affine expression in these inames and the block
+        iname *enclosing* (of :meth:`add_blocks_domain`; a partial block:
+        its loops end early in the last group). The inames join the block's
+        domain: a domain whose parameters are inames of another one trips
+        loopy 2025.2 with islpy 2026.2 (``BasicSet`` has no
+        ``find_dim_by_name``)."""
+        (outer,) = enclosing
+        index, params, names, conds = self.block_domains[outer]
+        for b in bounds + [limit]:
             params |= sh.size_param_names(b)
-        self.params |= params - set(enclosing)
-        conds = " and ".join(
-            [f"0 <= {i} < {sh.to_affine(b).to_isl()}" for i, b in zip(inames, bounds)]
-            + [f"{guard} < {sh.to_affine(limit).to_isl()}"])
-        self.domains.append(
-            f"[{', '.join(sorted(params))}] -> {{ [{', '.join(inames)}]: {conds} }}")
+        self.params |= params
+        names += inames
+        conds += [f"0 <= {i} < {sh.to_affine(b).to_isl()}"
+                  for i, b in zip(inames, bounds)]
+        conds.append(f"{guard} < {sh.to_affine(limit).to_isl()}")
+        self._write_block_domain(outer)
+
+    def _write_block_domain(self, outer: str) -> None:
+        index, params, names, conds = self.block_domains[outer]
+        self.domains[index] = (f"[{', '.join(sorted(params))}] -> "
+                               f"{{ [{', '.join(names)}]: {' and '.join(conds)} }}")
 
     def add_blocks_domain(self, outer: str, size: int, bound: Any) -> None:
         """``0 <= outer < ceil(bound / size)``: the blocks of *size* that
         cover ``[0, bound)``, the last one possibly partial."""
-        try:
-            count = sh.exact_divide(sh.to_affine(bound), size, "blocks").to_expr()
-        except sh.NonAffineError:
-            params = sorted(sh.size_param_names(bound))
-            self.params |= set(params)
-            self.domains.append(
-                f"[{', '.join(params)}] -> {{ [{outer}]: 0 <= {outer} and "
-                f"{size}*{outer} < {sh.to_affine(bound).to_isl()} }}")
-        else:
-            self.add_domain([outer], [count])
+        params = set(sh.size_param_names(bound))
+        self.params |= params
+        self.block_domains[outer] = (
+            len(self.domains), params, [outer],
+            [f"0 <= {outer}", f"{size}*{outer} < {sh.to_affine(bound).to_isl()}"])
+        self.domains.append("")
+        self._write_block_domain(outer)
 
     def fresh_reduction_iname(self, upper: Any) -> str:
         """A new iname over ``[0, upper)``."""
