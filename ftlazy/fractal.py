@@ -224,14 +224,7 @@ class Scan(Loop):
         if len(self.body.outputs) != self.num_carries:
             raise ValueError(f"scan: the body returns {len(self.body.outputs)} "
                              f"arrays for {self.num_carries} carries")
-        for i, (init, new) in enumerate(zip(self.inits, self.body.outputs)):
-            if not sh.shapes_equal(init.shape, new.shape):
-                raise ValueError(f"scan: the body changes the shape of carry {i} "
-                                 f"from {sh.shape_str(init.shape)} to "
-                                 f"{sh.shape_str(new.shape)}")
-            if init.dtype != new.dtype:
-                raise TypeError(f"scan: the body changes the dtype of carry {i} "
-                                f"from {init.dtype} to {new.dtype}")
+        check_carries(self.inits, self.body.outputs, "scan")
 
     @property
     def inits(self) -> tuple[Array, ...]:
@@ -259,6 +252,19 @@ class Scan(Loop):
 
     def output_dtype(self, index: int) -> np.dtype:
         return self.inits[index].dtype
+
+
+def check_carries(inits: Any, outputs: Any, what: str) -> None:
+    """Each new carry a loop body returns keeps its init's shape
+    (:class:`ValueError`) and dtype (:class:`TypeError`)."""
+    for i, (init, new) in enumerate(zip(inits, outputs)):
+        if not sh.shapes_equal(init.shape, new.shape):
+            raise ValueError(f"{what}: the body changes the shape of carry {i} "
+                             f"from {sh.shape_str(init.shape)} to "
+                             f"{sh.shape_str(new.shape)}")
+        if init.dtype != new.dtype:
+            raise TypeError(f"{what}: the body changes the dtype of carry {i} "
+                            f"from {init.dtype} to {new.dtype}")
 
 
 def _check_params(body: Body, shapes: list, dtypes: list, what: str) -> None:

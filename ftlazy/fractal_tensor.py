@@ -37,7 +37,8 @@ from ftlazy import shapes as sh
 from ftlazy.array import (
     Array, IndexLambda, Placeholder, check_user_name, normalize_dtype)
 from ftlazy.fractal import (
-    Body, Loop, LoopResult, Scan, _trace, tree_flatten, tree_unflatten)
+    Body, Loop, LoopResult, Scan, _trace, check_carries, tree_flatten,
+    tree_unflatten)
 from ftlazy.node import Node, node
 from ftlazy.scalar_expr import index_var, substitute
 from ftlazy.shapes import Shape, ShapeComponent
@@ -348,10 +349,7 @@ class RaggedScan(Scan):
         if len(self.body.params) != len(self.inputs) or \
                 len(self.body.outputs) != nc:
             raise ValueError("RaggedScan: the body does not match the inputs")
-        for init, new in zip(self.inits, self.body.outputs):
-            if not sh.shapes_equal(init.shape, new.shape) or init.dtype != new.dtype:
-                raise ValueError(f"RaggedScan: a carry {sh.shape_str(init.shape)} "
-                                 f"becomes {sh.shape_str(new.shape)}")
+        check_carries(self.inits, self.body.outputs, "RaggedScan")
 
     @property
     def length(self) -> ShapeComponent:

@@ -29,13 +29,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array
 from ftlazy.fractal import (
-    Body, Loop, LoopResult, _trace, tree_flatten, tree_leaves_like,
-    tree_unflatten)
+    Body, Loop, LoopResult, _trace, check_carries, tree_flatten,
+    tree_leaves_like, tree_unflatten)
 from ftlazy.fractal_tensor import (
     ELEMENT_SIZE_PREFIX, Jagged, _element_params, _map_nesting)
 from ftlazy.node import node
@@ -89,13 +88,7 @@ class JaggedScan(Loop):
                     "element's lengths; a carry must keep the static shape "
                     f"{sh.shape_str(init.shape)} of its init (reduce over the "
                     "element inside the body)")
-            if not sh.shapes_equal(init.shape, new.shape):
-                raise ValueError(f"{self.what}: the body changes the shape of "
-                                 f"carry {k} from {sh.shape_str(init.shape)} "
-                                 f"to {sh.shape_str(new.shape)}")
-            if init.dtype != new.dtype:
-                raise TypeError(f"{self.what}: the body changes the dtype of "
-                                f"carry {k} from {init.dtype} to {new.dtype}")
+        check_carries(self.inits, self.body.outputs, self.what)
 
     @property
     def inits(self) -> tuple[Array, ...]:
