@@ -509,6 +509,22 @@ def _element_params(depth: int, values: Array, symbols: tuple[str, ...]
             ((sh.add(prim.Variable(symbols[0]), 1),), np.dtype(np.int64))]
 
 
+def element_views(params: Any, depths: Any) -> list[Any]:
+    """The elements a traced body gets from its flat *params*, one per
+    input of *depths*: a depth-3 element is a depth-2 :class:`Jagged` over
+    two parameters (values, rebased offsets), anything else one parameter
+    (see :func:`_element_params`)."""
+    elements, pos = [], 0
+    for d in depths:
+        if d == 3:
+            elements.append(Jagged(params[pos], (params[pos + 1],)))
+            pos += 2
+        else:
+            elements.append(params[pos])
+            pos += 1
+    return elements
+
+
 def jagged_map(f: Callable, *xs: Any,
                what: str = "map over a FractalTensor") -> Any:
     """:func:`ftlazy.map` where at least one of *xs* is a FractalTensor
@@ -562,15 +578,7 @@ def jagged_map(f: Callable, *xs: Any,
     out_kinds: list[Any] = []
 
     def traced(*flat_params: Any) -> Any:
-        elements, pos = [], 0
-        for d in depths:
-            if d == 3:
-                elements.append(Jagged(flat_params[pos], (flat_params[pos + 1],)))
-                pos += 2
-            else:
-                elements.append(flat_params[pos])
-                pos += 1
-        out = f(*elements)
+        out = f(*element_views(flat_params, depths))
         leaves, structure = tree_flatten(out, "map")
         arrays = []
         for leaf in leaves:

@@ -36,7 +36,7 @@ from ftlazy.fractal import (
     Body, Loop, LoopResult, _trace, check_carries, tree_flatten,
     tree_leaves_like, tree_unflatten)
 from ftlazy.fractal_tensor import (
-    ELEMENT_SIZE_PREFIX, Jagged, _element_params, _map_nesting)
+    ELEMENT_SIZE_PREFIX, Jagged, _element_params, _map_nesting, element_views)
 from ftlazy.node import node
 from ftlazy.shapes import Shape, ShapeComponent
 
@@ -193,14 +193,7 @@ def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
 
     def traced(*flat: Any) -> tuple:
         carry = tree_unflatten(list(flat[:nc]), init_structure)
-        elements, pos = [], nc
-        for d in depths:
-            if d == 3:
-                elements.append(Jagged(flat[pos], (flat[pos + 1],)))
-                pos += 2
-            else:
-                elements.append(flat[pos])
-                pos += 1
+        elements = element_views(flat[nc:], depths)
         new = f(carry, tree_unflatten(elements, x_structure))
         # (dicts are matched by key, then put in init's key order)
         leaves = tree_leaves_like(new, init_structure, what, "init",

@@ -31,7 +31,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy.fractal_tensor import JaggedMap
-from ftlazy.node import Node, topological_order
+from ftlazy.node import Node, iter_children, topological_order
 from ftlazy.transform.mappers import CopyMapper
 
 __all__ = ["flatten_document_map"]
@@ -89,7 +89,7 @@ def flatten_document_map(jmap: JaggedMap) -> list[Array]:
     for node in order:
         if isinstance(node, BodyParam) or not isinstance(node, Array):
             continue
-        reads_doc = [c for c in _children(node)
+        reads_doc = [c for c in iter_children(node)
                      if isinstance(c, BodyParam) and c.index in doc_params]
         if isinstance(node, LoopResult) and isinstance(node.loop, JaggedMap):
             continue
@@ -114,7 +114,8 @@ def flatten_document_map(jmap: JaggedMap) -> list[Array]:
     if not nested:
         raise _refuse("does not map over the document's sentences")
 
-    outer_input = {p: a for p, a in enumerate(_param_inputs(jmap, num_mapped_params))}
+    # the outer array of each captured body parameter
+    outer_input = {num_mapped_params + k: a for k, a in enumerate(jmap.captured)}
     # 1. each map over sentences, over all sentences of all documents
     sentence_results: dict[Node, Array] = {}
     for inner in nested:
@@ -169,16 +170,6 @@ def flatten_document_map(jmap: JaggedMap) -> list[Array]:
             raise _refuse(f"gives result {k} a shape that depends on the "
                           "document's tokens")
     return [LoopResult(regrouped, k) for k in range(regrouped.num_outputs)]
-
-
-def _children(node: Node) -> list[Node]:
-    from ftlazy.node import iter_children
-    return list(iter_children(node))
-
-
-def _param_inputs(jmap: JaggedMap, num_mapped_params: int) -> list[Any]:
-    """The outer array of each body parameter (None for mapped ones)."""
-    return [None] * num_mapped_params + list(jmap.captured)
 
 
 def _depends_on_params(a: Array) -> bool:
