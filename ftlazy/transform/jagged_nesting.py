@@ -25,7 +25,6 @@ raises :class:`NotImplementedError` naming what is not supported
 
 from __future__ import annotations
 
-from typing import Any
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, SizeParam
