@@ -601,9 +601,14 @@ def vector_math_storage(roots: list[Node], storage: StoragePlan,
     return trial
 
 
-def plan_scan(scan: Scan, profile: DeviceProfile) -> ScanPlan:
-    """The flavour of *scan* (see :class:`ScanPlan`)."""
+def plan_scan(scan: Scan, profile: DeviceProfile, nested: bool = False
+              ) -> ScanPlan:
+    """The flavour of *scan* (see :class:`ScanPlan`). A scan *nested* in a
+    scan body, and one whose body holds a scan, run in one work group."""
     storage = decide_storage(list(scan.body.outputs))
+    if nested or any(isinstance(n, Scan)
+                     for n in topological_order(list(scan.body.outputs))):
+        return ScanPlan(scan.length, "whole_group", storage=storage)
     batch = independent_rows(scan, storage, profile)
     if batch is None:
         return ScanPlan(scan.length, "whole_group", storage=storage)
@@ -614,6 +619,19 @@ def plan_scan(scan: Scan, profile: DeviceProfile) -> ScanPlan:
         storage = vector_storage
     return ScanPlan(scan.length, "row_blocked", batch[0], batch[1],
                     profile.kind == "cpu", storage=storage)
+
+
+def _plan_scan_nest(plan: KernelPlan, scan: Scan, profile: DeviceProfile,
+                    nested: bool = False) -> None:
+    """Plans of *scan*, its body's stored arrays and the scans nested in it."""
+    scan_plan = plan_scan(scan, profile, nested)
+    plan.scans[scan] = scan_plan
+    for b in topological_order(list(scan.body.outputs)):
+        if isinstance(b, Scan):
+            _plan_scan_nest(plan, b, profile, nested=True)
+        elif isinstance(b, IndexLambda) and b in scan_plan.storage.stored:
+            plan.arrays[b] = _plan_array(b, profile, scan_plan.storage,
+                                         scan_plan)
 
 
 def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
@@ -627,13 +645,7 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
                       packs=plan_packing(placeholders, profile))
     for n in order:
         if isinstance(n, Scan):
-            scan_plan = plan_scan(n, profile)
-            plan.scans[n] = scan_plan
-            body_order = topological_order(list(n.body.outputs))
-            for b in body_order:
-                if isinstance(b, IndexLambda) and b in scan_plan.storage.stored:
-                    plan.arrays[b] = _plan_array(b, profile, scan_plan.storage,
-                                                 scan_plan)
+            _plan_scan_nest(plan, n, profile)
         elif isinstance(n, IndexLambda) and n in storage.stored:
             if length is not None:
                 plan.arrays[n] = ArrayPlan(

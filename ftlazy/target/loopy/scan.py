@@ -21,7 +21,7 @@ import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
-from ftlazy.fractal import LoopResult, Scan
+from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.fractal_tensor import RaggedScan
 from ftlazy.node import Node, topological_order
 from ftlazy.target.loopy.plan import partial_last_block
@@ -299,18 +299,56 @@ def _parity(step: Any) -> Any:
 
 def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
               ) -> None:
+    """*scan* (of the outer DAG) as a sequential loop in a kernel of its
+    own; its results named in *outer* (outputs take their *out_names*)."""
+    # the scan runs in a kernel of its own: a level no other array shares
+    level = 1 + max((kb.level[a] for a in scan.inputs
+                     if a in kb.level), default=0) + 0.5
+    insns, results = _emit_loop(kb, scan, outer, out_names)
+    # mark the group (by id prefix) for _declare_scan_nosync
+    prefix = kb.parts.fresh("_ft_scan") + "_"
+    kb.parts.scan_prefixes.append(prefix)
+    renames = {i.id: prefix + i.id for i in insns}
+    insns = [i.copy(id=renames[i.id], depends_on=frozenset(
+        renames.get(d, d) for d in i.depends_on)) for i in insns]
+    kb.parts.instructions.extend(((level, prefix), i) for i in insns)
+    kb.level[scan] = level
+    for k, name in results.items():
+        outer.names[LoopResult(scan, k)] = name
+
+
+def _reader(kb: KernelBuilder, scope: Scope
+            ) -> Callable[[Array], Callable[[tuple], Any]]:
+    """Readers of the arrays a loop of *scope* takes as inputs: arrays
+    stored in it, its body parameters (a scan nested in a scan body) and
+    size parameters."""
+    def read(a: Array) -> Callable[[tuple], Any]:
+        if isinstance(a, SizeParam):
+            return lambda idx: prim.Variable(a.name)
+        if isinstance(a, BodyParam):
+            return scope.params[a.index]
+        if a in kb.packed:
+            return lambda idx: kb.packed_read(a, idx)
+        name = scope.names[a]
+        return lambda idx: prim.Subscript(prim.Variable(name), idx or (0,))
+    return read
+
+
+def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
+               ) -> tuple[list[Any], dict[int, str]]:
+    """The instructions of *scan*'s time loop, run inside *outer*'s loops
+    (none for a scan of the outer DAG; the enclosing time loops for a scan
+    nested in a scan body, whose carries and body arrays are then reused
+    by every step of the enclosing loops), and its results' names."""
     body = scan.body
-    if any(isinstance(n, (Scan, LoopResult))
-           for n in topological_order(list(body.outputs))):
-        raise NotImplementedError("code generation for a scan nested in a "
-                                  "scan body is not supported yet")
     t = kb.parts.fresh("_ft_t")
     length = scan.length
     kb.parts.add_domain([t], [length])
     tvar = prim.Variable(t)
-    # the scan runs in a kernel of its own: a level no other array shares
-    level = 1 + max((kb.level[a] for a in scan.inputs
-                     if a in kb.level), default=0) + 0.5
+    around = outer.outer_inames
+    inside = around + (t,)
+    # keep the time loops nested in order
+    kb.parts.priorities.extend((a, t) for a in around)
     nc, ns = scan.num_carries, scan.num_scanned
     carry_names = [kb.parts.fresh("_ft_carry") for _ in range(nc)]
     for name, init in zip(carry_names, scan.inits):
@@ -320,16 +358,10 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
     body_plan = scan_plan.storage
     batch = scan_plan.batch
     single = scan_plan.single_item_groups
-    local = Scope(body_plan, {}, {}, (t,), "local", batch, single)
-    prologue_scope = Scope(outer.plan, outer.names, {}, (), "local", batch, single)
-
-    def outer_reader(a: Array) -> Callable[[tuple], Any]:
-        if isinstance(a, SizeParam):
-            return lambda idx: prim.Variable(a.name)
-        if a in kb.packed:
-            return lambda idx: kb.packed_read(a, idx)
-        name = outer.names[a]
-        return lambda idx: prim.Subscript(prim.Variable(name), idx or (0,))
+    local = Scope(body_plan, {}, {}, inside, "local", batch, single)
+    prologue_scope = Scope(outer.plan, outer.names, outer.params, around,
+                           "local", batch, single)
+    outer_reader = _reader(kb, outer)
 
     for k, name in enumerate(carry_names):
         local.params[k] = (lambda idx, name=name: prim.Subscript(
@@ -352,26 +384,34 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
                               frozenset(), (0,))
         insns += new
         pro_ids |= {i.id for i in new}
-    pro_barrier = _local_barrier(kb, pro_ids, (), single)
+    pro_barrier = _local_barrier(kb, pro_ids, around, single)
     insns.append(pro_barrier)
 
-    # the body, level by level, inside the time loop
+    # the body, level by level, inside the time loop; a scan in the body
+    # is one unit of a level (its loop has barriers of its own)
     body_level: dict[Node, int] = {}
-    stored = [n for n in topological_order(list(body.outputs))
-              if isinstance(n, IndexLambda) and n in local.plan.stored]
     body_insns: dict[int, list[Any]] = defaultdict(list)
-    for n in stored:
-        name = kb.storage_name(n)
-        kb.parts.global_temporary(name, n.shape, n.dtype)
-        if kb.plan.arrays[n].strategy == "row_blocked_product":
-            emit = _emit_row_blocked_cpu if single else _emit_row_blocked
-            new, reads = emit(kb, n, name, local, n.expr)
+    for n in topological_order(list(body.outputs)):
+        if isinstance(n, Scan):
+            new, results = _emit_loop(kb, n, local, {})
+            reads: set[Node] = set(n.inputs)
+        elif isinstance(n, IndexLambda) and n in local.plan.stored:
+            name = kb.storage_name(n)
+            kb.parts.global_temporary(name, n.shape, n.dtype)
+            if kb.plan.arrays[n].strategy == "row_blocked_product":
+                emit = _emit_row_blocked_cpu if single else _emit_row_blocked
+                new, reads = emit(kb, n, name, local, n.expr)
+            else:
+                new, reads = kb.emit_store(n, name, local)
+            results = {None: name}
         else:
-            new, reads = kb.emit_store(n, name, local)
+            continue
         lev = 1 + max((body_level[r] for r in reads if r in body_level),
                       default=0)
-        body_level[n] = lev
-        local.names[n] = name
+        for k, name in results.items():
+            done = n if k is None else LoopResult(n, k)
+            body_level[done] = lev
+            local.names[done] = name
         body_insns[lev].extend(new)
     barrier_id = pro_barrier.id
     step_ids: set[str] = set()
@@ -382,17 +422,14 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
             insns.append(insn)
             ids.add(insn.id)
         step_ids |= ids
-        barrier = _local_barrier(kb, ids, (t,), single)
+        barrier = _local_barrier(kb, ids, inside, single)
         insns.append(barrier)
         barrier_id = barrier.id
     # new carries (and the history for scan results)
     final_ids: set[str] = set()
     results = {}
     for k, (name, out) in enumerate(zip(carry_names, body.outputs)):
-        src_name = local.names[out]
-
-        def src(idx, src_name=src_name):
-            return prim.Subscript(prim.Variable(src_name), idx or (0,))
+        src = _reader(kb, local)(out)
         destinations = [(name, (_parity(tvar + 1),))]
         if scan.keep_all:
             result_name = _scan_result_name(kb, scan, k, out_names)
@@ -403,29 +440,20 @@ def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
                                 frozenset({barrier_id}))
         insns += new
         final_ids |= {i.id for i in new}
-    end_barrier = _local_barrier(kb, final_ids | step_ids, (t,), single)
+    end_barrier = _local_barrier(kb, final_ids | step_ids, inside, single)
     insns.append(end_barrier)
     if not scan.keep_all:
         for k, (name, init) in enumerate(zip(carry_names, scan.inits)):
             result_name = _scan_result_name(kb, scan, k, out_names)
             parity = _parity(length)
 
-            def src(idx, name=name, parity=parity):
+            def last(idx, name=name, parity=parity):
                 return prim.Subscript(prim.Variable(name), (parity,) + idx)
-            insns += kb.emit_copy(src, result_name, init.shape,
+            insns += kb.emit_copy(last, result_name, init.shape,
                                      prologue_scope,
                                      frozenset({end_barrier.id, pro_barrier.id}))
             results[k] = result_name
-    # mark the group (by id prefix) for _declare_scan_nosync
-    prefix = kb.parts.fresh("_ft_scan") + "_"
-    kb.parts.scan_prefixes.append(prefix)
-    renames = {i.id: prefix + i.id for i in insns}
-    insns = [i.copy(id=renames[i.id], depends_on=frozenset(
-        renames.get(d, d) for d in i.depends_on)) for i in insns]
-    kb.parts.instructions.extend(((level, prefix), i) for i in insns)
-    kb.level[scan] = level
-    for k, name in results.items():
-        outer.names[LoopResult(scan, k)] = name
+    return insns, results
 
 def _scan_result_name(kb: KernelBuilder, scan: Scan, k: int, out_names: dict
                       ) -> str:
