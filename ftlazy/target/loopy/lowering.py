@@ -31,7 +31,7 @@ from ftlazy.target.loopy.ranges import data_dependent_range
 from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.lower import IndexLambdaLowerer
-from ftlazy.transform.mappers import CopyMapper, map_and_copy
+from ftlazy.transform.mappers import CopyMapper
 
 _INT64 = np.dtype(np.int64)
 
@@ -337,10 +337,7 @@ class _CheckInserter(CopyMapper):
         nc = expr.num_carries
         extra = sum(len(_reported(c)) for c in checks)
 
-        def shift(node: Node) -> Node:
-            if isinstance(node, BodyParam) and node.index >= nc:
-                return BodyParam(node.index + extra, node.shape, node.dtype)
-            return node
+        shift = _ShiftParams(nc, extra)
         new_params: list[BodyParam] = []
         new_outputs: list[Array] = []
         inits: list[Array] = []
@@ -349,17 +346,17 @@ class _CheckInserter(CopyMapper):
             new_params.append(before)
             inits.append(IndexLambda(PASSED, (), _INT64, {}))
             new_outputs.append(_keep_first(before, before,
-                                           map_and_copy(c.failed, shift)))
+                                           shift(c.failed)))
             if c.value is not None:
                 dtype = c.value.dtype
                 value_before = BodyParam(nc + len(new_params), (), dtype)
                 new_params.append(value_before)
                 inits.append(IndexLambda(dtype.type(0), (), dtype, {}))
                 new_outputs.append(_keep_first(before, value_before,
-                                               map_and_copy(c.value, shift)))
+                                               shift(c.value)))
         params = (expr.body.params[:nc] + tuple(new_params)
                   + tuple(shift(p) for p in expr.body.params[nc:]))
-        new_body = Body(params, tuple(map_and_copy(o, shift) for o in outputs)
+        new_body = Body(params, tuple(shift(o) for o in outputs)
                         + tuple(new_outputs))
         new = expr.copy(body=new_body,
                         inputs=inputs[:nc] + tuple(inits) + inputs[nc:],
@@ -379,6 +376,25 @@ class _CheckInserter(CopyMapper):
             k += len(_reported(c))
             self.checks.append(c.lifted(failed, value, ("scan",)))
         return new
+
+
+class _ShiftParams(CopyMapper):
+    """Copies arrays of a scan body with its parameters from *first* on
+    renumbered *by* places up; bodies nested in it number their own
+    parameters and are kept as they are."""
+
+    def __init__(self, first: int, by: int) -> None:
+        super().__init__()
+        self.first, self.by = first, by
+
+    def map_node(self, expr: Node) -> Node:
+        new = super().map_node(expr)
+        if isinstance(new, BodyParam) and new.index >= self.first:
+            return BodyParam(new.index + self.by, new.shape, new.dtype)
+        return new
+
+    def map_body(self, body: Node) -> Node:
+        return body
 
 
 def insert_kernel_checks(roots: dict[Any, Array]
