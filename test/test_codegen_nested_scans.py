@@ -97,6 +97,18 @@ def three_deep_numpy(xs):
         out.append(c)
     return np.array(out).reshape(len(xs), H)
 
+def gathered_numpy(xs, table, ids, w):
+    """A gather (with its run-time index check) in the outer body beside
+    an inner fold that captures a weight."""
+    c, out = np.zeros(H), []
+    for row, i in zip(xs, ids):
+        h = c
+        for x in row:
+            h = np.tanh(h @ w + 2.0 * x)
+        c = h + table[i]
+        out.append(c)
+    return np.array(out).reshape(len(xs), H)
+
 # }}}
 
 
@@ -109,6 +121,7 @@ def dense():
     w = ft.make_placeholder("w", (H, H), np.float64)
     layers = ft.make_placeholder("layers", (2, H, H), np.float64)
     subs = ft.make_placeholder("subs", (2,), np.float64)
+    table = ft.make_placeholder("table", (5, H), np.float64)
 
     def fold_step(c, row):
         last = ft.fold(lambda h, x: ft.tanh(h @ w + x + c), row, ft.zeros(H))
@@ -140,6 +153,11 @@ def dense():
             return g + 0.1 * h
         return ft.fold(column, row, c)
 
+    def gathered_step(c, step):
+        row, i = step
+        last = ft.fold(lambda h, x: ft.tanh(h @ w + x * 2.0), row, c)
+        return last + ft.gather(table, i[None])[0]
+
     totals, counts = ft.scan(bundle_step, (xs, ks),
                              (ft.zeros(H), ft.zeros((), np.int64)))
     program = ft.make_dict_of_named_arrays({
@@ -148,6 +166,7 @@ def dense():
         "totals": totals, "counts": counts,
         "layers": ft.scan(layers_step, xs, ft.zeros(H)),
         "three_deep": ft.scan(three_deep_step, xs, ft.zeros(H)),
+        "gathered": ft.scan(gathered_step, (xs, ks + 3), ft.zeros(H)),
     })
     return program, ft.compile(program)
 
@@ -159,19 +178,32 @@ def test_dense_nested_scans(dense, ls, lt):
     program, f = dense
     rng = np.random.default_rng(ls * 10 + lt)
     inputs = dict(xs=rng.standard_normal((ls, lt, H)),
-                  ks=rng.integers(-3, 4, ls), w=W, layers=LAYERS,
-                  subs=np.array([1.0, 2.0]))
+                  ks=rng.integers(-3, 2, ls), w=W, layers=LAYERS,
+                  subs=np.array([1.0, 2.0]), table=rng.standard_normal((5, H)))
     totals, counts = bundles_numpy(inputs["xs"], inputs["ks"])
     want = {"fold_in_scan": fold_in_scan_numpy(inputs["xs"], W),
             "stacked_rows": stacked_rows_numpy(inputs["xs"]),
             "totals": totals, "counts": counts,
             "layers": layers_numpy(inputs["xs"], LAYERS),
-            "three_deep": three_deep_numpy(inputs["xs"])}
+            "three_deep": three_deep_numpy(inputs["xs"]),
+            "gathered": gathered_numpy(inputs["xs"], inputs["table"],
+                                       inputs["ks"] + 3, W)}
     for got in (f(**inputs), ft.evaluate_numpy(program, **inputs)):
         for name, expected in want.items():
             assert got[name].shape == expected.shape, name
             assert got[name].dtype == expected.dtype, name
             np.testing.assert_allclose(got[name], expected, err_msg=name, **TOL)
+
+
+def test_index_check_beside_a_nested_scan(dense):
+    """The gather's run-time check becomes a carry of the outer scan; an
+    index out of range is reported (the inner fold's inputs unchanged)."""
+    program, f = dense
+    inputs = dict(xs=np.zeros((2, 2, H)), ks=np.array([0, 3]), w=W,
+                  layers=LAYERS, subs=np.array([1.0, 2.0]),
+                  table=np.zeros((5, H)))
+    with pytest.raises(IndexError, match="out of range"):
+        f(**inputs)
 
 
 def test_nested_scans_run_in_one_work_group(dense):
