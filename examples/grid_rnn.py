@@ -14,12 +14,12 @@ The input projections of every cell are computed in parallel by
 
 1. FractalTensor's: ``direction_x``, a scan over the source rows whose
    carry is the previous row of ``hx``, each step ``direction_y``, a scan
-   along the row. A scan nested in a scan body does not compile yet, so
-   this runs with ``ft.evaluate_numpy`` where ``ft.compile`` refuses it (the
-   script says so).
+   along the row. ``ft.compile`` runs the nest as a sequential loop over
+   the rows in one kernel, with the scan along the row a loop inside it.
 2. One scan over the cells in row-major order (the flattened product),
-   whose carry is the previous row of ``hx`` updated one column at a time:
-   compiled with ``ft.compile``.
+   whose carry is the previous row of ``hx`` updated one column at a time.
+
+Both forms are compiled with ``ft.compile``.
 
 Sizes are size parameters, so one program serves every pair; the batch of
 pairs is a Python loop over pairs (``ft.map`` zips FractalTensors only when
@@ -112,29 +112,17 @@ def numpy_grid(x, y):
 
 
 f_flat = ft.compile(flat)
-try:
-    f_nested = ft.compile(nested)
-    f_nested(src=np.zeros((1, H)), trg=np.zeros((1, H)), **weights)
-    nested_how = "ft.compile"
-except NotImplementedError as err:
-    print(f"nested scans (direction_x over direction_y) are not compiled yet: "
-          f"{err}; evaluating them with ft.evaluate_numpy")
-
-    def f_nested(**inputs):
-        return ft.evaluate_numpy(nested, **inputs)
-    nested_how = "ft.evaluate_numpy"
+f_nested = ft.compile(nested)
 
 for pairs in [[(3, 5), (2, 0), (4, 2)], [(1, 6), (0, 3), (5, 4)]]:
     for ls, lt in pairs:
         x, y = rng.standard_normal((ls, H)), rng.standard_normal((lt, H))
         want_x, want_y = numpy_grid(x, y)
-        got = f_flat(src=x, trg=y, **weights)
-        np.testing.assert_allclose(got["hx"].reshape(ls, lt, H), want_x,
-                                   rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(got["hy"].reshape(ls, lt, H), want_y,
-                                   rtol=1e-10, atol=1e-12)
-        got = f_nested(src=x, trg=y, **weights)
-        np.testing.assert_allclose(got["hx"], want_x, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(got["hy"], want_y, rtol=1e-10, atol=1e-12)
-    print(f"pairs (source, target lengths) {pairs}: row-major scan "
-          f"(ft.compile) and nested scans ({nested_how}) match numpy")
+        for f, shape in ((f_flat, (ls * lt, H)), (f_nested, (ls, lt, H))):
+            got = f(src=x, trg=y, **weights)
+            for name, want in (("hx", want_x), ("hy", want_y)):
+                assert got[name].shape == shape, (name, got[name].shape)
+                np.testing.assert_allclose(got[name].reshape(ls, lt, H), want,
+                                           rtol=1e-10, atol=1e-12)
+    print(f"pairs (source, target lengths) {pairs}: row-major scan and "
+          "nested scans (both ft.compile) match numpy")
