@@ -17,8 +17,9 @@ for an empty list), ``scan`` every carry stacked ``(n, *carry)``.
 
 The reference evaluator runs the body per element
 (:func:`ftlazy.target.jagged_outer_scan.evaluate_jagged_scan`); compiled
-programs lower the loop to a dense scan over padded elements
-(:mod:`ftlazy.transform.jagged_outer_scan`).
+programs lower the loop to a dense scan over padded elements, at depth 3
+after computing the step's work that does not use the carry for all
+documents at once (:mod:`ftlazy.transform.jagged_outer_scan`).
 
 .. autoclass:: JaggedScan
 .. autofunction:: jagged_scan

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """ft.scan, ft.fold and ft.reduce over the outer list of a FractalTensor,
 through the reference evaluator and compiled through OpenCL, against numpy
-loops over the elements."""
+loops over the elements (depth 3: test_codegen_jagged_outer_scan_depth3.py)."""
 
 from __future__ import annotations
 
@@ -198,21 +198,6 @@ def test_embedding_bags_folded():
     want = sum(table_data[t].sum(axis=0) for t in ids)
     for got in both(result, tokens=ids, table=table_data):
         np.testing.assert_allclose(got, want, **TOL)
-
-
-def test_depth_3_through_the_reference():
-    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
-    result = ft.scan(
-        lambda c, doc: c + ft.sum(ft.map(lambda s: ft.sum(s, axis=0), doc),
-                                  axis=0) + ft.sum(ft.flatten(doc), axis=0),
-        docs, ft.zeros(H))
-    data = [batch((2, 0, 3)), [], batch((1,), seed=2)]
-    want = numpy_scan(lambda c, d: c + 2 * sum((s.sum(axis=0) for s in d),
-                                               np.zeros(H)),
-                      data, np.zeros(H), True)
-    np.testing.assert_allclose(ft.evaluate_numpy(result, docs=data), want, **TOL)
-    with pytest.raises(NotImplementedError, match="depth 3"):
-        ft.compile(result)(docs=data)
 
 
 def test_carry_of_element_length_is_refused(xs):

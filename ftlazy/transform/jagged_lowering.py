@@ -449,6 +449,9 @@ class _JaggedMapLowerer(CopyMapper):
         # copied here: maps nested in it would be lowered out of context)
         return expr
 
+    # (the same for folds over a FractalTensor's outer list)
+    map_jagged_scan = map_jagged_map
+
     def map_loop_result(self, expr: LoopResult) -> Node:
         from ftlazy.jagged_scan_outer import JaggedScan
         if isinstance(expr.loop, JaggedScan):

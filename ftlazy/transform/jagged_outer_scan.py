@@ -30,8 +30,20 @@ along); the packed values are captured whole. In the body of step ``t``:
 
 The carries have static shapes, so the results need no unpadding.
 
-What is not lowered raises :class:`NotImplementedError`: depth-3 inputs,
-an extent that is not affine in ``L`` or mixes it with other sizes, a scan
+A fold over documents (depth 3: each step gets a document of sentences)
+is first split in two. The nodes of the step that read the document but
+not the carries run first, for all documents at once, as one map over the
+documents (whose maps over sentences run over all sentences at once, see
+:mod:`ftlazy.transform.jagged_nesting`); the fold then runs over the
+documents with their per-sentence results ``(m, ...)`` as depth-2
+FractalTensors over the documents' offsets (padded to the most sentences
+as above) and their per-document results as dense rows. Costs: the
+per-sentence results are stored (one row per sentence), and each step pads
+to the longest document's number of sentences. A step whose part with the
+carry reads the document's tokens, or maps or folds over its sentences
+with the carry, is refused, as are zipped documents.
+
+What is not lowered raises :class:`NotImplementedError`: an extent that is not affine in ``L`` or mixes it with other sizes, a scan
 over the element's rows whose carries or captured arrays have the element's
 length or whose body uses it, and other loops in the body (a map over a
 FractalTensor) whose shapes involve ``L``.
@@ -50,8 +62,9 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, DataWrapper, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Scan
 from ftlazy.fractal_tensor import segment_lengths
-from ftlazy.node import Node, topological_order
+from ftlazy.node import Node, iter_children, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
+from ftlazy.transform.mappers import CopyMapper
 
 __all__ = ["lower_jagged_scan"]
 
@@ -265,6 +278,170 @@ def _scan_over_rows(padding: _Padding, scan: Scan, form: tuple[int, int],
                 nc, ns + 1, scan.keep_all)
 
 
+class _Replacing(CopyMapper):
+    """Copies a body's nodes with some replaced (each node in *replace* by
+    its value, not entered); nested bodies, their own scopes, are kept."""
+
+    def __init__(self, replace: dict[Node, Array]) -> None:
+        super().__init__()
+        self._cache.update(replace)
+
+    def map_body(self, body: Node) -> Node:
+        return body
+
+
+def _refuse_documents(what: str, why: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"compiling a {what} of depth 3 whose step {why} is not supported "
+        "(the part of a step that does not use the carry is computed first, "
+        "for all documents at once, and may read the document only through "
+        "maps over its sentences; ft.evaluate_numpy evaluates it)")
+
+
+def _split_documents(jscan: Any, inputs: list[Array], host: Any) -> Any:
+    """A fold over documents (depth 3) as a fold over depth 2: the step's
+    nodes that read the document but not the carries are computed first by
+    one map over the documents (lowered by
+    :func:`~ftlazy.transform.jagged_nesting.flatten_document_map`: its maps
+    over sentences run over all sentences at once). Its per-document results
+    of shape ``(m, ...)`` (per sentence) are zipped into the fold as
+    depth-2 FractalTensors over the documents' offsets, the others as dense
+    arrays ``(n, ...)``. Returns that :class:`JaggedScan` over *inputs*,
+    the lowered inputs of *jscan*, and the pre-map's lowered results."""
+    from ftlazy.fractal import Loop, _own_size_names
+    from ftlazy.fractal_tensor import JaggedMap
+    from ftlazy.jagged_scan_outer import JaggedScan
+    from ftlazy.transform.jagged_lowering import _JaggedMapLowerer
+    what, body, nc = jscan.what, jscan.body, jscan.num_carries
+    parts = jscan.mapped_parts()
+    if [d for d, _ in parts].count(3) > 1:
+        raise _refuse_documents(what, "zips several FractalTensors")
+    m, tokens = jscan.symbols
+    # where each scanned input's body parameters and lowered arrays start
+    first_param, first_input = [], []
+    param_pos = input_pos = nc
+    for d, _ in parts:
+        first_param.append(param_pos)
+        first_input.append(input_pos)
+        param_pos += 2 if d == 3 else 1
+        input_pos += d
+    doc_index = next(k for k, (d, _) in enumerate(parts) if d == 3)
+    doc = {first_param[doc_index], first_param[doc_index] + 1}
+    offsets0, offsets1 = inputs[first_input[doc_index] + 1:
+                                first_input[doc_index] + 3]
+
+    order = topological_order(list(body.outputs))
+    uses_carry: set[Node] = set()
+    uses_doc: set[Node] = set()
+    for node in order:
+        if isinstance(node, BodyParam):
+            if node.index < nc:
+                uses_carry.add(node)
+            elif node.index in doc:
+                uses_doc.add(node)
+            continue
+        children = list(iter_children(node))
+        if any(c in uses_carry for c in children):
+            uses_carry.add(node)
+        if (any(c in uses_doc for c in children)
+                or tokens in _own_size_names(node)):
+            uses_doc.add(node)
+    # nodes that read the document but not the carries, used by nodes that
+    # read the carries (or results): the per-document part's results
+    read_with_carry = {c: user for user in order if user in uses_carry
+                       for c in iter_children(user)}
+    per_doc = [node for node in order if node in uses_doc
+               and node not in uses_carry
+               and (node in read_with_carry or node in body.outputs)]
+
+    # 1. the map over the documents (its parameters: the scan's, less the
+    # carries)
+    renumber = {p: BodyParam(p.index - nc, p.shape, p.dtype)
+                for p in body.params[nc:]}
+    jagged, dense = [], []
+    for node in per_doc:
+        shape = node.shape
+        if isinstance(node, BodyParam) and isinstance(read_with_carry[node],
+                                                      Loop):
+            raise _refuse_documents(
+                what, f"runs a {type(read_with_carry[node]).__name__} over the "
+                "document's sentences that uses the carry")
+        if any(tokens in sh.size_param_names(c) for c in shape) or any(
+                m in sh.size_param_names(c) for c in shape[1:]):
+            raise _refuse_documents(
+                what, f"uses an array of shape {sh.shape_str(shape)} (the "
+                "document's tokens) together with the carry")
+        if shape and m in sh.size_param_names(shape[0]):
+            if not sh.prove_equal(shape[0], prim.Variable(m)):
+                raise _refuse_documents(
+                    what, f"uses an array of shape {sh.shape_str(shape)} "
+                    "together with the carry (per-sentence results must have "
+                    "one row per sentence)")
+            jagged.append(node)
+        else:
+            dense.append(node)
+    lowered: dict[Node, Array] = {}
+    if per_doc:
+        rebuild = _Replacing(renumber)
+        pre = JaggedMap(Body(tuple(renumber.values()),
+                             tuple(rebuild(node) for node in per_doc)),
+                        tuple(inputs[nc:]), jscan.depths,
+                        tuple((m, tokens) if d == 3 else () for d in jscan.depths),
+                        what)
+        lowerer = _JaggedMapLowerer(host)
+        try:
+            lowered = {node: lowerer(LoopResult(pre, k))
+                       for k, node in enumerate(per_doc)}
+        except NotImplementedError as err:
+            raise NotImplementedError(
+                f"compiling a {what} of depth 3: the part of its step that "
+                f"does not use the carry is a map over the documents: {err}"
+            ) from err
+
+    # 2. the fold over the per-document results
+    params: list[BodyParam] = list(body.params[:nc])
+    new_inputs: list[Array] = list(inputs[:nc])
+    depths: list[int] = []
+    replace: dict[Node, Array] = {}
+
+    def add(old: Array | None, array: Array, depth: int, shape: tuple,
+            dtype: np.dtype) -> None:
+        param = BodyParam(len(params), shape, dtype)
+        params.append(param)
+        if old is not None:
+            replace[old] = param
+        new_inputs.extend([array, offsets0] if depth == 2 else [array])
+        depths.append(depth)
+
+    for node in jagged:
+        add(node, lowered[node], 2, node.shape, node.dtype)
+    if not jagged:
+        # (the fold needs one FractalTensor over the documents' sentences:
+        # the lengths of the sentences)
+        add(None, segment_lengths(offsets1), 2, (prim.Variable(m),), _INT64)
+    for node in dense:
+        add(node, lowered[node], 1, node.shape, node.dtype)
+    for (d, _), param, first in zip(parts, first_param, first_input):
+        if d == 1:
+            old = body.params[param]
+            add(old, inputs[first], 1, old.shape, old.dtype)
+    for old, array in zip(body.params[param_pos:], inputs[input_pos:]):
+        param = BodyParam(len(params), old.shape, old.dtype)
+        params.append(param)
+        replace[old] = param
+        new_inputs.append(array)
+    rebuild = _Replacing(replace)
+    outputs = tuple(rebuild(o) for o in body.outputs)
+    for node in topological_order(list(outputs)):
+        if tokens in _own_size_names(node):
+            raise _refuse_documents(what, "uses the document's number of "
+                                    "tokens together with the carry")
+        if isinstance(node, BodyParam) and node not in params:
+            raise AssertionError("a document parameter left in the fold")
+    return JaggedScan(Body(tuple(params), outputs), tuple(new_inputs), nc,
+                      tuple(depths), (m,), jscan.keep_all, what)
+
+
 def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]:
     """The results of the :class:`~ftlazy.jagged_scan_outer.JaggedScan`
     *jscan* as dense nodes: a :class:`~ftlazy.fractal.Scan` over the
@@ -275,10 +452,9 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
     from ftlazy.transform.batch import MapBatcher
     from ftlazy.transform.jagged_lowering import _LowererKeepingGathers
     parts = jscan.mapped_parts()
-    if any(d > 2 for d, _ in parts):
-        raise NotImplementedError(
-            f"compiling a {jscan.what} of depth 3 is not supported yet "
-            "(ft.evaluate_numpy evaluates it)")
+    if any(d == 3 for d, _ in parts):
+        flat = _split_documents(jscan, inputs, host)
+        return lower_jagged_scan(flat, list(flat.inputs), host)
     nc = jscan.num_carries
     inits = inputs[:nc]
     pos = nc
@@ -296,8 +472,11 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
     captured = inputs[pos:]
     offsets = offsets_nodes[0]
     n = sh.sub(offsets.shape[0], 1)
-    if len(offsets_nodes) > 1 or dense:
-        host.zipped.append((jscan.what, tuple(offsets_nodes), tuple(dense)))
+    # (arrays the lowering made with one row per element need no check)
+    distinct = tuple(dict.fromkeys(offsets_nodes))
+    unproven = tuple(a for a in dense if not sh.prove_equal(a.shape[0], n))
+    if len(distinct) > 1 or unproven:
+        host.zipped.append((jscan.what, distinct, unproven))
     (symbol,) = jscan.symbols
 
     # the dense scan's inputs: carries; scanned first rows, lengths and
