@@ -384,7 +384,9 @@ class JaggedMap(Loop):
     element of each mapped input (its values, then at depth 3 its rebased
     offsets), then the captured arrays. Each output is dense (``(n, ...)``)
     or, where its first axis is affine in the symbols, the values of a
-    depth-2 FractalTensor (see :meth:`output_shape`)."""
+    depth-2 FractalTensor (see :meth:`output_shape`). A FractalTensor the
+    body returns is returned as its values and, where needed, the lengths
+    of its levels (:mod:`ftlazy.fractal_nested`)."""
 
     body: Body
     inputs: tuple[Array, ...]
@@ -453,16 +455,23 @@ class JaggedMap(Loop):
         shape = self.body.outputs[index].shape
         if not self.is_jagged_output(index):
             return (self.length,) + shape
-        form = sh.to_affine(shape[0])
+        return (self.extent_total(shape[0], f"result {index}'s length"),
+                ) + shape[1:]
+
+    def extent_total(self, extent: ShapeComponent, what: str = "an extent"
+                     ) -> ShapeComponent:
+        """The sum over all elements of *extent*, an affine function of
+        the element's sizes."""
+        form = sh.to_affine(extent)
         total: ShapeComponent = sh.mul(self.length, form.const)
         totals = self.symbol_totals()
         for name, coeff in form.coeffs.items():
             if name not in totals:
-                raise ValueError(f"map over a FractalTensor: result {index}'s "
-                                 f"length {shape[0]} uses a size parameter "
-                                 f"'{name}' defined inside the body")
+                raise ValueError(f"map over a FractalTensor: {what} {extent} "
+                                 f"uses a size parameter '{name}' defined "
+                                 "inside the body")
             total = sh.add(total, sh.mul(totals[name], coeff))
-        return (total,) + shape[1:]
+        return total
 
     def output_dtype(self, index: int) -> np.dtype:
         return self.body.outputs[index].dtype
@@ -483,7 +492,12 @@ class JaggedMap(Loop):
     def output_offsets(self, index: int) -> IndexLambda:
         """Offsets of jagged output *index*: the running sum of the first
         axis' length, an affine function of the element's sizes."""
-        form = sh.to_affine(self.body.outputs[index].shape[0])
+        return self.extent_offsets(self.body.outputs[index].shape[0])
+
+    def extent_offsets(self, extent: ShapeComponent) -> IndexLambda:
+        """The running sum over the elements of *extent* (an affine
+        function of the element's sizes), ``(n + 1,)`` int64."""
+        form = sh.to_affine(extent)
         expr: Any = form.const * index_var(0)
         bindings: dict[str, Array] = {}
         for k, (name, coeff) in enumerate(sorted(form.coeffs.items())):
@@ -532,7 +546,8 @@ def jagged_map(f: Callable, *xs: Any,
     ``(L, *elem_shape)`` at depth 2, a depth-2 :class:`Jagged` at depth 3)
     and the elements of dense *xs* along axis 0. Results with a static shape
     stack to ``(n, ...)``; results whose first axis is affine in the
-    element's sizes become FractalTensors of depth 2. *what* names the
+    element's sizes become FractalTensors of depth 2; FractalTensor results
+    nest one level deeper (:mod:`ftlazy.fractal_nested`). *what* names the
     operation in run-time messages (:attr:`JaggedMap.what`)."""
     from ftlazy.ops import asarray
     if not callable(f):
@@ -576,18 +591,27 @@ def jagged_map(f: Callable, *xs: Any,
             symbols.append(())
             params.append((a.shape[1:], a.dtype))
     out_kinds: list[Any] = []
+    # per leaf of the result: its body output, or how a FractalTensor
+    # result nests one level deeper (ftlazy.fractal_nested)
+    leaf_outputs: list[Any] = []
 
     def traced(*flat_params: Any) -> Any:
-        out = f(*element_views(flat_params, depths))
+        from ftlazy.fractal_nested import split_nested_leaf
+        elements = element_views(flat_params, depths)
+        out = f(*elements)
         leaves, structure = tree_flatten(out, "map")
-        arrays = []
+        sentence_offsets = {e.offsets[0]: k for k, e in enumerate(elements)
+                            if depths[k] == 3}
+        arrays: list[Array] = []
         for leaf in leaves:
             if isinstance(leaf, Jagged):
-                raise NotImplementedError(
-                    "map over a FractalTensor whose function returns a "
-                    "FractalTensor (a result nested one level deeper) is not "
-                    "supported yet")
-            arrays.append(asarray(leaf))
+                outputs, nested = split_nested_leaf(
+                    leaf, len(arrays), sentence_offsets, frozenset(first_symbols))
+                arrays += outputs
+                leaf_outputs.append(nested)
+            else:
+                leaf_outputs.append(len(arrays))
+                arrays.append(asarray(leaf))
         out_kinds.append(structure)
         return tuple(arrays)
 
@@ -602,7 +626,11 @@ def jagged_map(f: Callable, *xs: Any,
     loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),
                      tuple(symbols), what)
     results = []
-    for k in range(loop.num_outputs):
+    for k in leaf_outputs:
+        if not isinstance(k, int):
+            from ftlazy.fractal_nested import nested_result
+            results.append(nested_result(loop, k))
+            continue
         values = LoopResult(loop, k)
         results.append(Jagged(values, (loop.output_offsets(k),))
                        if loop.is_jagged_output(k) else values)

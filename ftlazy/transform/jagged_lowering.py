@@ -468,7 +468,7 @@ class _JaggedMapLowerer(CopyMapper):
             if 3 in jmap.depths:
                 # documents of sentences: maps over depth 2 (jagged_nesting)
                 self._done[jmap] = [self.rec(r) for r in
-                                    flatten_document_map(jmap)]
+                                    flatten_document_map(jmap, self.host)]
             else:
                 inputs = [self.rec(a) for a in jmap.inputs]
                 self._done[jmap] = _MapLowering(jmap, inputs, self.host).run()

@@ -1,23 +1,38 @@
 # SPDX-License-Identifier: MIT
-"""Maps over depth-3 FractalTensors, rewritten as two maps over depth 2, for
+"""Maps over depth-3 FractalTensors, rewritten as maps over depth 2, for
 :mod:`ftlazy.transform.jagged_lowering`.
 
 A map over documents (a depth-3 FractalTensor: documents of sentences of
-tokens) whose body maps a function ``g`` over each document's sentences,
-then combines the per-sentence results with ``h``, is the same as
+tokens) computes each result from one of two views of the document:
 
-1. one map of ``g`` over *all* sentences: the depth-2 FractalTensor
-   ``(values, offsets1)`` of every document's sentences, whose dense
-   results ``(num_sentences, ...)`` are
-2. regrouped by document with ``offsets0``, a depth-2 FractalTensor over
-   which ``h`` is mapped, each element the ``(m, ...)`` per-sentence
-   results of one document.
+* **its sentences.** A body that maps a function ``g`` over each
+  document's sentences, then combines the per-sentence results with ``h``,
+  is the same as
 
-:func:`flatten_document_map` performs this rewrite on the map's body. It
-applies when the document element is read only by maps over its sentences
-whose results have a static shape and whose captured arrays do not depend
-on the document (parameters of the map, or constants); anything else
-raises :class:`NotImplementedError` naming what is not supported
+  1. one map of ``g`` over *all* sentences: the depth-2 FractalTensor
+     ``(values, offsets1)`` of every document's sentences, whose dense
+     results ``(num_sentences, ...)`` are
+  2. regrouped by document with ``offsets0``, a depth-2 FractalTensor over
+     which ``h`` is mapped, each element the ``(m, ...)`` per-sentence
+     results of one document.
+
+  A result of ``g`` of the sentence's length (``s[1:]``, a scan over the
+  sentence) returned by the body as it is (a FractalTensor result of the
+  map, nested one level deeper) is the result of step 1 as it is: the
+  packed rows of all sentences, in document order;
+* **its tokens.** A result that reads neither the document's sentence
+  structure (its rebased offsets, its number of sentences) nor maps over
+  its sentences (leaf-wise operations, ``ft.flatten(doc)``) is a map over
+  each document's tokens: the depth-2 FractalTensor
+  ``(values, offsets1[offsets0])``.
+
+:func:`flatten_document_map` performs this rewrite on the map's body, each
+result by the view it uses. Zipped depth-3 FractalTensors are mapped
+together in each view; their structure is checked at run time, level by
+level, as the reference evaluator does. A result that mixes both views, a
+body that combines per-sentence results of the sentence's length, or maps
+over sentences with captured arrays computed from the document raise
+:class:`NotImplementedError` naming what is not supported
 (``ft.evaluate_numpy`` evaluates it).
 
 .. autofunction:: flatten_document_map
@@ -25,12 +40,16 @@ raises :class:`NotImplementedError` naming what is not supported
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, SizeParam
+from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy.fractal_tensor import JaggedMap
 from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.scalar_expr import index_var
 from ftlazy.transform.mappers import CopyMapper
 
 __all__ = ["flatten_document_map"]
@@ -39,9 +58,9 @@ __all__ = ["flatten_document_map"]
 def _refuse(what: str) -> NotImplementedError:
     return NotImplementedError(
         f"compiling a map over a FractalTensor of depth 3 whose body {what} is "
-        "not supported yet (only bodies that map over each document's "
-        "sentences and combine the per-sentence results compile; "
-        "ft.evaluate_numpy evaluates it)")
+        "not supported yet (bodies that map over each document's sentences "
+        "and combine the per-sentence results, and results computed from the "
+        "document's tokens alone, compile; ft.evaluate_numpy evaluates it)")
 
 
 class _Rebuilder(CopyMapper):
@@ -64,111 +83,215 @@ class _Rebuilder(CopyMapper):
         return body
 
 
-def flatten_document_map(jmap: JaggedMap) -> list[Array]:
-    """The results of *jmap* (a map over depth-3 FractalTensors, see the
-    module docs) computed by maps over depth-2 FractalTensors only."""
-    parts = jmap.mapped_parts()
-    if [d for d, _ in parts].count(3) != 1 or any(d == 2 for d, _ in parts):
-        raise _refuse("zips several FractalTensors")
-    body = jmap.body
-    doc_index = next(k for k, (d, _) in enumerate(parts) if d == 3)
-    # the body's parameter numbers of each mapped input
-    first_param = []
-    pos = 0
-    for d, _ in parts:
-        first_param.append(pos)
-        pos += 2 if d == 3 else 1
-    num_mapped_params = pos
-    values, offsets0, offsets1 = parts[doc_index][1]
-    doc_values = first_param[doc_index]
-    doc_params = {doc_values, doc_values + 1}
-    symbols = jmap.symbols[doc_index]        # (m, T)
-    order = topological_order(list(body.outputs))
+class _DocumentMap:
+    """The parameters of a map over depth-3 FractalTensors *jmap*: which
+    body parameters hold each document's values and rebased offsets."""
+
+    def __init__(self, jmap: JaggedMap) -> None:
+        self.jmap = jmap
+        self.parts = jmap.mapped_parts()
+        if any(d == 2 for d, _ in self.parts):
+            raise _refuse("zips FractalTensors of depth 2")
+        #: the body's first parameter of each mapped input
+        self.first_param = []
+        pos = 0
+        for d, _ in self.parts:
+            self.first_param.append(pos)
+            pos += 2 if d == 3 else 1
+        self.num_mapped_params = pos
+        self.docs = [k for k, (d, _) in enumerate(self.parts) if d == 3]
+        #: body parameter number -> mapped input, of the values and offsets
+        self.values_params = {self.first_param[k]: k for k in self.docs}
+        self.offsets_params = {self.first_param[k] + 1: k for k in self.docs}
+        self.m, self.T = jmap.symbols[self.docs[0]]
+        #: the outer array of each captured body parameter
+        self.outer_input = {self.num_mapped_params + k: a
+                            for k, a in enumerate(jmap.captured)}
+
+    def reads_structure(self, out: Array) -> bool:
+        """Whether *out* reads the documents' sentence structure: their
+        rebased offsets or their number of sentences (also through a map
+        over their sentences)."""
+        for node in topological_order([out]):
+            if isinstance(node, BodyParam) and node.index in self.offsets_params:
+                return True
+            if isinstance(node, SizeParam) and node.name == self.m:
+                return True
+            if isinstance(node, Array) and any(
+                    self.m in sh.size_param_names(c) for c in node.shape):
+                return True
+        return False
+
+    def rebuilt_map(self, outputs: list[Array], mapped: list[tuple]
+                    ) -> JaggedMap:
+        """A map of the body's *outputs* over *mapped* (per new mapped
+        input: the old body parameters it replaces, its arrays, its depth,
+        its symbols), then the old dense mapped inputs and captured arrays."""
+        new_params: list[BodyParam] = []
+        inputs: list[Array] = []
+        depths: list[int] = []
+        symbols: list[tuple[str, ...]] = []
+        replace: dict[Node, Array] = {}
+
+        def param(old: Array, arrays: tuple) -> None:
+            new = BodyParam(len(new_params), old.shape, old.dtype)
+            new_params.append(new)
+            replace[old] = new
+            inputs.extend(arrays)
+
+        for old, arrays, depth, syms in mapped:
+            param(old, arrays)
+            depths.append(depth)
+            symbols.append(syms)
+        for k, (d, arrays) in enumerate(self.parts):
+            if d == 1:
+                param(BodyParam(self.first_param[k], arrays[0].shape[1:],
+                                arrays[0].dtype), arrays)
+                depths.append(1)
+                symbols.append(())
+        body = self.jmap.body
+        for index in range(self.num_mapped_params, len(body.params)):
+            param(body.params[index], (self.outer_input[index],))
+        rebuild = _Rebuilder(replace)
+        return JaggedMap(Body(tuple(new_params),
+                              tuple(rebuild(o) for o in outputs)),
+                         tuple(inputs), tuple(depths), tuple(symbols),
+                         self.jmap.what)
+
+
+def _token_offsets(offsets0: Array, offsets1: Array) -> IndexLambda:
+    """``offsets1[offsets0]``: each document's first token."""
+    from pymbolic.primitives import Variable
+    read = Variable("_in1")[Variable("_in0")[index_var(0)]]
+    return IndexLambda(read, offsets0.shape, np.dtype(np.int64),
+                       {"_in0": offsets0, "_in1": offsets1})
+
+
+def _token_map(doc: _DocumentMap, outputs: list[Array]) -> JaggedMap:
+    """The map of *outputs* over each document's tokens."""
+    mapped = []
+    for k in doc.docs:
+        values, offsets0, offsets1 = doc.parts[k][1]
+        old = doc.jmap.body.params[doc.first_param[k]]
+        mapped.append((old, (values, _token_offsets(offsets0, offsets1)), 2,
+                       (doc.T,)))
+    return doc.rebuilt_map(outputs, mapped)
+
+
+def _nested_maps(doc: _DocumentMap, outputs: list[Array]) -> list[JaggedMap]:
+    """The maps over the documents' sentences that *outputs* read, checking
+    that the documents are read by nothing else."""
+    doc_params = set(doc.values_params) | set(doc.offsets_params)
     nested: list[JaggedMap] = []
-    for node in order:
+    for node in topological_order(outputs):
+        if isinstance(node, JaggedMap):
+            if any(isinstance(a, BodyParam) and a.index in doc_params
+                   for a in node.inputs):
+                _check_sentence_inputs(doc, node)
+                nested.append(node)
+            continue
         if isinstance(node, BodyParam) or not isinstance(node, Array):
             continue
-        reads_doc = [c for c in iter_children(node)
-                     if isinstance(c, BodyParam) and c.index in doc_params]
+        if isinstance(node, SizeParam) and node.name == doc.T:
+            raise _refuse("uses the document's number of tokens")
         if isinstance(node, LoopResult) and isinstance(node.loop, JaggedMap):
             continue
-        if reads_doc:
-            raise _refuse(f"reads the document directly ({type(node).__name__})")
-        if isinstance(node, SizeParam) and node.name == symbols[1]:
-            raise _refuse("uses the document's number of tokens")
-    for node in order:
-        if isinstance(node, JaggedMap) and any(
-                isinstance(a, BodyParam) and a.index in doc_params
-                for a in node.inputs):
-            if not (len(node.depths) == 1 and node.depths[0] == 2
-                    and isinstance(node.inputs[0], BodyParam)
-                    and node.inputs[0].index == doc_values
-                    and isinstance(node.inputs[1], BodyParam)
-                    and node.inputs[1].index == doc_values + 1):
-                raise _refuse("maps over its document zipped with other data")
-            if any(node.is_jagged_output(k) for k in range(node.num_outputs)):
-                raise _refuse("maps over sentences with results of the "
-                              "sentence's length")
-            nested.append(node)
-    if not nested:
-        raise _refuse("does not map over the document's sentences")
+        if any(isinstance(c, BodyParam) and c.index in doc_params
+               for c in iter_children(node)):
+            raise _refuse("reads the document's tokens together with its "
+                          f"sentence structure ({type(node).__name__})")
+        if any(isinstance(c, LoopResult) and c.loop in nested
+               and c.loop.is_jagged_output(c.index) for c in iter_children(node)):
+            raise _refuse("combines per-sentence results of the sentence's "
+                          "length")
+    return nested
 
-    # the outer array of each captured body parameter
-    outer_input = {num_mapped_params + k: a for k, a in enumerate(jmap.captured)}
+
+def _check_sentence_inputs(doc: _DocumentMap, inner: JaggedMap) -> None:
+    """A map over sentences must map over whole documents' sentences."""
+    for depth, arrays in inner.mapped_parts():
+        ok = (depth == 2 and all(isinstance(a, BodyParam) for a in arrays)
+              and arrays[0].index in doc.values_params
+              and arrays[1].index == arrays[0].index + 1)
+        if not ok:
+            raise _refuse("maps over its document zipped with other data")
+
+
+def _sentence_results(doc: _DocumentMap, outputs: list[Array]
+                      ) -> list[Array]:
+    """*outputs*, computed by maps over all sentences and a map over
+    documents of the per-sentence results (see the module docs)."""
+    nested = _nested_maps(doc, outputs)
+    if not nested:
+        raise _refuse("reads the document's sentence structure without "
+                      "mapping over its sentences")
+    num_mapped = doc.num_mapped_params
     # 1. each map over sentences, over all sentences of all documents
-    sentence_results: dict[Node, Array] = {}
+    per_sentence: dict[Node, Array] = {}
     for inner in nested:
-        captured = []
+        inputs: list[Array] = []
+        for _, arrays in inner.mapped_parts():
+            values, _, offsets1 = doc.parts[doc.values_params[arrays[0].index]][1]
+            inputs += [values, offsets1]
         for a in inner.captured:
-            if isinstance(a, BodyParam) and a.index >= num_mapped_params:
-                captured.append(outer_input[a.index])
+            if isinstance(a, BodyParam) and a.index >= num_mapped:
+                inputs.append(doc.outer_input[a.index])
             elif isinstance(a, BodyParam) or _depends_on_params(a):
                 raise _refuse("maps over sentences with data computed from the "
                               "document")
             else:
-                captured.append(a)
-        flat = JaggedMap(inner.body, (values, offsets1) + tuple(captured),
-                         inner.depths, inner.symbols, inner.what)
+                inputs.append(a)
+        flat = JaggedMap(inner.body, tuple(inputs), inner.depths, inner.symbols,
+                         inner.what)
         for k in range(inner.num_outputs):
-            sentence_results[LoopResult(inner, k)] = LoopResult(flat, k)
-    # 2. the rest of the body, over documents of per-sentence results
-    new_params: list[BodyParam] = []
-    inputs: list[Array] = []
-    depths: list[int] = []
-    new_symbols: list[tuple[str, ...]] = []
-    replace: dict[Node, Array] = {}
-    m = symbols[0]
-    for old, result in sentence_results.items():
-        param = BodyParam(len(new_params), old.shape, old.dtype)
-        new_params.append(param)
-        replace[old] = param
-        inputs += [result, offsets0]
-        depths.append(2)
-        new_symbols.append((m,))
-    for k, (d, arrays) in enumerate(parts):
-        if d == 1:
-            old = BodyParam(first_param[k], arrays[0].shape[1:], arrays[0].dtype)
-            param = BodyParam(len(new_params), old.shape, old.dtype)
-            new_params.append(param)
-            replace[old] = param
-            inputs.append(arrays[0])
-            depths.append(1)
-            new_symbols.append(())
-    for index in range(num_mapped_params, len(body.params)):
-        old = body.params[index]
-        param = BodyParam(len(new_params), old.shape, old.dtype)
-        new_params.append(param)
-        replace[old] = param
-        inputs.append(outer_input[index])
-    rebuild = _Rebuilder(replace)
-    outputs = tuple(rebuild(o) for o in body.outputs)
-    regrouped = JaggedMap(Body(tuple(new_params), outputs), tuple(inputs),
-                          tuple(depths), tuple(new_symbols), jmap.what)
-    for k in range(regrouped.num_outputs):
-        if not sh.shapes_equal(regrouped.output_shape(k), jmap.output_shape(k)):
-            raise _refuse(f"gives result {k} a shape that depends on the "
-                          "document's tokens")
-    return [LoopResult(regrouped, k) for k in range(regrouped.num_outputs)]
+            per_sentence[LoopResult(inner, k)] = LoopResult(flat, k)
+    # 2. results of the sentence's length, returned as they are: packed
+    # over all sentences in document order, as the map's result
+    results = [per_sentence[o] if o in per_sentence
+               and o.loop.is_jagged_output(o.index) else None for o in outputs]
+    rest = [o for o, r in zip(outputs, results) if r is None]
+    if not rest:
+        return results
+    # 3. the rest of the body, over documents of per-sentence results
+    offsets0 = doc.parts[doc.docs[0]][1][1]
+    mapped = [(old, (new, offsets0), 2, (doc.m,))
+              for old, new in per_sentence.items()
+              if not old.loop.is_jagged_output(old.index)]
+    regrouped = doc.rebuilt_map(rest, mapped)
+    it = iter(range(regrouped.num_outputs))
+    return [r if r is not None else LoopResult(regrouped, next(it))
+            for r in results]
+
+
+def flatten_document_map(jmap: JaggedMap, host: Any = None) -> list[Array]:
+    """The results of *jmap* (a map over depth-3 FractalTensors, see the
+    module docs) computed by maps over depth-2 FractalTensors only. Where
+    *jmap* zips several inputs, a run-time check of their structure, level
+    by level, is added to *host* (a
+    :class:`~ftlazy.transform.jagged_lowering.HostDerivations`)."""
+    doc = _DocumentMap(jmap)
+    if host is not None and len(doc.parts) > 1:
+        host.zipped.append((jmap.what,
+                            tuple(tuple(doc.parts[k][1][1:]) for k in doc.docs),
+                            tuple(a[0] for d, a in doc.parts if d == 1)))
+    outputs = list(jmap.body.outputs)
+    by_sentences = [doc.reads_structure(o) for o in outputs]
+    results: list[Any] = [None] * len(outputs)
+    tokens = [k for k, s in enumerate(by_sentences) if not s]
+    if tokens:
+        token_map = _token_map(doc, [outputs[k] for k in tokens])
+        for j, k in enumerate(tokens):
+            results[k] = LoopResult(token_map, j)
+    sentences = [k for k, s in enumerate(by_sentences) if s]
+    if sentences:
+        for k, r in zip(sentences, _sentence_results(
+                doc, [outputs[k] for k in sentences])):
+            results[k] = r
+    for k, r in enumerate(results):
+        if not sh.shapes_equal(r.shape, jmap.output_shape(k)):
+            raise _refuse(f"gives result {k} a shape that its view of the "
+                          "document does not give")
+    return results
 
 
 def _depends_on_params(a: Array) -> bool:

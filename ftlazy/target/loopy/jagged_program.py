@@ -267,11 +267,14 @@ def _derive(host: HostDerivations, given: dict[str, Any],
     cache: dict[Node, np.ndarray] = {}
     placeholders = [p for p in placeholders if isinstance(p, Placeholder)]
     for what, offsets_nodes, dense in host.zipped:
-        mapped = [(2, [None, _evaluate(o, given, cache)]) for o in offsets_nodes]
+        # (an entry is one offsets node, or a tuple of them per level)
+        levels = [o if isinstance(o, tuple) else (o,) for o in offsets_nodes]
+        mapped = [(1 + len(ls), [None] + [_evaluate(o, given, cache) for o in ls])
+                  for ls in levels]
         mapped += [(1, [np.empty((_outer_length(a, given, cache, placeholders),
                                   0))])
                    for a in dense]
-        check_zipped(what, mapped, [fractal_tensor_label(o) for o in offsets_nodes]
+        check_zipped(what, mapped, [fractal_tensor_label(ls[0]) for ls in levels]
                      + [None] * len(dense))
     derived: dict[str, Any] = {}
     for name, (offsets, form) in host.segment_ids.items():

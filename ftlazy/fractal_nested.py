@@ -1,0 +1,238 @@
+# SPDX-License-Identifier: MIT
+"""Results of :func:`ftlazy.map` over a FractalTensor that are themselves
+FractalTensors: they nest one level deeper.
+
+A body that returns a FractalTensor of depth ``d`` per element (the
+document's sentences transformed leaf-wise, a map over the document's
+sentences with results of each sentence's length, ``ft.product(x, W)`` of
+an element and a dense table) gives a map result of depth ``d + 1``: the
+per-element values concatenated, an outer offsets level counting each
+element's lists, then the element's own levels over all elements.
+
+The body's FractalTensor is returned to the map as plain arrays:
+
+* its values, a map result like any other (packed where the first axis is
+  affine in the element's sizes, else stacked and then reshaped);
+* for each offsets level, either a closed form or its lengths. A level
+  has a closed form where its offsets are ``c*j`` (lists of ``c`` rows,
+  as ``ft.product(x, table)`` makes) or, at level 0 with one list per
+  sentence, ``c*j + a*P[j]`` for ``P`` the rebased sentence offsets of a
+  depth-3 element (``P`` itself for a leaf-wise result, the offsets of a
+  map over the sentences): over all elements they are ``c*j`` and ``c*j
+  + a*offsets1[j]`` of the input, computed from the input's offsets
+  without running the map. Other levels (``ft.join`` of two lists) return
+  their lengths ``(k,)`` from the body (a packed map result), and their
+  offsets are the running sum of those lengths over all elements
+  (:func:`running_offsets`, a scan).
+
+The outer level is the running sum of each element's number of lists, an
+affine function of the element's sizes
+(:meth:`~ftlazy.fractal_tensor.JaggedMap.extent_offsets`). Sizes computed
+inside the body (``ft.repeat``, ``ft.product`` of two elements, slices of
+the element's lists) are refused when the map is built.
+
+.. autoclass:: NestedLeaf
+.. autofunction:: split_nested_leaf
+.. autofunction:: nested_result
+.. autofunction:: running_offsets
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda
+from ftlazy.fractal import LoopResult
+from ftlazy.fractal_tensor import Jagged, JaggedMap, segment_lengths
+from ftlazy.node import topological_order
+from ftlazy.scalar_expr import ExprIdentityMapper, index_var
+from ftlazy.shapes import ShapeComponent
+
+__all__ = ["NestedLeaf", "split_nested_leaf", "nested_result",
+           "running_offsets"]
+
+_INT64 = np.dtype(np.int64)
+_NOT_SUPPORTED = (
+    "map over a FractalTensor whose function returns a FractalTensor {what} "
+    "is not supported: return dense arrays, or build the FractalTensor "
+    "after the map")
+
+
+@dataclass(frozen=True)
+class NestedLeaf:
+    """How one FractalTensor of a map body's result comes back: body
+    output :attr:`values` holds its values; :attr:`counts` are the number
+    of lists of each offsets level per element (sizes of the element);
+    each entry of :attr:`levels` says how the offsets of that level are
+    made over all elements: ``("form", c, a, k)`` (``c*j +
+    a*offsets1[j]`` of mapped input ``k``; ``k`` is -1 where ``a`` is 0) or
+    ``("lengths", i)`` (body output ``i`` holds the level's lengths)."""
+
+    values: int
+    counts: tuple[ShapeComponent, ...]
+    levels: tuple[tuple, ...]
+
+
+# {{{ in the body
+
+class _SentenceOffsets(ExprIdentityMapper):
+    """Replaces reads ``P[_0]`` of rebased sentence offsets by a variable
+    ``_ft_P<k>`` (*names*: binding name -> mapped input ``k``); any other
+    read of them makes the expression :attr:`opaque`."""
+
+    def __init__(self, names: dict[str, int]) -> None:
+        self.names = names
+        self.used: set[int] = set()
+        self.opaque = False
+
+    def map_variable(self, expr: prim.Variable) -> Any:
+        if expr.name in self.names:
+            self.opaque = True
+        return expr
+
+    def map_subscript(self, expr: prim.Subscript) -> Any:
+        name = getattr(expr.aggregate, "name", None)
+        if name in self.names and expr.index_tuple == (index_var(0),):
+            self.used.add(self.names[name])
+            return prim.Variable(f"_ft_P{self.names[name]}")
+        return super().map_subscript(expr)
+
+
+def _closed_form(offsets: Array, sentence_offsets: dict[Array, int]
+                 ) -> tuple | None:
+    """``("form", c, a, k)`` where *offsets* is ``c*j + a*P_k[j]`` for
+    ``P_k`` in *sentence_offsets* (the rebased sentence offsets of mapped
+    input ``k``) over all of ``P_k`` (one list per sentence), else None."""
+    count = sh.sub(offsets.shape[0], 1)
+    sentence_offsets = {
+        p: k for p, k in sentence_offsets.items()
+        if sh.prove_equal(sh.sub(p.shape[0], 1), count)}
+    if offsets in sentence_offsets:
+        return ("form", 0, 1, sentence_offsets[offsets])
+    if not isinstance(offsets, IndexLambda):
+        return None
+    names = {name: sentence_offsets[a] for name, a in offsets.bindings.items()
+             if a in sentence_offsets}
+    mapper = _SentenceOffsets(names)
+    expr = mapper(offsets.expr)
+    if mapper.opaque or len(mapper.used) > 1:
+        return None
+    try:
+        form = sh.to_affine(expr)
+    except (sh.NonAffineError, TypeError):
+        return None
+    k = next(iter(mapper.used), -1)
+    allowed = {"_0", f"_ft_P{k}"}
+    if form.const != 0 or set(form.coeffs) - allowed:
+        return None
+    a = form.coeffs.get(f"_ft_P{k}", 0)
+    return ("form", form.coeffs.get("_0", 0), a, k if a else -1)
+
+
+def split_nested_leaf(leaf: Jagged, first_output: int,
+                      sentence_offsets: dict[Array, int],
+                      element_symbols: frozenset[str]
+                      ) -> tuple[list[Array], NestedLeaf]:
+    """The body outputs (numbered from *first_output*) that return the
+    FractalTensor *leaf* of a map body's result, and how the map rebuilds
+    it (see the module docs). *sentence_offsets* maps the rebased sentence
+    offsets parameters of depth-3 elements to their mapped input."""
+    counts = tuple(sh.sub(o.shape[0], 1) for o in leaf.offsets)
+    _check_sizes(leaf, [leaf.values.shape[0], *counts], element_symbols)
+    outputs: list[Array] = [leaf.values]
+    levels = []
+    for level, offsets in enumerate(leaf.offsets):
+        # (the sentence offsets index the element's first level)
+        form = _closed_form(offsets, sentence_offsets if level == 0 else {})
+        if form is None:
+            levels.append(("lengths", first_output + len(outputs)))
+            outputs.append(segment_lengths(offsets))
+        else:
+            levels.append(form)
+    return outputs, NestedLeaf(first_output, counts, tuple(levels))
+
+
+def _check_sizes(leaf: Jagged, sizes: list[ShapeComponent],
+                 element_symbols: frozenset[str]) -> None:
+    """:class:`NotImplementedError` where a size of *leaf* is computed
+    inside the body (a data-dependent size, not an affine function of the
+    element's sizes)."""
+    from ftlazy.fractal_access import DerivedSize
+    local = {n.name for n in topological_order([leaf.values, *leaf.offsets])
+             if isinstance(n, DerivedSize)}
+    for c in sizes:
+        names = sh.size_param_names(c)
+        if names & local:
+            raise NotImplementedError(_NOT_SUPPORTED.format(
+                what=f"of a size {c} computed inside the body (by ft.repeat, "
+                     "ft.product of two elements, a slice or an element of "
+                     "a FractalTensor)"))
+        if names - element_symbols:
+            raise NotImplementedError(_NOT_SUPPORTED.format(
+                what=f"with a size {c} that depends on sizes other than the "
+                     "element's"))
+
+# }}}
+
+
+# {{{ after the map
+
+def running_offsets(lengths: Array) -> Array:
+    """Offsets ``(k + 1,)`` of the int64 *lengths* ``(k,)``: their running
+    sum after a 0 (a scan, so that it runs on the device when compiled)."""
+    from ftlazy.fractal import scan
+    from ftlazy.ops import concatenate, zeros
+    sums = scan(lambda total, x: total + x, lengths, zeros((), _INT64))
+    return concatenate([zeros((1,), _INT64), sums])
+
+
+def _packed(loop: JaggedMap, index: int) -> Array:
+    """Output *index* of *loop* with the elements' rows back to back."""
+    result = LoopResult(loop, index)
+    if loop.is_jagged_output(index):
+        return result
+    # a static number of rows per element: (n, R, ...) -> (n*R, ...)
+    rows = result.shape[1]
+    rest = tuple(index_var(k) for k in range(1, result.ndim - 1))
+    p = index_var(0)
+    expr: Any = 0
+    if rows != 0:
+        expr = prim.Variable("_in0")[(prim.FloorDiv(p, rows),
+                                      prim.Remainder(p, rows)) + rest]
+    return IndexLambda(expr, (sh.mul(loop.length, rows),) + result.shape[2:],
+                       result.dtype, {"_in0": result})
+
+
+def _closed_offsets(loop: JaggedMap, form: tuple, lists: ShapeComponent
+                    ) -> IndexLambda:
+    """``c*j + a*offsets1[j]`` over the *lists* lists of all elements."""
+    _, c, a, k = form
+    j = index_var(0)
+    # (the mapped arrays, read or not, tell the sizes of the shape)
+    bindings = {f"_ft_mapped{i}": x for i, x in enumerate(
+        x for _, arrays in loop.mapped_parts() for x in arrays)}
+    expr: Any = c * j
+    if a:
+        bindings["_in0"] = loop.mapped_parts()[k][1][2]
+        expr = expr + a * prim.Variable("_in0")[j]
+    return IndexLambda(expr, (sh.add(lists, 1),), _INT64, bindings)
+
+
+def nested_result(loop: JaggedMap, leaf: NestedLeaf) -> Jagged:
+    """The FractalTensor, one level deeper than the body's, of the map
+    *loop* for the body's FractalTensor described by *leaf*."""
+    offsets = [loop.extent_offsets(leaf.counts[0])]
+    for level, count in zip(leaf.levels, leaf.counts):
+        if level[0] == "form":
+            lists = loop.extent_total(count, "the number of lists")
+            offsets.append(_closed_offsets(loop, level, lists))
+        else:
+            offsets.append(running_offsets(_packed(loop, level[1])))
+    return Jagged(_packed(loop, leaf.values), tuple(offsets))
+
+# }}}

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: MIT
+"""Maps over FractalTensors whose results nest one level deeper, compiled
+through OpenCL on every profile flavour (conftest.py) and checked against
+per-document numpy loops and the reference evaluator.
+
+To keep the number of OpenCL builds low, several FractalTensor results of
+one input are compiled as one program of their parts (values and offsets
+in a DictOfNamedArrays); the JaggedArray a compiled FractalTensor result
+returns is checked on its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from test_fractal_nested_results import (
+    DOCS, H, K, NONEMPTY_DOCS, SEQS, TABLE, W, assert_nested, cumsum_scan,
+    docs_placeholder, documents, product_rows, seqs_placeholder, sequences)
+
+
+def as_parts(results):
+    """The values and offsets of each named FractalTensor in *results*."""
+    parts = {}
+    for name, r in results.items():
+        parts[f"{name}_values"] = r.values
+        parts.update({f"{name}_offsets{k}": o for k, o in enumerate(r.offsets)})
+    return ft.DictOfNamedArrays(parts)
+
+
+def from_parts(out, name, depth):
+    return ft.JaggedArray(out[f"{name}_values"], *(
+        out[f"{name}_offsets{k}"] for k in range(depth - 1)))
+
+
+def test_document_results():
+    docs = docs_placeholder()
+    bundle = ft.map(lambda doc: (doc * 2, ft.map(cumsum_scan, doc),
+                                 ft.sum(ft.flatten(doc), axis=0)), docs)
+    results = {
+        "leafwise": ft.map(lambda doc: ft.tanh(doc @ W) + 1, docs),
+        "projected": ft.map(lambda doc: ft.map(lambda s: s @ W, doc), docs),
+        "rows": ft.map(lambda doc: ft.map(lambda s: product_rows(s)[1], doc),
+                       docs),
+        "scaled": bundle[0],
+        "sums": bundle[1],
+    }
+    program = as_parts(results)
+    total = ft.DictOfNamedArrays({"total": bundle[2]})
+    f, g = ft.compile(program), ft.compile(total)
+    for key in DOCS:
+        data = documents(DOCS[key])
+        wanted = {
+            "leafwise": ([[np.tanh(s @ W) + 1 for s in d] for d in data], 3),
+            "projected": ([[s @ W for s in d] for d in data], 3),
+            "rows": ([[[TABLE for _ in s] for s in d] for d in data], 4),
+            "scaled": ([[s * 2 for s in d] for d in data], 3),
+            "sums": ([[np.cumsum(s, axis=0) for s in d] for d in data], 3),
+        }
+        for out in (f(docs=data), ft.evaluate_numpy(program, docs=data)):
+            for name, (want, depth) in wanted.items():
+                assert_nested(from_parts(out, name, depth), want, depth)
+        np.testing.assert_allclose(
+            g(docs=data)["total"],
+            np.array([sum((s.sum(axis=0) for s in d), np.zeros(H))
+                      for d in data]).reshape(len(data), H))
+
+
+
+@pytest.mark.parametrize("key", list(NONEMPTY_DOCS))
+def test_map_over_sentences_dropping_a_row(key):
+    # the JaggedArray a compiled FractalTensor result returns
+    docs = docs_placeholder()
+    data = documents(NONEMPTY_DOCS[key])
+    tails = ft.map(lambda doc: ft.map(lambda s: s[1:] - s[:-1], doc), docs)
+    want = [[s[1:] - s[:-1] for s in d] for d in data]
+    assert_nested(ft.compile(tails)(docs=data), want, 3)
+    assert_nested(ft.evaluate_numpy(tails, docs=data), want, 3)
+
+
+def test_sequence_results():
+    xs = seqs_placeholder()
+
+    def joined(x):
+        a, b = product_rows(x)
+        return ft.join(a, b)
+    firsts, seconds = ft.map(product_rows, xs)
+    results = {
+        "firsts": firsts,
+        "seconds": seconds,
+        "table_first": ft.map(lambda x: ft.product(TABLE, x)[1], xs),
+        "static": ft.map(lambda x: ft.product(TABLE, TABLE * 2)[1] + ft.sum(x),
+                         xs),
+        "joined": ft.map(joined, xs),
+    }
+    f = ft.compile(as_parts(results))
+    for key in SEQS:
+        data = sequences(SEQS[key])
+        repeated = [[np.repeat(row[None], K, axis=0) for row in s] for s in data]
+        tables = [[TABLE for _ in s] for s in data]
+        wanted = {
+            "firsts": (repeated, 3),
+            "seconds": (tables, 3),
+            "table_first": ([[s for _ in TABLE] for s in data], 3),
+            "static": ([[TABLE * 2 + s.sum() for _ in TABLE] for s in data], 3),
+            "joined": ([r + t for r, t in zip(repeated, tables)], 3),
+        }
+        out = f(xs=data)
+        for name, (want, depth) in wanted.items():
+            assert_nested(from_parts(out, name, depth), want, depth)
+
+
+def test_zip_of_two_documents_batches():
+    docs, more = docs_placeholder(), docs_placeholder("more")
+    products = ft.map(lambda d, e: ft.map(lambda s, t: s * t, d, e), docs, more)
+    leafwise = docs - more      # a leaf-wise zip: a map over the tokens
+    f = ft.compile(as_parts({"products": products, "leafwise": leafwise}))
+    for key in DOCS:
+        a, b = documents(DOCS[key], 1), documents(DOCS[key], 2)
+        out = f(docs=a, more=b)
+        assert_nested(from_parts(out, "products", 3),
+                      [[s * t for s, t in zip(x, y)] for x, y in zip(a, b)], 3)
+        assert_nested(from_parts(out, "leafwise", 3),
+                      [[s - t for s, t in zip(x, y)] for x, y in zip(a, b)], 3)
+    a = documents(DOCS["mixed"], 1)
+    with pytest.raises(ValueError, match=r"'docs'.*'more'.*different lengths "
+                                         r"at level 1"):
+        f(docs=a, more=documents([(3, 1, 2), (), (1,), (4, 4)]))
+    with pytest.raises(ValueError, match=r"'docs'.*'more'.*different lengths "
+                                         r"at level 0"):
+        f(docs=a, more=documents([(3, 0), (2,), (1,), (4, 4)]))
+    with pytest.raises(ValueError, match=r"'more'.* has 3 elements.*'docs'"):
+        f(docs=a, more=a[:3])
+
+
+def test_bodies_that_do_not_compile_say_so():
+    docs = docs_placeholder()
+    data = documents(DOCS["mixed"])
+    # offsets that are not an affine function of the sentence offsets,
+    # computed from the document's tokens and sentences together
+    joined = ft.map(lambda doc: ft.join(doc, doc * 2), docs)
+    with pytest.raises(NotImplementedError, match="depth 3.*tokens together "
+                                                  "with its sentence structure"):
+        ft.compile(joined)(docs=data)
+    # per-sentence results of the sentence's length combined in the document
+    combined = ft.map(lambda doc: ft.sum(ft.flatten(ft.map(cumsum_scan, doc)),
+                                         axis=0), docs)
+    with pytest.raises(NotImplementedError, match="depth 3.*combines "
+                                                  "per-sentence results"):
+        ft.compile(combined)(docs=data)
+    np.testing.assert_allclose(
+        ft.evaluate_numpy(combined, docs=data),
+        np.array([sum((np.cumsum(s, axis=0).sum(axis=0) for s in d), np.zeros(H))
+                  for d in data]))
