@@ -37,6 +37,13 @@ out every name whose definition is reachable):
   defined inside its body (``ft.map(lambda s: ft.filter(p, s), xs)``) is
   refused by both (:func:`check_body_results`): reduce inside the body.
 
+The one exception: element ``i`` of a depth-2 FractalTensor read inside a
+map at the map's own index ``i`` (``ft.map(lambda y, i: ... xs[i] ...,
+ys, ft.arange(n))``) is compiled as a zip of ``xs`` with the map's inputs
+(:mod:`ftlazy.transform.jagged_element_reads`): :func:`getitem` marks the
+element it builds with :class:`ElementRead`, and :func:`element_read`
+finds what it reads.
+
 Reads at data-dependent positions that hold by construction but that
 loopy's bounds check cannot prove from independent size parameters
 (``values[start + p]`` for ``p < count``) are guarded by that condition.
@@ -61,7 +68,9 @@ and values directly.
 
 .. autoclass:: DerivedSize
 .. autoclass:: HostIndexArray
+.. autoclass:: ElementRead
 .. autofunction:: derived_size
+.. autofunction:: element_read
 .. autofunction:: check_body_results
 .. autofunction:: getitem
 .. autofunction:: gather
@@ -82,6 +91,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pymbolic.primitives as prim
 from pymbolic.mapper.dependency import DependencyMapper
+from pytools.tag import UniqueTag, tag_dataclass
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
@@ -90,8 +100,8 @@ from ftlazy.node import node
 from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import Shape, ShapeComponent
 
-__all__ = ["DerivedSize", "HostIndexArray", "DERIVED_SIZE_PREFIX",
-           "derived_size", "check_body_results", "getitem", "gather", "join",
+__all__ = ["DerivedSize", "HostIndexArray", "ElementRead", "DERIVED_SIZE_PREFIX",
+           "derived_size", "element_read", "check_body_results", "getitem", "gather", "join",
            "product", "repeat", "filter"]
 
 #: prefix of the names of data-dependent sizes
@@ -179,6 +189,34 @@ class HostIndexArray(Array):
             return result
         lengths = np.diff(a)
         return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+
+@tag_dataclass
+class ElementRead(UniqueTag):
+    """Marks the array ``xs[i]`` that :func:`getitem` builds for element
+    ``i`` of a depth-2 FractalTensor (see :func:`element_read`)."""
+
+
+def element_read(node: Array) -> tuple[Array, Array, Array] | None:
+    """``(values, offsets, index)`` if *node* is element ``index`` (a 0-d
+    integer array) of the depth-2 FractalTensor of *values* and *offsets*,
+    as :func:`getitem` builds it (marked :class:`ElementRead`; its parts
+    may have been copied since, as when a loop body is closed), else
+    None."""
+    if not (isinstance(node, IndexLambda) and ElementRead() in node.tags
+            and isinstance(node.shape[0], prim.Variable)):
+        return None
+    # rows [start, start + count) of the values, count = o[k+1] - o[k] for
+    # k the checked index (see _select_range)
+    count = node.bindings.get(f"_ft_size_{node.shape[0].name}")
+    if not (isinstance(count, DerivedSize) and isinstance(count.value,
+                                                          IndexLambda)):
+        return None
+    checked = [b.value for b in count.value.bindings.values()
+               if isinstance(b, DerivedSize)]
+    if len(checked) != 1 or not isinstance(checked[0], HostIndexArray):
+        return None
+    return node.bindings["_in0"], count.value.bindings["_in0"], checked[0].args[0]
 
 
 def _check_range(indices: np.ndarray, n: int, what: str) -> None:
@@ -508,7 +546,8 @@ def getitem(xs: Jagged, index: Any) -> Array | Jagged:
                         f"array, got shape {sh.shape_str(i.shape)}; use "
                         "ft.gather(xs, indices) to select several elements")
     k = derived_size(_checked(i, n, "FractalTensor index"))
-    return _drop_outer(_select_range(xs, k, 1))
+    element = _drop_outer(_select_range(xs, k, 1))
+    return element.tagged(ElementRead()) if xs.depth == 2 else element
 
 
 def gather(xs: Jagged, indices: Any, axis: int = 0) -> Jagged:

@@ -84,6 +84,10 @@ class HostDerivations:
     #: FractalTensors that must be equal; the dense arrays mapped along)
     zipped: list[tuple[str, tuple[Array, ...], tuple[Array, ...]]] = field(
         default_factory=list)
+    #: (what zips them, offsets node, offsets node): zipped FractalTensors
+    #: whose elements have lengths of their own (another FractalTensor's
+    #: element read at the map's index), with equal numbers of elements
+    same_count: list[tuple[str, Array, Array]] = field(default_factory=list)
 
     def segment_ids_for(self, offsets: Array, form: tuple[int, int]) -> Placeholder:
         for name, (o, f) in self.segment_ids.items():
@@ -104,7 +108,7 @@ class HostDerivations:
     @property
     def empty(self) -> bool:
         return not (self.segment_ids or self.max_extents or self.nonempty
-                    or self.zipped)
+                    or self.zipped or self.same_count)
 
 
 def _total(offsets: Array, form: tuple[int, int], nnz: Any) -> Any:
@@ -123,10 +127,12 @@ def _seg_placeholder(name: str) -> Placeholder:
 @dataclass(frozen=True)
 class _Kind:
     """How a body array is batched: 'hoisted' (as it is), 'dense'
-    (``(n, ...)``) or 'packed' (first axis ``const + coeff*L``)."""
+    (``(n, ...)``) or 'packed' (first axis ``const + coeff*L``, *L* the
+    element length :attr:`symbol`, whose offsets place the rows)."""
 
     what: str
     form: tuple[int, int] = (0, 0)
+    symbol: str = ""
 
 
 _HOISTED = _Kind("hoisted")
@@ -145,35 +151,44 @@ class _BatchRewriter(ExprIdentityMapper):
         #: size parameters the rewritten expression uses (bound, unread, so
         #: that the program's inputs include them)
         self.sizes: set[str] = set()
+        #: the element length symbols whose offsets it reads
+        self.symbols: set[str] = set()
         if out_kind.what == "packed":
             self.element = prim.Variable("_ft_seg")[index_var(0)]
         else:
             self.element = index_var(0)
 
-    def start(self, form: tuple[int, int]) -> Any:
-        """First packed row of the element for extent *form*."""
+    def offsets(self, symbol: str) -> prim.Variable:
+        """The offsets of the element length *symbol*, as the expression
+        reads them."""
+        self.symbols.add(symbol)
+        return prim.Variable(self.lowering.offsets_name(symbol))
+
+    def start(self, form: tuple[int, int], symbol: str) -> Any:
+        """First packed row of the element for extent *form* of *symbol*."""
         const, coeff = form
-        off = prim.Variable("_ft_off")[self.element]
+        off = self.offsets(symbol)[self.element]
         return const * self.element + coeff * off if coeff != 1 or const else off
 
-    def length(self) -> Any:
-        off = prim.Variable("_ft_off")
+    def length(self, symbol: str) -> Any:
+        off = self.offsets(symbol)
         return off[self.element + 1] - off[self.element]
 
-    def extent(self, form: tuple[int, int]) -> Any:
+    def extent(self, form: tuple[int, int], symbol: str) -> Any:
         const, coeff = form
-        return const + coeff * self.length()
+        return const + coeff * self.length(symbol)
 
     def map_variable(self, expr: prim.Variable) -> Any:
         name = expr.name
-        if name == self.lowering.symbol:
-            return self.length()
+        if name in self.lowering.segments:
+            return self.length(name)
         m = _index_number(name)
         if m is not None:
             if self.out_kind.what == "dense":
                 return index_var(m + 1)
             if m == 0 and self.out_kind.what == "packed":
-                return index_var(0) - self.start(self.out_kind.form)
+                return index_var(0) - self.start(self.out_kind.form,
+                                                 self.out_kind.symbol)
             return expr
         kind = self.kinds.get(name)
         if kind is not None and kind.what == "dense":
@@ -191,28 +206,30 @@ class _BatchRewriter(ExprIdentityMapper):
         row = _same_row(expr.index_tuple[0], kind, self.out_kind)
         if row is not None:
             return prim.Subscript(expr.aggregate, (row,) + index[1:])
-        return prim.Subscript(expr.aggregate,
-                              (self.start(kind.form) + index[0],) + index[1:])
+        return prim.Subscript(
+            expr.aggregate,
+            (self.start(kind.form, kind.symbol) + index[0],) + index[1:])
 
     def map_reduce(self, expr: Reduce) -> Any:
         inner = self.rec(expr.inner)
         bounds = []
         masks = []
         for name, lo, hi in expr.bounds:
-            form = self.lowering.form_of(hi)
-            if form is None:
+            extent = self.lowering.extent_of(hi)
+            if extent is None:
                 bounds.append((name, lo, hi))
                 continue
             if lo != 0:
                 raise NotImplementedError("reductions must start at 0")
-            offsets = self.lowering.offsets
+            symbol, form = extent
+            offsets = self.lowering.offsets_of(symbol)
             max_name = self.lowering.host.max_extent_for(offsets, form)
             self.sizes.add(max_name)
             if expr.op in ("max", "min"):
                 self.lowering.host.nonempty.append((offsets, form, expr.op))
             bounds.append((name, 0, prim.Variable(max_name)))
             masks.append(prim.Comparison(prim.Variable(name), "<",
-                                         self.extent(form)))
+                                         self.extent(form, symbol)))
         if masks:
             from ftlazy.target.loopy.expressions import expr_dtype
             from ftlazy.target.loopy.lowering import neutral_element
@@ -228,7 +245,7 @@ def _same_row(local: Any, kind: _Kind, out_kind: _Kind) -> Any:
     extent: the output's own packed row (``_0``, plus ``c``): the element's
     first row cancels, so the read needs no segment id, also where a reader
     inlines the array at a row of its own; else None."""
-    if out_kind.what != "packed" or kind.form != out_kind.form:
+    if out_kind.what != "packed" or kind != out_kind:
         return None
     if local == index_var(0):
         return index_var(0)
@@ -258,60 +275,84 @@ class _MapLowering:
             raise NotImplementedError(
                 "compiling a map over a FractalTensor of depth 3 is not supported "
                 "yet (ft.evaluate_numpy evaluates it)")
-        # the new arrays of each mapped input, in the order of the old ones
+        # the new arrays of each mapped input, in the order of the old ones;
+        # zipped FractalTensors of the same element length symbol must have
+        # equal offsets, others (another FractalTensor's element read at the
+        # map's index) only as many elements
         pos = 0
         self.params: list[tuple[Array, _Kind]] = []
-        offsets_nodes = []
+        #: element length symbol -> (offsets, number of packed rows)
+        self.segments: dict[str, tuple[Array, Any]] = {}
+        zipped: dict[str, list[Array]] = {}
         dense_mapped = []
-        for depth, arrays in parts:
+        for (depth, _), symbols in zip(parts, jmap.symbols):
             new = inputs[pos:pos + depth]
             pos += depth
             if depth == 1:
                 self.params.append((new[0], _DENSE))
                 dense_mapped.append(new[0])
             else:
-                self.params.append((new[0], _Kind("packed", (0, 1))))
-                offsets_nodes.append(new[1])
+                (symbol,) = symbols
+                self.params.append((new[0], _Kind("packed", (0, 1), symbol)))
+                self.segments.setdefault(symbol, (new[1], new[0].shape[0]))
+                zipped.setdefault(symbol, []).append(new[1])
         self.params += [(a, _HOISTED) for a in inputs[pos:]]
-        self.offsets = offsets_nodes[0]
+        #: the first FractalTensor's length symbol and offsets
+        self.symbol = next(iter(self.segments))
+        self.offsets = self.segments[self.symbol][0]
         self.n = sh.sub(self.offsets.shape[0], 1)
-        self.nnz = self.params[next(k for k, (d, _) in enumerate(parts) if d == 2)
-                               ][0].shape[0]
-        if len(offsets_nodes) > 1 or dense_mapped:
-            host.zipped.append((jmap.what, tuple(offsets_nodes),
-                                tuple(dense_mapped)))
-        (self.symbol,) = {s for group in jmap.symbols for s in group}
+        first, *others = zipped.values()
+        if len(first) > 1 or dense_mapped:
+            host.zipped.append((jmap.what, tuple(first), tuple(dense_mapped)))
+        for group in others:
+            if len(group) > 1:
+                host.zipped.append((jmap.what, tuple(group), ()))
+            host.same_count.append((jmap.what, self.offsets, group[0]))
 
-    def form_of(self, c: Any) -> tuple[int, int] | None:
-        """``(const, coeff)`` of extent *c* if it involves the element's
-        length, else None."""
-        if self.symbol not in sh.size_param_names(c):
+    def offsets_of(self, symbol: str) -> Array:
+        """The offsets of the elements whose length is *symbol*."""
+        return self.segments[symbol][0]
+
+    def offsets_name(self, symbol: str) -> str:
+        """The name under which a batched expression reads them."""
+        k = list(self.segments).index(symbol)
+        return "_ft_off" if k == 0 else f"_ft_off{k}"
+
+    def extent_of(self, c: Any) -> tuple[str, tuple[int, int]] | None:
+        """``(symbol, (const, coeff))`` of extent *c* if it involves an
+        element's length *symbol*, else None."""
+        names = set(self.segments) & sh.size_param_names(c)
+        if not names:
             return None
         form = sh.to_affine(c)
-        if set(form.coeffs) != {self.symbol}:
+        if set(form.coeffs) != names or len(names) > 1:
             raise NotImplementedError(
-                f"an extent {c} mixes the element's length with other sizes")
-        return (form.const, form.coeffs[self.symbol])
+                f"an extent {c} mixes an element's length with other sizes")
+        (symbol,) = names
+        return symbol, (form.const, form.coeffs[symbol])
 
     def kind_of_shape(self, shape: tuple) -> _Kind | None:
-        form = self.form_of(shape[0]) if shape else None
-        return None if form is None else _Kind("packed", form)
+        extent = self.extent_of(shape[0]) if shape else None
+        return None if extent is None else _Kind("packed", extent[1], extent[0])
 
-    def padded_axes(self, shape: tuple) -> list[tuple[int, tuple[int, int]]]:
-        """``(axis, form)`` of the axes after the first whose extent
-        involves the element's length: they are stored padded to the
+    def padded_axes(self, shape: tuple
+                    ) -> list[tuple[int, str, tuple[int, int]]]:
+        """``(axis, symbol, form)`` of the axes after the first whose
+        extent involves an element's length: they are stored padded to the
         largest extent over all elements."""
-        return [(k, form) for k, c in enumerate(shape) if k > 0
-                for form in [self.form_of(c)] if form is not None]
+        return [(k, *extent) for k, c in enumerate(shape) if k > 0
+                for extent in [self.extent_of(c)] if extent is not None]
 
     def batched_shape(self, shape: tuple, kind: _Kind) -> tuple:
         shape = list(shape)
-        for k, form in self.padded_axes(shape):
-            shape[k] = prim.Variable(self.host.max_extent_for(self.offsets, form))
+        for k, symbol, form in self.padded_axes(shape):
+            shape[k] = prim.Variable(self.host.max_extent_for(
+                self.offsets_of(symbol), form))
         if kind.what == "dense":
             return (self.n,) + tuple(shape)
         if kind.what == "packed":
-            return (_total(self.offsets, kind.form, self.nnz),) + tuple(shape[1:])
+            offsets, nnz = self.segments[kind.symbol]
+            return (_total(offsets, kind.form, nnz),) + tuple(shape[1:])
         return tuple(shape)
 
     def run(self) -> list[Array]:
@@ -319,7 +360,7 @@ class _MapLowering:
         batcher = MapBatcher()
         lowerer = _LowererKeepingGathers()
         outputs = [lowerer(batcher(o)) for o in
-                   unroll_element_scans(list(body.outputs), self.symbol)]
+                   unroll_element_scans(list(body.outputs), set(self.segments))]
         values = self.lower_nodes(outputs, lambda p: self.params[p.index])
         results = []
         for k, out in enumerate(outputs):
@@ -343,8 +384,9 @@ class _MapLowering:
         for node in topological_order(outputs):
             if isinstance(node, BodyParam):
                 values[node] = param_value(node)
-            elif isinstance(node, SizeParam) and node.name == self.symbol:
-                values[node] = (self.outer(segment_lengths(self.offsets)), _DENSE)
+            elif isinstance(node, SizeParam) and node.name in self.segments:
+                values[node] = (self.outer(segment_lengths(
+                    self.offsets_of(node.name))), _DENSE)
             elif isinstance(node, IndexLambda):
                 values[node] = self._index_lambda(node, values)
             elif isinstance(node, Gather):
@@ -390,13 +432,13 @@ class _MapLowering:
         padded = self.padded_axes(node.shape)
         if out_kind is None:
             if all(k.what == "hoisted" for k in kinds.values()) and \
-                    self.symbol not in _free_names(node) and not padded:
+                    not set(self.segments) & _free_names(node) and not padded:
                 return node.copy(bindings=bindings), _HOISTED
             out_kind = _DENSE
         bindings["_ft_off"] = self.outer(self.offsets)
         if out_kind.what == "packed":
             bindings["_ft_seg"] = self.outer(self.host.segment_ids_for(
-                self.offsets, out_kind.form))
+                self.offsets_of(out_kind.symbol), out_kind.form))
         dtype_of = {name: b for name, b in node.bindings.items()}
         rewriter = _BatchRewriter(self, kinds, out_kind, dtype_of)
         expr = rewriter(node.expr)
@@ -406,10 +448,14 @@ class _MapLowering:
             # as 0 so that they read nothing past the element
             first = 1 if out_kind.what == "dense" else 0
             inside = [prim.Comparison(index_var(k + first), "<",
-                                      rewriter.extent(form))
-                      for k, form in padded]
+                                      rewriter.extent(form, symbol))
+                      for k, symbol, form in padded]
             expr = prim.If(inside[0] if len(inside) == 1
                            else prim.LogicalAnd(tuple(inside)), expr, 0)
+        for symbol in self.segments:
+            if symbol != self.symbol and symbol in rewriter.symbols:
+                bindings[self.offsets_name(symbol)] = self.outer(
+                    self.offsets_of(symbol))
         bindings.update({f"_ft_size_{name}": SizeParam(name)
                          for name in sorted(rewriter.sizes)})
         return (IndexLambda(expr, self.batched_shape(node.shape, out_kind),

@@ -74,15 +74,15 @@ def _element_indices(first: int, ndim: int) -> tuple:
 
 # {{{ a scan over the element's rows
 
-def _step_mask(lowering: _MapLowering, form: tuple[int, int],
+def _step_mask(lowering: _MapLowering, offsets: Array, form: tuple[int, int],
                steps: Any) -> IndexLambda:
-    """``(T, n)`` bool: whether step ``t`` belongs to element ``i``."""
+    """``(T, n)`` bool: whether step ``t`` belongs to element ``i`` (of
+    extent *form* of the lengths that *offsets* give)."""
     t, i = index_var(0), index_var(1)
     off = prim.Variable("_ft_off")
     const, coeff = form
     expr = prim.Comparison(t, "<", const + coeff * (off[i + 1] - off[i]))
-    return IndexLambda(expr, (steps, lowering.n), _BOOL,
-                       {"_ft_off": lowering.offsets})
+    return IndexLambda(expr, (steps, lowering.n), _BOOL, {"_ft_off": offsets})
 
 
 def _gated(carry: BodyParam, new: Array, mask: BodyParam,
@@ -115,12 +115,13 @@ class _Captures:
         return self.params[node]
 
 
-def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
-                    inputs: list[tuple[Array, _Kind]]
+def _scan_over_rows(lowering: _MapLowering, scan: Scan, symbol: str,
+                    form: tuple[int, int], inputs: list[tuple[Array, _Kind]]
                     ) -> list[tuple[Array, _Kind]]:
     from ftlazy.transform.jagged_lowering import _DENSE, _Kind
     nc, ns = scan.num_carries, scan.num_scanned
-    max_name = lowering.host.max_extent_for(lowering.offsets, form)
+    offsets = lowering.offsets_of(symbol)
+    max_name = lowering.host.max_extent_for(offsets, form)
     steps = prim.Variable(max_name)
     n = lowering.n
     new_inputs: list[Array] = []
@@ -128,7 +129,7 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
     for k, (value, kind) in enumerate(inputs):
         new_index = k if k < nc + ns else k + 1
         if nc <= k < nc + ns:
-            if kind.what != "packed" or kind.form != form:
+            if kind != _Kind("packed", form, symbol):
                 raise NotImplementedError(
                     "a scan over an element's rows must scan arrays of the "
                     "element's length")
@@ -146,7 +147,7 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
         new_inputs.append(value)
         params.append((BodyParam(new_index, shape, value.dtype), kind))
     mask = BodyParam(nc + ns, (n,), _BOOL)
-    new_inputs.insert(nc + ns, _step_mask(lowering, form, steps))
+    new_inputs.insert(nc + ns, _step_mask(lowering, offsets, form, steps))
     # the body is lowered as the map's body is, its reads of the offsets
     # and segment ids captured
     captures = _Captures(len(new_inputs))
@@ -161,11 +162,11 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
         segment_ids = None
         if carry_kind.what == "packed":
             segment_ids = captures(lowering.host.segment_ids_for(
-                lowering.offsets, carry_kind.form))
+                lowering.offsets_of(carry_kind.symbol), carry_kind.form))
         elif kind.what == "hoisted":
             value = _broadcast_batch(value, n)
         gated.append(_gated(carry, value, mask, segment_ids))
-    offsets_index = captures(lowering.offsets).index
+    offsets_index = captures(offsets).index
     body_params = sorted([p for p, _ in params] + [mask]
                          + list(captures.params.values()), key=lambda p: p.index)
     batched_scan = RaggedScan(Body(tuple(body_params), tuple(gated)),
@@ -174,17 +175,18 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, form: tuple[int, int],
                               offsets_index=offsets_index, form=form,
                               steps=steps, num_ragged=ns)
     return [(LoopResult(batched_scan, k),
-             _Kind("packed", form) if scan.keep_all else params[k][1])
+             _Kind("packed", form, symbol) if scan.keep_all else params[k][1])
             for k in range(nc)]
 
 
 def _refuse_element_sizes(lowering: _MapLowering, scan: Scan) -> None:
-    """A body that uses the element's length itself is not batched yet."""
+    """A body that uses an element's length itself is not batched yet."""
+    symbols = set(lowering.segments)
     for node in topological_order(list(scan.body.outputs)):
         if isinstance(node, Array) and (
-                lowering.symbol in set().union(
+                symbols & set().union(
                     *(sh.size_param_names(c) for c in node.shape))
-                or (isinstance(node, SizeParam) and node.name == lowering.symbol)):
+                or (isinstance(node, SizeParam) and node.name in symbols)):
             raise NotImplementedError(
                 "compiling a scan inside a map over a FractalTensor whose body "
                 "uses the element's length is not supported yet "
@@ -199,9 +201,9 @@ def lower_scan(lowering: _MapLowering, scan: Scan,
     *lowering* batches) for all elements, each with its batching kind;
     *inputs* are the batched values of the scan's inputs."""
     from ftlazy.transform.jagged_lowering import _DENSE, _HOISTED
-    form = lowering.form_of(scan.length)
-    if form is not None:
-        return _scan_over_rows(lowering, scan, form, inputs)
+    extent = lowering.extent_of(scan.length)
+    if extent is not None:
+        return _scan_over_rows(lowering, scan, *extent, inputs)
     if any(kind.what == "packed" for _, kind in inputs):
         raise NotImplementedError(
             f"compiling a scan of {scan.length} steps over arrays of an "
@@ -250,12 +252,12 @@ def _stack(arrays: list[Array], like: Array) -> Array:
 
 
 class _Unroller(CopyMapper):
-    def __init__(self, symbol: str) -> None:
+    def __init__(self, symbols: set[str]) -> None:
         super().__init__()
-        self.symbol = symbol
+        self.symbols = symbols
 
     def _involves_element(self, array: Array) -> bool:
-        return any(self.symbol in sh.size_param_names(c) for c in array.shape)
+        return any(self.symbols & sh.size_param_names(c) for c in array.shape)
 
     def map_loop_result(self, expr: LoopResult) -> Node:
         scan = expr.loop
@@ -292,12 +294,13 @@ class _Unroller(CopyMapper):
         return tuple(carries)
 
 
-def unroll_element_scans(outputs: list[Array], symbol: str) -> list[Array]:
+def unroll_element_scans(outputs: list[Array], symbols: set[str]
+                         ) -> list[Array]:
     """*outputs* of a map body over a FractalTensor with every scan of static
-    length whose carries or captured arrays have the element's length
-    (*symbol*) in their shape replaced by copies of its body, one per step
-    (see the module docs)."""
-    unroller = _Unroller(symbol)
+    length whose carries or captured arrays have an element's length (one
+    of *symbols*) in their shape replaced by copies of its body, one per
+    step (see the module docs)."""
+    unroller = _Unroller(symbols)
     return [unroller(o) for o in outputs]
 
 # }}}

@@ -32,6 +32,7 @@ from ftlazy.target.binding import (
     bind_inputs, collect_inputs, collect_size_names)
 from ftlazy.target.jagged_inputs import (
     check_zipped, expand_jagged_inputs, fractal_tensor_label)
+from ftlazy.transform.jagged_element_reads import zip_element_reads
 from ftlazy.transform.jagged_lowering import HostDerivations, lower_jagged_maps
 from ftlazy.transform.mappers import CopyMapper
 
@@ -147,7 +148,9 @@ class _Lowering:
     """A jagged result lowered to dense nodes, and the names of its inputs."""
 
     def __init__(self, result: Any) -> None:
-        roots = _roots(result)
+        # (element reads at a map's own index become zips first: they then
+        # define no data-dependent size in the map's body)
+        roots = zip_element_reads(_roots(result))
         self.input_nodes = collect_inputs(roots.values())
         self.host_values = _HostValues(roots, self.input_nodes)
         lowered, self.host = lower_jagged_maps(self.host_values.roots)
@@ -276,6 +279,13 @@ def _derive(host: HostDerivations, given: dict[str, Any],
                    for a in dense]
         check_zipped(what, mapped, [fractal_tensor_label(ls[0]) for ls in levels]
                      + [None] * len(dense))
+    for what, first, other in host.same_count:
+        counts = [len(_evaluate(o, given, cache)) - 1 for o in (first, other)]
+        if counts[0] != counts[1]:
+            raise ValueError(
+                f"{what}: {fractal_tensor_label(other)}, whose elements the "
+                f"body reads at the map's index, has {counts[1]} elements, "
+                f"the mapped {fractal_tensor_label(first)} has {counts[0]}")
     derived: dict[str, Any] = {}
     for name, (offsets, form) in host.segment_ids.items():
         extents = _extents(_evaluate(offsets, given, cache), form)

@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: MIT
+"""Another FractalTensor's element read at a map's own index, as a zip.
+
+FractalTensor's per-pair zip of two lists whose elements have different
+lengths (a source and its target) is written as a map over one of them
+zipped with the pair index, whose body reads the other's element at that
+index::
+
+    dec = ft.map(lambda y, i: f(y, enc[i]), trgs, ft.arange(n))
+
+``enc[i]`` has a data-dependent length, defined in the body per element,
+which a compiled program cannot compute. :func:`zip_element_reads` rewrites
+such a map, before anything else is lowered, into a map that zips ``enc``
+with its inputs: ``enc`` becomes one more mapped input whose element
+length is a symbol of its own, ``M`` (the body's ``enc[i]`` is that input's
+element, and ``M`` replaces its length in every shape of the body and of
+the loops nested in it). :mod:`ftlazy.transform.jagged_lowering` then lowers
+it with ``enc``'s own offsets: arrays of length ``M_i`` are packed along
+``enc``'s rows, reductions over them run over ``enc``'s own ranges, and
+axes of extent ``M_i`` are padded to the longest. At run time ``enc`` must
+have as many elements as the map (:class:`ValueError` naming both).
+
+A read is recognized when it is ``xs[i]`` as
+:func:`~ftlazy.fractal_access.getitem` builds it
+(:func:`~ftlazy.fractal_access.element_read`), ``xs`` a depth-2
+FractalTensor the body closes over, and ``i`` the element of a mapped
+``ft.arange`` over the map's elements (the map's own index). Other reads
+(another index, a read inside a nested loop's body) stay as they are, and
+compiling them is refused naming them.
+
+.. autofunction:: zip_element_reads
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymbolic.primitives as prim
+
+from ftlazy.array import Array, IndexLambda, SizeParam
+from ftlazy.fractal import Body, BodyParam
+from ftlazy.fractal_access import DerivedSize, element_read
+from ftlazy.fractal_tensor import JaggedMap
+from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import TypeCast, index_var
+from ftlazy.target.loopy.canonical import _rename_value, _RenameSizes
+from ftlazy.transform.mappers import CopyMapper
+
+__all__ = ["zip_element_reads"]
+
+
+def _is_own_index(array: Array) -> bool:
+    """Whether the mapped dense *array* is ``arange(n)``: element ``i`` is
+    ``i`` (converted to its integer dtype)."""
+    if not (isinstance(array, IndexLambda) and array.ndim == 1
+            and array.dtype.kind in "iu"):
+        return False
+    expr = array.expr
+    while isinstance(expr, TypeCast) and expr.dtype.kind in "iu":
+        expr = expr.child
+    return expr == index_var(0)
+
+
+def _element_reads(jmap: JaggedMap) -> dict[Array, tuple[int, int]]:
+    """The reads in *jmap*'s body of an element of a FractalTensor it
+    closes over at the map's own index: node -> the body parameters of its
+    values and offsets."""
+    params = jmap.body.params
+    n_elements = len(jmap.depths)
+    index_params = {params[k] for k, (depth, arrays)
+                    in enumerate(jmap.mapped_parts())
+                    if depth == 1 and _is_own_index(arrays[0])}
+    captured = set(params[n_elements:])
+    reads = {}
+    for node in topological_order(list(jmap.body.outputs)):
+        found = element_read(node) if isinstance(node, Array) else None
+        if found is None:
+            continue
+        values, offsets, index = found
+        if index in index_params and values in captured and offsets in captured:
+            reads[node] = (values.index, offsets.index)
+    return reads
+
+
+class _BodyRewriter(CopyMapper):
+    """Copies a map's body with its element reads replaced by new element
+    parameters, its captured parameters renumbered after them, and the
+    reads' lengths renamed to the new element symbols (nested bodies
+    too)."""
+
+    def __init__(self, reads: dict[Array, BodyParam], shift: int,
+                 first_captured: int, renames: dict[str, str]) -> None:
+        super().__init__()
+        self.reads = reads
+        self.shift = shift
+        self.first_captured = first_captured
+        self.renames = renames
+        self.expr_mapper = _RenameSizes(renames)
+        self.top = True
+
+    def _reset_for_body(self) -> None:
+        super()._reset_for_body()
+        self.top = False
+
+    def map_body_param(self, expr: BodyParam) -> BodyParam:
+        index = expr.index
+        if self.top and index >= self.first_captured:
+            index += self.shift
+        return BodyParam(index, _rename_value(expr.shape, self.expr_mapper),
+                         expr.dtype)
+
+    def map_derived_size(self, expr: DerivedSize) -> Node:
+        if expr.name in self.renames:
+            return SizeParam(self.renames[expr.name])
+        return self.map_node(expr)
+
+    def map_size_param(self, expr: SizeParam) -> Node:
+        return SizeParam(self.renames.get(expr.name, expr.name), tags=expr.tags,
+                         axes=expr.axes)
+
+    def map_node(self, expr: Node) -> Node:
+        if self.top and expr in self.reads:
+            return self.reads[expr]
+        changes = self.mapped_fields(expr)
+        skip = set(expr._child_fields) | set(expr._body_fields)
+        for name in expr._init_fields:
+            if name not in skip:
+                old = getattr(expr, name)
+                new = _rename_value(old, self.expr_mapper)
+                if new is not old and new != old:
+                    changes[name] = new
+        return expr.copy(**changes) if changes else expr
+
+
+def _zipped(jmap: JaggedMap, reads: dict[Array, tuple[int, int]]) -> JaggedMap:
+    """*jmap* with each FractalTensor whose element it reads at its own
+    index zipped in as one more mapped input (see the module docs)."""
+    parts = jmap.mapped_parts()
+    n_elements = len(parts)
+    n_mapped = sum(len(arrays) for _, arrays in parts)
+    sources = list(dict.fromkeys(reads.values()))
+    prefix = jmap.symbols[jmap.depths.index(2)][0].rsplit("_", 1)[0]
+    symbols = [f"{prefix}_M{k}" for k in range(len(sources))]
+    params = jmap.body.params
+    new_params: dict[Array, BodyParam] = {}
+    renames: dict[str, str] = {}
+    for read, source in reads.items():
+        k = sources.index(source)
+        renames[read.shape[0].name] = symbols[k]
+        new_params[read] = BodyParam(
+            n_elements + k, (prim.Variable(symbols[k]),) + read.shape[1:],
+            read.dtype)
+    rewriter = _BodyRewriter(new_params, len(sources), n_elements, renames)
+    body_params = [rewriter(p) for p in params]
+    body_params[n_elements:n_elements] = list(dict.fromkeys(new_params.values()))
+    body = Body(tuple(body_params),
+                tuple(rewriter(o) for o in jmap.body.outputs))
+
+    def outer(param_index: int) -> Array:
+        return jmap.inputs[n_mapped + param_index - n_elements]
+
+    zipped = [a for values, offsets in sources for a in (outer(values),
+                                                         outer(offsets))]
+    return JaggedMap(
+        body, jmap.inputs[:n_mapped] + tuple(zipped) + jmap.captured,
+        jmap.depths + (2,) * len(sources),
+        jmap.symbols + tuple((s,) for s in symbols), jmap.what)
+
+
+class _Zipper(CopyMapper):
+    def map_jagged_map(self, expr: JaggedMap) -> Node:
+        jmap = self.map_node(expr)
+        if 3 in jmap.depths:
+            return jmap
+        reads = _element_reads(jmap)
+        return _zipped(jmap, reads) if reads else jmap
+
+
+def zip_element_reads(roots: dict[str, Any]) -> dict[str, Any]:
+    """*roots* with every map over FractalTensors that reads another
+    FractalTensor's element at its own index rewritten as a zip with it
+    (see the module docs)."""
+    zipper = _Zipper()
+    return {name: zipper(a) for name, a in roots.items()}
+

@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: MIT
+"""Maps over FractalTensors whose body reads another FractalTensor's
+element at the map's own index (``ft.map(f, ys, ft.arange(n))`` reading
+``xs[i]``): a zip of two FractalTensors whose elements have different
+lengths, compiled (on every profile flavour, see conftest.py) and checked
+against per-pair numpy loops and the reference evaluator, with empty
+sources, empty targets, length 1 and a batch of no pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+
+H = 3
+RNG = np.random.default_rng(11)
+W = RNG.standard_normal((H, H)) * 0.5
+U = RNG.standard_normal((H, H)) * 0.5
+
+#: (source length, target length) of each pair
+PAIRS = {
+    "mixed": [(4, 3), (0, 2), (6, 0), (2, 5), (1, 1)],
+    "length_one": [(1, 1)],
+    "all_empty": [(0, 0), (0, 3), (2, 0)],
+    "no_pairs": [],
+}
+
+
+@pytest.fixture
+def xs():
+    return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+
+
+@pytest.fixture
+def ys():
+    return ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+
+
+def pairs_data(pairs, seed=0):
+    rng = np.random.default_rng(seed)
+    return ([rng.standard_normal((ls, H)) for ls, _ in pairs],
+            [rng.standard_normal((lt, H)) for _, lt in pairs])
+
+
+def pair_index(ys):
+    return ft.arange(ft.lengths(ys).shape[0])
+
+
+def check_all_pairs(result, reference, **more):
+    """*result* compiled once and evaluated on every distribution of
+    :data:`PAIRS` against ``reference(x, y)`` per pair."""
+    compiled = ft.compile(result)
+    for name, pairs in PAIRS.items():
+        x, y = pairs_data(pairs)
+        want = [reference(a, b) for a, b in zip(x, y)]
+        for got in (compiled(xs=x, ys=y, **more),
+                    ft.evaluate_numpy(result, xs=x, ys=y, **more)):
+            if isinstance(got, ft.JaggedArray):
+                got = got.tolist()
+            assert len(got) == len(want), name
+            for g, w in zip(got, want):
+                assert np.shape(g) == np.shape(w), name
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12,
+                                           err_msg=name)
+    return compiled
+
+
+def test_reduction_over_the_other_elements_rows(xs, ys):
+    # a jagged result like ys, reading a reduction over the pair's source
+    out = ft.map(lambda y, i: y @ W + ft.sum(xs[i], axis=0), ys, pair_index(ys))
+    compiled = check_all_pairs(out, lambda x, y: y @ W + x.sum(axis=0))
+    # the number of elements of xs and ys must agree
+    x, y = pairs_data([(1, 2), (3, 1)])
+    with pytest.raises(ValueError, match=r"'xs'.* has 1 elements, .*'ys' has 2"):
+        compiled(xs=x[:1], ys=y)
+    with pytest.raises(ValueError, match=r"'xs'.* has 2 elements, .*'ys' has 1"):
+        compiled(xs=x, ys=y[:1])
+
+
+def test_dense_result_from_a_computed_fractal_tensor(xs, ys):
+    # the element read is of a map's result (jagged like xs); a per-pair
+    # dense result mixing a max over the target's and the source's rows
+    enc = ft.map(lambda s: ft.tanh(s @ U), xs)
+
+    def body(y, i):
+        m = enc[i]
+        return (ft.amax(y, axis=0, initial=-1.0) + ft.amax(m, axis=0, initial=-1.0)
+                + ft.sum(m * m, axis=0))
+
+    check_all_pairs(ft.map(body, ys, pair_index(ys)),
+                    lambda x, y: (np.max(y, axis=0, initial=-1.0)
+                                  + np.max(np.tanh(x @ U), axis=0, initial=-1.0)
+                                  + (np.tanh(x @ U) ** 2).sum(axis=0)))
+
+
+def softmax_context(q, m):
+    """Each row of *q* attending over the rows of *m* (0 for no rows)."""
+    if not len(m):
+        return np.zeros((len(q), H))
+    s = q @ m.T
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ m
+
+
+def test_cross_attention_scores_padded_to_the_longest_source(xs, ys):
+    # (L_i, M_i) scores: an axis of the source's length after the first
+    def body(y, i):
+        m = xs[i]
+        s = y @ m.T
+        e = ft.exp(s - ft.amax(s, axis=1, keepdims=True, initial=-np.inf))
+        return (e @ m) / ft.maximum(ft.sum(e, axis=1, keepdims=True), 1e-300)
+
+    check_all_pairs(ft.map(body, ys, pair_index(ys)),
+                    lambda x, y: softmax_context(y, x))
+
+
+def decoder_numpy(x, y):
+    out, h = np.zeros((len(y), H)), np.zeros(H)
+    for t in range(len(y)):
+        ctx = softmax_context(h[None], x)[0]
+        h = np.tanh(y[t] @ W + h @ U + ctx)
+        out[t] = h
+    return out
+
+
+def test_decoder_scan_attending_over_the_source(xs, ys):
+    # a scan over the target's rows whose steps read the source's rows
+    def decoder(y, i):
+        memory = xs[i]
+
+        def step(h, yw):
+            scores = memory @ h
+            e = ft.exp(scores - ft.amax(scores, initial=-np.inf))
+            ctx = (e @ memory) / ft.maximum(ft.sum(e), 1e-300)
+            return ft.tanh(yw + h @ U + ctx)
+        return ft.scan(step, y @ W, ft.zeros(H))
+
+    check_all_pairs(ft.map(decoder, ys, pair_index(ys)), decoder_numpy)
+
+
+def test_other_indices_are_refused(xs, ys):
+    # the pair's neighbour is not the map's own index
+    out = ft.map(lambda y, i: y + ft.sum(xs[ft.maximum(i - 1, 0)], axis=0), ys,
+                 pair_index(ys))
+    with pytest.raises(NotImplementedError, match=r"xs\[i\]"):
+        ft.compile(out)
