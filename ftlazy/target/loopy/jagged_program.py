@@ -80,7 +80,9 @@ def _check_not_in_bodies(roots: list[Array]) -> None:
                 raise NotImplementedError(
                     "compiling a data-dependent size (xs[i], a slice, "
                     "ft.gather, ft.filter, ... on a FractalTensor) inside the "
-                    "body of a map, scan or fold is not supported yet; "
+                    "body of a map, scan or fold is not supported yet, except "
+                    "xs[i] of a depth-2 FractalTensor read in a map's body at "
+                    "the map's own index i (ft.map(f, ys, ft.arange(n))); "
                     "ft.evaluate_numpy evaluates it")
             if isinstance(n, Loop):
                 stack.append(n.body)
