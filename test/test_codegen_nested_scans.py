@@ -25,6 +25,15 @@ TOL = dict(rtol=1e-12, atol=1e-12)
 
 # {{{ numpy references (loops over the steps)
 
+def rnn_numpy(s, h, w=W):
+    """An RNN over sequence *s* from state *h*: its states and last state."""
+    states = []
+    for x in s:
+        h = np.tanh(h @ w + x)
+        states.append(h)
+    return np.array(states).reshape(len(s), H), h
+
+
 def fold_in_scan_numpy(xs, w):
     """Outer carry c; each step folds an RNN over its row, started from
     zeros and reading c, then c = 0.5 c + that RNN's last state."""
@@ -83,19 +92,27 @@ def layers_numpy(xs, layers):
     return np.array(out).reshape(len(xs), H)
 
 
-def three_deep_numpy(xs):
+def three_deep_numpy(xs, subs):
     """scan(rows) of fold(columns) of fold(two fixed sub-steps)."""
     c, out = np.zeros(H), []
     for row in xs:
         h = c
         for x in row:
             g = h
-            for sub in (1.0, 2.0):
+            for sub in subs:
                 g = np.tanh(g * 0.5 + x * sub)
             h = g + 0.1 * h
         c = h
         out.append(c)
     return np.array(out).reshape(len(xs), H)
+
+def stacked_rnn_numpy(batch, layers):
+    """FractalTensor's stacked RNN: per layer, an RNN over every sequence
+    of the batch, which the next layer reads."""
+    for w in layers:
+        batch = [rnn_numpy(s, np.zeros(H), w)[0] for s in batch]
+    return batch
+
 
 def gathered_numpy(xs, table, ids, w):
     """A gather (with its run-time index check) in the outer body beside
@@ -158,6 +175,10 @@ def dense():
         last = ft.fold(lambda h, x: ft.tanh(h @ w + x * 2.0), row, c)
         return last + ft.gather(table, i[None])[0]
 
+    def rnn_layer(batch, wl):
+        return ft.map(lambda s: ft.scan(lambda h, x: ft.tanh(h @ wl + x), s,
+                                        ft.zeros(H)), batch)
+
     totals, counts = ft.scan(bundle_step, (xs, ks),
                              (ft.zeros(H), ft.zeros((), np.int64)))
     program = ft.make_dict_of_named_arrays({
@@ -167,6 +188,8 @@ def dense():
         "layers": ft.scan(layers_step, xs, ft.zeros(H)),
         "three_deep": ft.scan(three_deep_step, xs, ft.zeros(H)),
         "gathered": ft.scan(gathered_step, (xs, ks + 3), ft.zeros(H)),
+        # a fold over layers of RNNs mapped over the rows (batched scans)
+        "stacked_rnn": ft.fold(rnn_layer, layers, xs),
     })
     return program, ft.compile(program)
 
@@ -185,9 +208,11 @@ def test_dense_nested_scans(dense, ls, lt):
             "stacked_rows": stacked_rows_numpy(inputs["xs"]),
             "totals": totals, "counts": counts,
             "layers": layers_numpy(inputs["xs"], LAYERS),
-            "three_deep": three_deep_numpy(inputs["xs"]),
+            "three_deep": three_deep_numpy(inputs["xs"], inputs["subs"]),
             "gathered": gathered_numpy(inputs["xs"], inputs["table"],
-                                       inputs["ks"] + 3, W)}
+                                       inputs["ks"] + 3, W),
+            "stacked_rnn": np.array(stacked_rnn_numpy(
+                inputs["xs"], LAYERS)).reshape(ls, lt, H)}
     for got in (f(**inputs), ft.evaluate_numpy(program, **inputs)):
         for name, expected in want.items():
             assert got[name].shape == expected.shape, name
@@ -222,6 +247,11 @@ def jagged():
     RNN (ft.scan) over the element's rows, and one whose step folds it."""
     xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
     w = ft.make_placeholder("w", (H, H), np.float64)
+    layers = ft.make_placeholder("layers", (2, H, H), np.float64)
+
+    def rnn_layer(batch, wl):
+        return ft.map(lambda s: ft.scan(lambda h, x: ft.tanh(h @ wl + x), s,
+                                        ft.zeros(H)), batch)
 
     def rnn(s):
         return ft.scan(lambda h, x: ft.tanh(h @ w + x), s, ft.zeros(H))
@@ -234,20 +264,15 @@ def jagged():
         "chained": ft.scan(lambda c, s: ft.fold(
             lambda h, x: ft.tanh(h @ w + x), s, c), xs, ft.zeros(H)),
     })
-    return program, ft.compile(program)
-
-
-def rnn_numpy(s, h):
-    states = []
-    for x in s:
-        h = np.tanh(h @ W + x)
-        states.append(h)
-    return np.array(states).reshape(len(s), H), h
+    # FractalTensor's stacked RNN: a fold over layers whose carry is the
+    # batch, each step an RNN over every sequence
+    stacked = ft.fold(rnn_layer, layers, xs)
+    return program, ft.compile(program), stacked, ft.compile(stacked)
 
 
 @pytest.mark.parametrize("lengths", list(JAGGED_LENGTHS))
 def test_rnn_per_element_in_a_fold_over_a_fractaltensor(jagged, lengths):
-    program, f = jagged
+    program, f, stacked, f_stacked = jagged
     rng = np.random.default_rng(3)
     data = [rng.standard_normal((n, H)) for n in JAGGED_LENGTHS[lengths]]
     total, chained, h = np.zeros(H), [], np.zeros(H)
@@ -261,3 +286,11 @@ def test_rnn_per_element_in_a_fold_over_a_fractaltensor(jagged, lengths):
         for name, expected in want.items():
             assert got[name].shape == expected.shape, name
             np.testing.assert_allclose(got[name], expected, err_msg=name, **TOL)
+    want = stacked_rnn_numpy(data, LAYERS)
+    for got in (f_stacked(xs=data, layers=LAYERS),
+                ft.evaluate_numpy(stacked, xs=data, layers=LAYERS)):
+        got = got.tolist()
+        assert len(got) == len(want)
+        for g, expected in zip(got, want):
+            assert g.shape == expected.shape
+            np.testing.assert_allclose(g, expected, **TOL)
