@@ -9,6 +9,13 @@ loop outermost. The scan's flavour comes from its plan
 (:class:`~ftlazy.target.loopy.plan.ScanPlan`): one work group runs the loop,
 or, where the carry rows evolve independently, each group runs it for its
 own block of rows.
+
+A scan in a scan body is one unit of a dependency level of that body: its
+time loop runs inside the enclosing one, in the same work group (such
+nests are planned whole-group), with two-slot carries that each enclosing
+step resets from its initial values and its stacked or last results in
+temporaries the enclosing step reads. Nests of any depth recurse the same
+way.
 """
 
 from __future__ import annotations
