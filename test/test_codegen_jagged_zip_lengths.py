@@ -94,6 +94,24 @@ def test_dense_result_from_a_computed_fractal_tensor(xs, ys):
                                   + (np.tanh(x @ U) ** 2).sum(axis=0)))
 
 
+def test_fold_over_the_sources_rows_and_a_second_source(xs, ys):
+    # a fold over the rows of xs[i] (a ragged scan over xs's offsets), and
+    # a second FractalTensor read at i (a third length symbol)
+    doubled = ft.map(lambda s: s * 2.0, xs)
+
+    def body(y, i):
+        h = ft.fold(lambda h, r: ft.tanh(h @ U + r), xs[i], ft.zeros(H))
+        return ft.sum(y, axis=0) * h + ft.sum(doubled[i], axis=0)
+
+    def reference(x, y):
+        h = np.zeros(H)
+        for r in x:
+            h = np.tanh(h @ U + r)
+        return y.sum(axis=0) * h + 2.0 * x.sum(axis=0)
+
+    check_all_pairs(ft.map(body, ys, pair_index(ys)), reference)
+
+
 def softmax_context(q, m):
     """Each row of *q* attending over the rows of *m* (0 for no rows)."""
     if not len(m):

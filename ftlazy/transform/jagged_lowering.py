@@ -30,6 +30,16 @@ replaced by its body evaluated on all elements at once, as
   extent: positions past the element's own extent hold 0 and reductions
   over the axis are masked, so no padding is ever read.
 
+A map may have several element length symbols: zipped FractalTensors
+share one (their offsets are checked equal at run time), but another
+FractalTensor whose element the body reads at the map's own index is
+zipped in with a length ``M`` of its own
+(:mod:`ftlazy.transform.jagged_element_reads`). Each packed kind then
+names its symbol, and its rows, segment ids, ranged reductions, padded
+axes and scans over rows use that symbol's offsets; the element ``i`` is
+the same for all (the host checks that every offsets has ``n + 1``
+entries).
+
 A map over depth-3 FractalTensors (documents of sentences) is first
 rewritten as maps over depth 2 (:mod:`ftlazy.transform.jagged_nesting`).
 What this does not lower raises :class:`NotImplementedError` naming it.

@@ -18,7 +18,11 @@ as :mod:`ftlazy.transform.batch` does for dense maps, with carries
   empty element). The scan's body is lowered as the map's body is, so it
   may read whole elements (attention to the sequence at every step), and a
   fold's carry may have the element's length (a per-query online softmax):
-  such a carry stays packed, each row gated by its element's mask;
+  such a carry stays packed, each row gated by its element's mask. Where
+  the map has several element length symbols (see
+  :mod:`ftlazy.transform.jagged_element_reads`), the scan runs over the
+  offsets of its own length's symbol, and its body may read packed arrays
+  of the others (a decoder step attending over its source's rows);
 * a scan over an axis of static length is batched as in a dense map: its
   carries gain the element axis, and it does not depend on the offsets.
 
