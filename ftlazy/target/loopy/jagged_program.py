@@ -18,16 +18,22 @@ the values in."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import pymbolic.primitives as prim
+from pymbolic.mapper.flattener import flatten
 
-from ftlazy.array import Array, DictOfNamedArrays, Placeholder, SizeParam
+from ftlazy import shapes as sh
+from ftlazy.array import (
+    Array, DictOfNamedArrays, IndexLambda, Placeholder, SizeParam)
 from ftlazy.fractal import Loop
 from ftlazy.fractal_access import DerivedSize, HostIndexArray
 from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import (
     bind_inputs, collect_inputs, collect_size_names)
 from ftlazy.target.jagged_inputs import (
@@ -229,14 +235,36 @@ class JaggedCompiledFunction:
 
 
 def _evaluate(node: Array, given: dict[str, Any], cache: dict) -> np.ndarray:
-    """*node* (offsets, computed from inputs only) evaluated on the host."""
+    """*node* (offsets, computed from inputs only) evaluated on the host;
+    an input is looked up, and copies of another array at their own indices
+    (the offsets of a map's result) evaluate their source."""
+    node, needed = _host_source(node)
     if node not in cache:
-        from ftlazy.target.numpy import evaluate_numpy
-        needed = ({n.name for n in collect_inputs([node]) if n.name is not None}
-                  | collect_size_names([node]))
-        cache[node] = np.asarray(evaluate_numpy(
-            node, **{k: v for k, v in given.items() if k in needed}))
+        if isinstance(node, Placeholder) and node.name in given:
+            cache[node] = np.asarray(given[node.name])
+        else:
+            from ftlazy.target.numpy import evaluate_numpy
+            cache[node] = np.asarray(evaluate_numpy(
+                node, **{k: v for k, v in given.items() if k in needed}))
     return cache[node]
+
+
+@lru_cache(maxsize=1024)
+def _host_source(node: Array) -> tuple[Array, frozenset[str]]:
+    """*node*, or the array it copies if its body reads one at its own
+    indices only (followed down a chain of such copies), and the names of
+    the inputs evaluating that array needs."""
+    while (isinstance(node, IndexLambda) and node.ndim == 1
+           and len(node.bindings) == 1):
+        (name, source), = node.bindings.items()
+        if (flatten(node.expr) != prim.Subscript(prim.Variable(name), index_var(0))
+                or source.dtype != node.dtype
+                or not sh.shapes_equal(source.shape, node.shape)):
+            break
+        node = source
+    return node, frozenset(
+        {n.name for n in collect_inputs([node]) if n.name is not None}
+        | collect_size_names([node]))
 
 
 def _outer_length(array: Array, given: dict[str, Any], cache: dict,
@@ -288,21 +316,33 @@ def _derive(host: HostDerivations, given: dict[str, Any],
                 f"{what}: {fractal_tensor_label(other)}, whose elements the "
                 f"body reads at the map's index, has {counts[1]} elements, "
                 f"the mapped {fractal_tensor_label(first)} has {counts[0]}")
+    # (extents and segment ids of the same offsets and form, e.g. those of
+    # each layer of a fold over maps, are computed once)
+    extents_of: dict[tuple[Node, tuple[int, int]], np.ndarray] = {}
+
+    def extents(offsets: Array, form: tuple[int, int]) -> np.ndarray:
+        key = (_host_source(offsets)[0], form)
+        if key not in extents_of:
+            extents_of[key] = _extents(_evaluate(offsets, given, cache), form)
+        return extents_of[key]
+
     derived: dict[str, Any] = {}
+    ids_of: dict[int, np.ndarray] = {}
     for name, (offsets, form) in host.segment_ids.items():
-        extents = _extents(_evaluate(offsets, given, cache), form)
-        if extents.size and extents.min() < 0:
-            raise ValueError(_negative_message(extents, form))
-        derived[name] = np.repeat(np.arange(len(extents), dtype=np.int64), extents)
+        ext = extents(offsets, form)
+        if id(ext) not in ids_of:
+            if ext.size and ext.min() < 0:
+                raise ValueError(_negative_message(ext, form))
+            ids_of[id(ext)] = np.repeat(np.arange(len(ext), dtype=np.int64), ext)
+        derived[name] = ids_of[id(ext)]
     for name, (offsets, form) in host.max_extents.items():
-        extents = _extents(_evaluate(offsets, given, cache), form)
         # (at least 1: a max or min over no step is refused by the size
         # checks, even when no element would run it)
-        derived[name] = int(max(extents.max(initial=0), 1))
+        derived[name] = int(max(extents(offsets, form).max(initial=0), 1))
     for offsets, form, op in host.nonempty:
-        extents = _extents(_evaluate(offsets, given, cache), form)
-        if extents.size and extents.min() <= 0:
-            i = int(np.argmin(extents))
+        ext = extents(offsets, form)
+        if ext.size and ext.min() <= 0:
+            i = int(np.argmin(ext))
             raise ValueError(
                 f"map over a FractalTensor, element {i}: zero-size array to "
                 f"reduction operation {'maximum' if op == 'max' else 'minimum'} "

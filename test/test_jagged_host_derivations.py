@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+"""What the host derives from the offsets at each call of a compiled map
+over FractalTensors (segment ids, longest extents): offsets that are copies
+of another FractalTensor's offsets (a map's result, the next layer's input)
+are evaluated as their source, and equal derivations are computed once."""
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from ftlazy.target.jagged_inputs import expand_jagged_inputs
+from ftlazy.target.loopy.jagged_program import _derive, _host_source
+
+from helpers import JAGGED_LENGTHS
+
+H = 4
+LAYERS = 3
+
+
+def stacked_rnn():
+    """A fold over layers of a map over sequences of a scan (an RNN per
+    layer, the batch of sequences the fold's carry)."""
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    ws = ft.make_placeholder("ws", (LAYERS, H, H), np.float64)
+    us = ft.make_placeholder("us", (LAYERS, H, H), np.float64)
+
+    def layer(batch, p):
+        w, u = p
+        return ft.map(lambda s: ft.scan(lambda h, x: ft.tanh(h @ u + x), s @ w,
+                                        ft.zeros(H)), batch)
+    return ft.fold(layer, (ws, us), xs)
+
+
+def numpy_stacked_rnn(data, ws, us):
+    out = []
+    for seq in data:
+        for w, u in zip(ws, us):
+            h, rows = np.zeros(H), []
+            for x in seq @ w:
+                h = np.tanh(h @ u + x)
+                rows.append(h)
+            seq = np.array(rows).reshape(len(seq), H)
+        out.append(seq)
+    return out
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return ft.compile(stacked_rnn())
+
+
+@pytest.mark.parametrize("lengths", list(JAGGED_LENGTHS.values()) + [(1,)],
+                         ids=list(JAGGED_LENGTHS) + ["one_row"])
+def test_one_program_for_every_length_distribution(compiled, lengths):
+    rng = np.random.default_rng(len(lengths))
+    data = [rng.standard_normal((n, H)) for n in lengths]
+    ws, us = rng.standard_normal((2, LAYERS, H, H)) * 0.5
+    got = compiled(xs=data, ws=ws, us=us)
+    want = numpy_stacked_rnn(data, ws, us)
+    assert list(np.diff(got.offsets[0])) == list(lengths)
+    np.testing.assert_allclose(got.values, np.concatenate(
+        want, axis=0) if want else np.empty((0, H)), rtol=1e-12, atol=1e-12)
+
+
+def test_layers_share_the_derived_segment_ids(compiled):
+    lowering = compiled.lowering
+    names = [n for n in lowering.host.segment_ids]
+    offsets = [o for o, _ in lowering.host.segment_ids.values()]
+    # each layer's input offsets are a copy of the previous layer's
+    assert len(set(offsets)) == LAYERS
+    assert len({_host_source(o)[0] for o in offsets}) == 1
+    lengths = (3, 0, 2)
+    given = expand_jagged_inputs(lowering.input_nodes, {
+        "xs": [np.ones((n, H)) for n in lengths],
+        "ws": np.zeros((LAYERS, H, H)), "us": np.zeros((LAYERS, H, H))})
+    derived = _derive(lowering.host, given, lowering.input_nodes)
+    ids = [derived[n] for n in names]
+    assert all(a is ids[0] for a in ids)
+    np.testing.assert_array_equal(ids[0], [0, 0, 0, 2, 2])
+    assert {derived[n] for n in lowering.host.max_extents} == {3}
