@@ -39,7 +39,6 @@ def test_document_results():
                                  ft.sum(ft.flatten(doc), axis=0)), docs)
     results = {
         "leafwise": ft.map(lambda doc: ft.tanh(doc @ W) + 1, docs),
-        "projected": ft.map(lambda doc: ft.map(lambda s: s @ W, doc), docs),
         "rows": ft.map(lambda doc: ft.map(lambda s: product_rows(s)[1], doc),
                        docs),
         "scaled": bundle[0],
@@ -52,7 +51,6 @@ def test_document_results():
         data = documents(DOCS[key])
         wanted = {
             "leafwise": ([[np.tanh(s @ W) + 1 for s in d] for d in data], 3),
-            "projected": ([[s @ W for s in d] for d in data], 3),
             "rows": ([[[TABLE for _ in s] for s in d] for d in data], 4),
             "scaled": ([[s * 2 for s in d] for d in data], 3),
             "sums": ([[np.cumsum(s, axis=0) for s in d] for d in data], 3),
@@ -133,14 +131,43 @@ def test_zip_of_two_documents_batches():
         f(docs=a, more=a[:3])
 
 
+def test_results_from_tokens_and_sentences_together():
+    # a part computed from the tokens (one row per document) zipped into
+    # the map over documents of per-sentence results
+    docs = docs_placeholder()
+    program = ft.DictOfNamedArrays({
+        "both": ft.map(lambda doc: ft.sum(ft.flatten(doc), axis=0) * 2 + ft.sum(
+            ft.map(lambda s: ft.tanh(ft.sum(s @ W, axis=0)), doc), axis=0), docs),
+        "mean": ft.map(lambda doc: ft.sum(ft.tanh(ft.flatten(doc) @ W), axis=0)
+                       / ft.maximum(doc.length, 1), docs),
+    })
+    f = ft.compile(program)
+    for key in DOCS:
+        data = documents(DOCS[key])
+        tokens = [np.concatenate(d).reshape(-1, H) if d else np.zeros((0, H))
+                  for d in data]
+        want = {
+            "both": [t.sum(axis=0) * 2 + sum(
+                (np.tanh((s @ W).sum(axis=0)) for s in d), np.zeros(H))
+                for t, d in zip(tokens, data)],
+            "mean": [np.tanh(t @ W).sum(axis=0) / max(len(d), 1)
+                     for t, d in zip(tokens, data)],
+        }
+        for out in (f(docs=data), ft.evaluate_numpy(program, docs=data)):
+            for name, w in want.items():
+                np.testing.assert_allclose(
+                    out[name], np.array(w).reshape(len(data), H),
+                    rtol=1e-12, atol=1e-12)
+
+
 def test_bodies_that_do_not_compile_say_so():
     docs = docs_placeholder()
     data = documents(DOCS["mixed"])
     # offsets that are not an affine function of the sentence offsets,
     # computed from the document's tokens and sentences together
     joined = ft.map(lambda doc: ft.join(doc, doc * 2), docs)
-    with pytest.raises(NotImplementedError, match="depth 3.*tokens together "
-                                                  "with its sentence structure"):
+    with pytest.raises(NotImplementedError, match="depth 3.*sentence offsets "
+                                                  "directly"):
         ft.compile(joined)(docs=data)
     # per-sentence results of the sentence's length combined in the document
     combined = ft.map(lambda doc: ft.sum(ft.flatten(ft.map(cumsum_scan, doc)),

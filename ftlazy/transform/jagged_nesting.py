@@ -3,7 +3,7 @@
 :mod:`ftlazy.transform.jagged_lowering`.
 
 A map over documents (a depth-3 FractalTensor: documents of sentences of
-tokens) computes each result from one of two views of the document:
+tokens) reads each document through two views:
 
 * **its sentences.** A body that maps a function ``g`` over each
   document's sentences, then combines the per-sentence results with ``h``,
@@ -20,20 +20,24 @@ tokens) computes each result from one of two views of the document:
   sentence) returned by the body as it is (a FractalTensor result of the
   map, nested one level deeper) is the result of step 1 as it is: the
   packed rows of all sentences, in document order;
-* **its tokens.** A result that reads neither the document's sentence
-  structure (its rebased offsets, its number of sentences) nor maps over
-  its sentences (leaf-wise operations, ``ft.flatten(doc)``) is a map over
-  each document's tokens: the depth-2 FractalTensor
-  ``(values, offsets1[offsets0])``.
+* **its tokens.** What reads neither the document's sentence structure
+  (its rebased offsets, its number of sentences ``m``) nor maps over its
+  sentences (leaf-wise operations, ``ft.flatten(doc)``) is a map over each
+  document's tokens: the depth-2 FractalTensor ``(values,
+  offsets1[offsets0])``. A whole result computed so is a result of that
+  map; a part of a result that also uses the sentence view (a sum over
+  the tokens plus a sum over per-sentence results) is computed there with
+  one row per document and zipped into the map of step 2.
 
-:func:`flatten_document_map` performs this rewrite on the map's body, each
-result by the view it uses. Zipped depth-3 FractalTensors are mapped
-together in each view; their structure is checked at run time, level by
-level, as the reference evaluator does. A result that mixes both views, a
-body that combines per-sentence results of the sentence's length, or maps
-over sentences with captured arrays computed from the document raise
-:class:`NotImplementedError` naming what is not supported
-(``ft.evaluate_numpy`` evaluates it).
+:func:`flatten_document_map` performs this rewrite on the map's body.
+Zipped depth-3 FractalTensors are mapped together in each view; their
+structure is checked at run time, level by level, as the reference
+evaluator does. What the views do not express raises
+:class:`NotImplementedError` naming it (``ft.evaluate_numpy`` evaluates
+it): the rebased sentence offsets read directly (``ft.lengths(doc)``,
+``ft.join``), tokens read in the same node as the sentence structure,
+per-sentence results of the sentence's length combined in the document,
+and maps over sentences that capture data computed from the document.
 
 .. autofunction:: flatten_document_map
 """
@@ -43,11 +47,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult
-from ftlazy.fractal_tensor import JaggedMap
+from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, iter_children, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.transform.mappers import CopyMapper
@@ -58,26 +63,18 @@ __all__ = ["flatten_document_map"]
 def _refuse(what: str) -> NotImplementedError:
     return NotImplementedError(
         f"compiling a map over a FractalTensor of depth 3 whose body {what} is "
-        "not supported yet (bodies that map over each document's sentences "
-        "and combine the per-sentence results, and results computed from the "
-        "document's tokens alone, compile; ft.evaluate_numpy evaluates it)")
+        "not supported yet (bodies that read the document through maps over "
+        "its sentences, its tokens alone and its number of sentences "
+        "compile; ft.evaluate_numpy evaluates it)")
 
 
 class _Rebuilder(CopyMapper):
-    """Copies the body's nodes with some replaced; nested bodies (their own
-    scopes) are kept as they are."""
+    """Copies the body's nodes with some replaced (what they read is not
+    visited); nested bodies (their own scopes) are kept as they are."""
 
     def __init__(self, replace: dict[Node, Array]) -> None:
         super().__init__()
-        self.replace = replace
-
-    def map_loop_result(self, expr: LoopResult) -> Node:
-        if expr in self.replace:
-            return self.replace[expr]
-        return self.map_node(expr)
-
-    def map_body_param(self, expr: BodyParam) -> Node:
-        return self.replace.get(expr, expr)
+        self._cache.update(replace)
 
     def map_body(self, body: Node) -> Node:
         return body
@@ -108,25 +105,35 @@ class _DocumentMap:
         self.outer_input = {self.num_mapped_params + k: a
                             for k, a in enumerate(jmap.captured)}
 
-    def reads_structure(self, out: Array) -> bool:
-        """Whether *out* reads the documents' sentence structure: their
-        rebased offsets or their number of sentences (also through a map
-        over their sentences)."""
-        for node in topological_order([out]):
-            if isinstance(node, BodyParam) and node.index in self.offsets_params:
-                return True
-            if isinstance(node, SizeParam) and node.name == self.m:
-                return True
-            if isinstance(node, Array) and any(
-                    self.m in sh.size_param_names(c) for c in node.shape):
-                return True
-        return False
+    def views(self, outputs: list[Array]) -> dict[Node, tuple[bool, bool]]:
+        """For each node of the body's *outputs*: whether it reads the
+        documents' sentence structure (their rebased offsets or their
+        number of sentences, also through a map over their sentences), and
+        whether it reads their tokens (their values or number of tokens)."""
+        result: dict[Node, tuple[bool, bool]] = {}
+        for node in topological_order(outputs):
+            sizes: frozenset[str] = frozenset()
+            if isinstance(node, SizeParam):
+                sizes = frozenset([node.name])
+            elif isinstance(node, Array):
+                sizes = frozenset().union(
+                    *(sh.size_param_names(c) for c in node.shape))
+            structure = self.m in sizes or (isinstance(node, BodyParam)
+                                           and node.index in self.offsets_params)
+            tokens = self.T in sizes or (isinstance(node, BodyParam)
+                                         and node.index in self.values_params)
+            for c in iter_children(node):
+                structure = structure or result[c][0]
+                tokens = tokens or result[c][1]
+            result[node] = (structure, tokens)
+        return result
 
     def rebuilt_map(self, outputs: list[Array], mapped: list[tuple]
                     ) -> JaggedMap:
         """A map of the body's *outputs* over *mapped* (per new mapped
-        input: the old body parameters it replaces, its arrays, its depth,
-        its symbols), then the old dense mapped inputs and captured arrays."""
+        input: the body node it replaces, or None; its arrays, its depth,
+        its symbols), then the old dense mapped inputs and captured
+        arrays."""
         new_params: list[BodyParam] = []
         inputs: list[Array] = []
         depths: list[int] = []
@@ -140,6 +147,9 @@ class _DocumentMap:
             inputs.extend(arrays)
 
         for old, arrays, depth, syms in mapped:
+            if old is None:     # (an element the body does not read)
+                old = BodyParam(-1, (prim.Variable(syms[0]),)
+                                + arrays[0].shape[1:], arrays[0].dtype)
             param(old, arrays)
             depths.append(depth)
             symbols.append(syms)
@@ -161,8 +171,7 @@ class _DocumentMap:
 
 def _token_offsets(offsets0: Array, offsets1: Array) -> IndexLambda:
     """``offsets1[offsets0]``: each document's first token."""
-    from pymbolic.primitives import Variable
-    read = Variable("_in1")[Variable("_in0")[index_var(0)]]
+    read = prim.Variable("_in1")[prim.Variable("_in0")[index_var(0)]]
     return IndexLambda(read, offsets0.shape, np.dtype(np.int64),
                        {"_in0": offsets0, "_in1": offsets1})
 
@@ -178,12 +187,31 @@ def _token_map(doc: _DocumentMap, outputs: list[Array]) -> JaggedMap:
     return doc.rebuilt_map(outputs, mapped)
 
 
-def _nested_maps(doc: _DocumentMap, outputs: list[Array]) -> list[JaggedMap]:
+def _token_pieces(doc: _DocumentMap, outputs: list[Array],
+                  views: dict[Node, tuple[bool, bool]]) -> list[Array]:
+    """The largest parts of *outputs* (which read the sentence structure)
+    that read the documents' tokens but not their structure, and that have
+    one row per document (no axis of the document's number of tokens): a
+    map over the tokens computes them."""
+    pieces: dict[Node, None] = {}
+    for node in topological_order(outputs):
+        if not views[node][0] or isinstance(node, JaggedMap):
+            continue        # (a map over sentences captures no document data)
+        for c in iter_children(node):
+            if (views[c] == (False, True) and isinstance(c, Array)
+                    and not any(doc.T in sh.size_param_names(x) for x in c.shape)):
+                pieces[c] = None
+    return list(pieces)
+
+
+def _nested_maps(doc: _DocumentMap, outputs: list[Array],
+                 pieces: Any) -> list[JaggedMap]:
     """The maps over the documents' sentences that *outputs* read, checking
-    that the documents are read by nothing else."""
+    that the documents are read by nothing else (but the *pieces* the
+    tokens give)."""
     doc_params = set(doc.values_params) | set(doc.offsets_params)
     nested: list[JaggedMap] = []
-    for node in topological_order(outputs):
+    for node in topological_order(outputs, skip=pieces):
         if isinstance(node, JaggedMap):
             if any(isinstance(a, BodyParam) and a.index in doc_params
                    for a in node.inputs):
@@ -198,8 +226,13 @@ def _nested_maps(doc: _DocumentMap, outputs: list[Array]) -> list[JaggedMap]:
             continue
         if any(isinstance(c, BodyParam) and c.index in doc_params
                for c in iter_children(node)):
-            raise _refuse("reads the document's tokens together with its "
-                          f"sentence structure ({type(node).__name__})")
+            what = ("sentence offsets directly (for ft.lengths(doc), map "
+                    "over the sentences: ft.map(lambda s: s.shape[0], doc))"
+                    if any(isinstance(c, BodyParam) and c.index in
+                           doc.offsets_params for c in iter_children(node))
+                    else "tokens where it also reads its sentence structure")
+            raise _refuse(f"reads the document's {what} "
+                          f"({type(node).__name__})")
         if any(isinstance(c, LoopResult) and c.loop in nested
                and c.loop.is_jagged_output(c.index) for c in iter_children(node)):
             raise _refuse("combines per-sentence results of the sentence's "
@@ -217,14 +250,12 @@ def _check_sentence_inputs(doc: _DocumentMap, inner: JaggedMap) -> None:
             raise _refuse("maps over its document zipped with other data")
 
 
-def _sentence_results(doc: _DocumentMap, outputs: list[Array]
-                      ) -> list[Array]:
+def _sentence_results(doc: _DocumentMap, outputs: list[Array],
+                      pieces: dict[Node, Array]) -> list[Array]:
     """*outputs*, computed by maps over all sentences and a map over
-    documents of the per-sentence results (see the module docs)."""
-    nested = _nested_maps(doc, outputs)
-    if not nested:
-        raise _refuse("reads the document's sentence structure without "
-                      "mapping over its sentences")
+    documents of the per-sentence results and of the *pieces* the tokens
+    give (body node -> its values ``(n, ...)``, see the module docs)."""
+    nested = _nested_maps(doc, outputs, pieces)
     num_mapped = doc.num_mapped_params
     # 1. each map over sentences, over all sentences of all documents
     per_sentence: dict[Node, Array] = {}
@@ -253,10 +284,14 @@ def _sentence_results(doc: _DocumentMap, outputs: list[Array]
     if not rest:
         return results
     # 3. the rest of the body, over documents of per-sentence results
-    offsets0 = doc.parts[doc.docs[0]][1][1]
+    _, offsets0, offsets1 = doc.parts[doc.docs[0]][1]
     mapped = [(old, (new, offsets0), 2, (doc.m,))
               for old, new in per_sentence.items()
               if not old.loop.is_jagged_output(old.index)]
+    if not mapped:
+        # (the number of sentences is read, but no per-sentence result)
+        mapped.append((None, (segment_lengths(offsets1), offsets0), 2, (doc.m,)))
+    mapped += [(old, (new,), 1, ()) for old, new in pieces.items()]
     regrouped = doc.rebuilt_map(rest, mapped)
     it = iter(range(regrouped.num_outputs))
     return [r if r is not None else LoopResult(regrouped, next(it))
@@ -275,18 +310,23 @@ def flatten_document_map(jmap: JaggedMap, host: Any = None) -> list[Array]:
                             tuple(tuple(doc.parts[k][1][1:]) for k in doc.docs),
                             tuple(a[0] for d, a in doc.parts if d == 1)))
     outputs = list(jmap.body.outputs)
-    by_sentences = [doc.reads_structure(o) for o in outputs]
+    views = doc.views(outputs)
     results: list[Any] = [None] * len(outputs)
-    tokens = [k for k, s in enumerate(by_sentences) if not s]
-    if tokens:
-        token_map = _token_map(doc, [outputs[k] for k in tokens])
+    tokens = [k for k, o in enumerate(outputs) if not views[o][0]]
+    sentences = [outputs[k] for k, o in enumerate(outputs) if views[o][0]]
+    pieces = _token_pieces(doc, sentences, views)
+    piece_values: dict[Node, Array] = {}
+    if tokens or pieces:
+        token_map = _token_map(doc, [outputs[k] for k in tokens] + pieces)
         for j, k in enumerate(tokens):
             results[k] = LoopResult(token_map, j)
-    sentences = [k for k, s in enumerate(by_sentences) if s]
+        piece_values = {p: LoopResult(token_map, len(tokens) + j)
+                        for j, p in enumerate(pieces)}
     if sentences:
-        for k, r in zip(sentences, _sentence_results(
-                doc, [outputs[k] for k in sentences])):
-            results[k] = r
+        got = iter(_sentence_results(doc, sentences, piece_values))
+        for k, o in enumerate(outputs):
+            if views[o][0]:
+                results[k] = next(got)
     for k, r in enumerate(results):
         if not sh.shapes_equal(r.shape, jmap.output_shape(k)):
             raise _refuse(f"gives result {k} a shape that its view of the "
