@@ -545,6 +545,9 @@ def getitem(xs: Jagged, index: Any) -> Array | Jagged:
         raise TypeError("FractalTensor index must be an int or a 0-d integer "
                         f"array, got shape {sh.shape_str(i.shape)}; use "
                         "ft.gather(xs, indices) to select several elements")
+    rows = uniform_rows(xs)
+    if rows is not None:
+        return uniform_row(rows, i, n)
     k = derived_size(_checked(i, n, "FractalTensor index"))
     element = _drop_outer(_select_range(xs, k, 1))
     return element.tagged(ElementRead()) if xs.depth == 2 else element
@@ -635,7 +638,13 @@ def product(xs: Any, ys: Any) -> tuple[Jagged, Jagged]:
     """The cartesian product of the outer lists of *xs* (``n`` elements)
     and *ys* (``m``): ``(xss, yss)``, FractalTensors one level deeper, of
     ``n`` lists of ``m`` elements each, with ``xss[i][j] = xs[i]`` and
-    ``yss[i][j] = ys[j]``. Arrays are lists of their rows."""
+    ``yss[i][j] = ys[j]``. Arrays are lists of their rows.
+
+    Every list has ``m`` elements, which the offsets ``m * arange(n + 1)``
+    say at build time (:func:`uniform_length`): for arrays *xs* ``(n, H)``
+    and *ys*, ``xss[i]`` has shape ``(m, H)`` and ``ft.map`` over the rows
+    gives its function elements of shape ``(m, H)``
+    (:func:`uniform_rows`)."""
     xs = _check_structured(xs, "product (xs)")
     ys = _check_structured(ys, "product (ys)")
     n, m = _outer_length(xs), _outer_length(ys)
@@ -649,6 +658,97 @@ def product(xs: Any, ys: Any) -> tuple[Jagged, Jagged]:
     first = _lam(prim.FloorDiv(p, mm), (nm,), _INT64, {})
     second = _lam(prim.Remainder(p, mm), (nm,), _INT64, {})
     return _nest(_select(xs, first), outer), _nest(_select(ys, second), outer)
+
+
+def uniform_length(xs: Any) -> ShapeComponent | None:
+    """The length shared by every element of the depth-2 FractalTensor
+    *xs* where its offsets give it at build time: offsets computed as
+    ``c * arange(n + 1)`` for a size ``c`` (the rows of :func:`product`),
+    else None."""
+    if not (isinstance(xs, Jagged) and xs.depth == 2
+            and isinstance(xs.offsets[0], IndexLambda)):
+        return None
+    offsets = xs.offsets[0]
+    p = index_var(0)
+    if offsets.expr == p:
+        return 1
+    if not (isinstance(offsets.expr, prim.Product)
+            and list(offsets.expr.children).count(p) == 1):
+        return None
+    rest = [c for c in offsets.expr.children if c != p]
+    c = rest[0] if len(rest) == 1 else prim.Product(tuple(rest))
+    deps = DependencyMapper(composite_leaves=False)(c)
+    if len(deps) != len(_free_sizes(c, offsets.bindings)):
+        return None  # (c reads an array or an index)
+    try:
+        return sh.normalize_component(sh.to_affine(c).to_expr())
+    except (sh.NonAffineError, TypeError):
+        return None
+
+
+def uniform_rows(xs: Any) -> Array | None:
+    """The elements of *xs*, a depth-2 FractalTensor of
+    :func:`uniform_length` ``c``, as a dense view ``(n, c, *elem_shape)``
+    of its values (None for other FractalTensors): ``xs[i]`` is row ``i``
+    of it, of static or symbolic length ``c``."""
+    c = uniform_length(xs)
+    if c is None:
+        return None
+    values = xs.values
+    row = _scalar_expr(c) * index_var(0) + index_var(1)
+    rest = tuple(index_var(k + 2) for k in range(values.ndim - 1))
+    read = _guarded(prim.Variable("_in0")[(row,) + rest], row,
+                    values.shape[0], values.dtype)
+    # (the offsets are bound so that the view needs the inputs they need)
+    return _lam(read, (xs.length, c) + values.shape[1:], values.dtype,
+                {"_in0": values, "_ft_offsets": xs.offsets[0]})
+
+
+def uniform_row(rows: Array, index: Array, n: ShapeComponent) -> Array:
+    """Row *index* (a 0-d integer array; negative counts from the end) of
+    *rows*, the :func:`uniform_rows` of a FractalTensor of *n* elements: a
+    gather, whose index is checked at run time (at build time where *n*
+    and the index are known), so that it compiles inside loop bodies."""
+    from ftlazy.fractal import gather
+    from ftlazy.ops.convert import constant_value
+    value = constant_value(index) if isinstance(n, int) else None
+    if value is not None:
+        _check_range(np.asarray(value), n, "FractalTensor index")
+    return gather(rows, index, 0)
+
+
+def map_uniform_rows(f: Callable, xs: tuple) -> Any:
+    """``ft.map(f, *xs)`` where every FractalTensor of *xs* has the same
+    :func:`uniform_length` ``c`` (the rows of :func:`product`): a map over
+    their :func:`uniform_rows`, so *f* gets elements ``(c, *elem_shape)``.
+    Results whose first axis is ``c`` are FractalTensors with the offsets
+    of the first FractalTensor, as results of the element's length are
+    (others stack to ``(n, ...)``). None where some FractalTensor is not
+    uniform, of another length or another number of elements."""
+    from ftlazy import fractal
+    jagged = [x for x in xs if isinstance(x, Jagged)]
+    lengths = [uniform_length(x) for x in jagged]
+    if any(c is None for c in lengths) or not all(
+            sh.prove_equal(c, lengths[0]) and sh.prove_equal(x.length, jagged[0].length)
+            for c, x in zip(lengths, jagged)):
+        return None
+    c, first = lengths[0], jagged[0]
+    result = fractal.map(f, *(uniform_rows(x) if isinstance(x, Jagged) else x
+                              for x in xs))
+    leaves, structure = fractal.tree_flatten(result, "map")
+    wrapped = []
+    for leaf in leaves:
+        if leaf.ndim < 2 or not sh.prove_equal(leaf.shape[1], c):
+            wrapped.append(leaf)
+            continue
+        cc, p = _scalar_expr(c), index_var(0)
+        rest = tuple(index_var(k + 1) for k in range(leaf.ndim - 2))
+        rows = _size(_scalar_expr(first.length) * cc)
+        values = _lam(prim.Variable("_in0")[(prim.FloorDiv(p, cc),
+                                             prim.Remainder(p, cc)) + rest],
+                      (rows,) + leaf.shape[2:], leaf.dtype, {"_in0": leaf})
+        wrapped.append(Jagged(values, first.offsets))
+    return fractal.tree_unflatten(wrapped, structure)
 
 
 def _list_array(xs: Array | Jagged) -> Array:

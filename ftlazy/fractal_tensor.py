@@ -645,6 +645,9 @@ def map(f: Callable, *xs: Any) -> Any:
     see :func:`jagged_map`."""
     from ftlazy import fractal
     if any(isinstance(x, Jagged) for x in xs):
-        return jagged_map(f, *xs)
+        # (elements of one length known at build time: a dense map)
+        from ftlazy.fractal_access import map_uniform_rows
+        result = map_uniform_rows(f, xs)
+        return jagged_map(f, *xs) if result is None else result
     return fractal.map(f, *xs)
 
