@@ -2,7 +2,7 @@
 """ftlazy on jagged data (FractalTensors) versus numpy and scipy anchors.
 
 Run by hand: ``python benchmarks/bench_jagged.py [--quick] [--repeat 7]
-[--no-subprocess] [--copy-io]``. Workloads and sizes follow
+[--no-subprocess] [--copy-io] [--only J2,J1-sum]``. Workloads and sizes follow
 ``shared/research/jagged_anchors.md`` §4 (float32 throughout):
 
 * J1-sum: per-segment sum, 8192 segments, lengths U[0,128] (empty segments
@@ -298,6 +298,9 @@ def _to_device(inputs: dict[str, Any], queue: Any) -> dict[str, Any]:
     return out
 
 
+#: the workloads' keys, in the order they run
+WORKLOADS = ("J1-sum", "J1-max", "J1-logsumexp", "J2", "J4")
+
 #: issue 8's targets: (workload, anchor, the least anchor/ftlazy ratio)
 TARGETS = [("J1-sum", "scipy CSR @ X", 1 / 1.2), ("J1-max", "numpy loop", 4.0),
            ("J1-logsumexp", "numpy loop", 4.0), ("J2", "numpy loop", 4.0)]
@@ -457,8 +460,16 @@ def main() -> None:
                         help="copy numpy inputs and results to and from "
                         "device buffers even where the device shares the "
                         "host's memory (how ftlazy did before)")
+    parser.add_argument("--only", help="comma-separated workloads to time "
+                        f"(of {','.join(WORKLOADS)}); the cold first result "
+                        "then runs only for J1-sum, and the table of the "
+                        "other J-workloads is left out")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    chosen = set(args.only.split(",")) if args.only else set(WORKLOADS)
+    if chosen - set(WORKLOADS):
+        parser.error(f"unknown workload(s) {sorted(chosen - set(WORKLOADS))}; "
+                     f"choose from {','.join(WORKLOADS)}")
     if args.child:
         child_first_result(args.child, args.quick)
         return
@@ -491,6 +502,8 @@ def main() -> None:
     rows, notes, cache_rows = [], [], []
     medians: dict[tuple[str, str], float] = {}
     for wl in workloads(sizes):
+        if wl.key not in chosen:
+            continue
         try:
             f = ft.compile(build(wl.key, wl.build_arg))
             got = f(**wl.inputs)
@@ -571,7 +584,7 @@ def main() -> None:
                 cache_rows, title="One compiled program for all lengths "
                 "(same ft.compile result, a new length distribution)")
 
-    if not args.no_subprocess:
+    if not args.no_subprocess and "J1-sum" in chosen:
         try:
             d = first_result_cold("J1-sum", args.quick)
             print_table(["workload", "build + ft.compile", "first call", "total"],
@@ -582,8 +595,9 @@ def main() -> None:
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             notes.append(f"cold first result: {exc}")
 
-    print_table(["id", "workload", "status"], not_compiled_rows(),
-                title="The other J-workloads: do they compile?")
+    if not args.only:
+        print_table(["id", "workload", "status"], not_compiled_rows(),
+                    title="The other J-workloads: do they compile?")
     for note in notes:
         print("note:", note)
     load = os.getloadavg() if hasattr(os, "getloadavg") else "?"

@@ -3,7 +3,7 @@
 ftlazy's compiled maps over FractalTensors versus numpy anchors.
 
 Run by hand: ``python benchmarks/bench_jagged_sequences.py [--quick]
-[--repeat 5]``. Workloads and anchors follow
+[--repeat 5] [--only J10,J8]``. Workloads and anchors follow
 ``shared/research/jagged_anchors.md`` §4 (float32):
 
 * J8, segmented diagonal linear recurrence ``h_t = a ⊙ h_{t-1} + x_t``,
@@ -391,13 +391,25 @@ def builds_during(fn: Any) -> tuple[float, int]:
         cl.Program.build = original
 
 
+#: the workloads, in the order they run
+WORKLOADS = ("J8", "J10", "J7", "J11", "J12")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", default=",".join(WORKLOADS),
+                        help="comma-separated workloads to run (default: "
+                        f"{','.join(WORKLOADS)})")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
+    chosen = set(args.only.split(","))
+    if chosen - set(WORKLOADS):
+        parser.error(f"unknown workload(s) {sorted(chosen - set(WORKLOADS))}; "
+                     f"choose from {','.join(WORKLOADS)}")
 
+    import ftlazy as ft
     from ftlazy.target.loopy.device import default_queue
     queue = default_queue()
     print_header("ftlazy jagged recurrences (scans in maps over FractalTensors), "
@@ -409,102 +421,106 @@ def main() -> None:
     timed = lambda fn: best_of(fn, repeat=args.repeat).median  # noqa: E731
 
     # J8
-    n, lo, hi, d = sizes["J8"]
-    x, off = jagged(n, lo, hi, d, seed=0)
-    a = np.random.default_rng(1).uniform(0.5, 1.0, d).astype(np.float32)
-    f = j8_ftlazy(d)
-    want = j8_loop(x, off, a)
-    got = f(xs=__import__("ftlazy").JaggedArray(x, off), a=a)
-    np.testing.assert_allclose(got.values, want, rtol=2e-4, atol=2e-4)
-    np.testing.assert_allclose(j8_time_major(x, off, a), want, rtol=1e-5, atol=1e-5)
-    import ftlazy as ft
-    t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off), a=a))
-    t_loop = timed(lambda: j8_loop(x, off, a))
-    t_tm = timed(lambda: j8_time_major(x, off, a))
-    rows.append(["J8 linear recurrence", f"nnz={off[-1]}, D={d}", fmt_seconds(t_ft),
-                 fmt_seconds(t_tm), fmt_seconds(t_loop), "-",
-                 ratio(t_loop, t_ft) + " faster than loop",
-                 ratio(t_tm, t_ft) + " vs time-major"])
-    x2, off2 = jagged(n // 2 + 1, lo, hi * 2, d, seed=5)
-    reuse_rows.append(["J8", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2), a=a))])
+    if "J8" in chosen:
+        n, lo, hi, d = sizes["J8"]
+        x, off = jagged(n, lo, hi, d, seed=0)
+        a = np.random.default_rng(1).uniform(0.5, 1.0, d).astype(np.float32)
+        f = j8_ftlazy(d)
+        want = j8_loop(x, off, a)
+        got = f(xs=ft.JaggedArray(x, off), a=a)
+        np.testing.assert_allclose(got.values, want, rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(j8_time_major(x, off, a), want, rtol=1e-5, atol=1e-5)
+        t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off), a=a))
+        t_loop = timed(lambda: j8_loop(x, off, a))
+        t_tm = timed(lambda: j8_time_major(x, off, a))
+        rows.append(["J8 linear recurrence", f"nnz={off[-1]}, D={d}", fmt_seconds(t_ft),
+                     fmt_seconds(t_tm), fmt_seconds(t_loop), "-",
+                     ratio(t_loop, t_ft) + " faster than loop",
+                     ratio(t_tm, t_ft) + " vs time-major"])
+        x2, off2 = jagged(n // 2 + 1, lo, hi * 2, d, seed=5)
+        reuse_rows.append(["J8", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2), a=a))])
 
     # J10
-    n, lo, hi, H, depth = sizes["J10"]
-    x, off = jagged(n, lo, hi, H, seed=2)
-    rng = np.random.default_rng(3)
-    p = {"W": (rng.standard_normal((depth, H, 4 * H)) * 0.3).astype(np.float32),
-         "U": (rng.standard_normal((depth, H, 4 * H)) * 0.3).astype(np.float32),
-         "b": (rng.standard_normal((depth, 4 * H)) * 0.1).astype(np.float32)}
-    f = j10_ftlazy(H, depth)
-    want = j10_loop(x, off, p)
-    got = f(xs=ft.JaggedArray(x, off), **p)
-    np.testing.assert_allclose(got.values, want, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(j10_time_major(x, off, p), want, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(j10_padded(x, off, p), want, rtol=1e-4, atol=1e-5)
-    t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off), **p))
-    t_loop = timed(lambda: j10_loop(x, off, p))
-    t_tm = timed(lambda: j10_time_major(x, off, p))
-    t_pad = timed(lambda: j10_padded(x, off, p))
-    rows.append([f"J10 {depth}-layer LSTM", f"nnz={off[-1]}, H={H}", fmt_seconds(t_ft),
-                 fmt_seconds(t_tm), fmt_seconds(t_loop), fmt_seconds(t_pad),
-                 ratio(t_ft, t_tm) + " of BLAS loop",
-                 ratio(t_pad, t_ft) + " faster than padded"])
-    x2, off2 = jagged(n * 2, lo, hi + 10, H, seed=6)
-    reuse_rows.append(["J10", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2), **p))])
+    if "J10" in chosen:
+        n, lo, hi, H, depth = sizes["J10"]
+        x, off = jagged(n, lo, hi, H, seed=2)
+        rng = np.random.default_rng(3)
+        p = {"W": (rng.standard_normal((depth, H, 4 * H)) * 0.3).astype(np.float32),
+             "U": (rng.standard_normal((depth, H, 4 * H)) * 0.3).astype(np.float32),
+             "b": (rng.standard_normal((depth, 4 * H)) * 0.1).astype(np.float32)}
+        f = j10_ftlazy(H, depth)
+        want = j10_loop(x, off, p)
+        got = f(xs=ft.JaggedArray(x, off), **p)
+        np.testing.assert_allclose(got.values, want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(j10_time_major(x, off, p), want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(j10_padded(x, off, p), want, rtol=1e-4, atol=1e-5)
+        t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off), **p))
+        t_loop = timed(lambda: j10_loop(x, off, p))
+        t_tm = timed(lambda: j10_time_major(x, off, p))
+        t_pad = timed(lambda: j10_padded(x, off, p))
+        rows.append([f"J10 {depth}-layer LSTM", f"nnz={off[-1]}, H={H}", fmt_seconds(t_ft),
+                     fmt_seconds(t_tm), fmt_seconds(t_loop), fmt_seconds(t_pad),
+                     ratio(t_ft, t_tm) + " of BLAS loop",
+                     ratio(t_pad, t_ft) + " faster than padded"])
+        x2, off2 = jagged(n * 2, lo, hi + 10, H, seed=6)
+        reuse_rows.append(["J10", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2), **p))])
 
     # J7
-    n, lo, hi, heads, d = sizes["J7"]
-    x, off = jagged(n, lo, hi, heads * d, seed=4)
-    f = j7_ftlazy(heads, d)
-    want = j7_loop(x, off, heads)
-    got = f(xs=ft.JaggedArray(x, off))
-    np.testing.assert_allclose(got.values, want, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(j7_padded(x, off, heads), want, rtol=1e-4, atol=1e-5)
-    t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off)))
-    t_loop = timed(lambda: j7_loop(x, off, heads))
-    t_pad = timed(lambda: j7_padded(x, off, heads))
-    rows.append([f"J7 attention, {heads} heads", f"nnz={off[-1]}, d={d}",
-                 fmt_seconds(t_ft), "-", fmt_seconds(t_loop), fmt_seconds(t_pad),
-                 ratio(t_ft, t_loop) + " of BLAS loop",
-                 ratio(t_pad, t_ft) + " faster than padded"])
-    x2, off2 = jagged(n + 3, lo, hi // 2, heads * d, seed=7)
-    reuse_rows.append(["J7", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2)))])
+    if "J7" in chosen:
+        n, lo, hi, heads, d = sizes["J7"]
+        x, off = jagged(n, lo, hi, heads * d, seed=4)
+        f = j7_ftlazy(heads, d)
+        want = j7_loop(x, off, heads)
+        got = f(xs=ft.JaggedArray(x, off))
+        np.testing.assert_allclose(got.values, want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(j7_padded(x, off, heads), want, rtol=1e-4, atol=1e-5)
+        t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off)))
+        t_loop = timed(lambda: j7_loop(x, off, heads))
+        t_pad = timed(lambda: j7_padded(x, off, heads))
+        rows.append([f"J7 attention, {heads} heads", f"nnz={off[-1]}, d={d}",
+                     fmt_seconds(t_ft), "-", fmt_seconds(t_loop), fmt_seconds(t_pad),
+                     ratio(t_ft, t_loop) + " of BLAS loop",
+                     ratio(t_pad, t_ft) + " faster than padded"])
+        x2, off2 = jagged(n + 3, lo, hi // 2, heads * d, seed=7)
+        reuse_rows.append(["J7", *_reuse(lambda: f(xs=ft.JaggedArray(x2, off2)))])
 
     # J11
-    n, max_sent, max_tok, h = sizes["J11"]
-    x, off0, off1 = j11_data(n, max_sent, max_tok, h, seed=8)
-    f = j11_ftlazy(h)
-    docs = ft.JaggedArray(x, off0, off1)
-    want = j11_loop(x, off0, off1)
-    np.testing.assert_allclose(f(docs=docs), want, rtol=1e-4, atol=1e-5)
-    csr = j11_csr(x, off0, off1)
-    t_ft = timed(lambda: f(docs=docs))
-    t_loop = timed(lambda: j11_loop(x, off0, off1))
-    t_csr = None
-    if csr is not None:
-        np.testing.assert_allclose(csr(), want, rtol=1e-4, atol=1e-5)
-        t_csr = timed(csr)
-    rows.append(["J11 two-level pooling (depth 3)", f"nnz={off1[-1]}, H={h}",
-                 fmt_seconds(t_ft), "-", fmt_seconds(t_loop), "-",
-                 ratio(t_loop, t_ft) + " faster than loop",
-                 (ratio(t_csr, t_ft) + " vs scipy CSR") if t_csr else "no scipy"])
+    if "J11" in chosen:
+        n, max_sent, max_tok, h = sizes["J11"]
+        x, off0, off1 = j11_data(n, max_sent, max_tok, h, seed=8)
+        f = j11_ftlazy(h)
+        docs = ft.JaggedArray(x, off0, off1)
+        want = j11_loop(x, off0, off1)
+        np.testing.assert_allclose(f(docs=docs), want, rtol=1e-4, atol=1e-5)
+        csr = j11_csr(x, off0, off1)
+        t_ft = timed(lambda: f(docs=docs))
+        t_loop = timed(lambda: j11_loop(x, off0, off1))
+        t_csr = None
+        if csr is not None:
+            np.testing.assert_allclose(csr(), want, rtol=1e-4, atol=1e-5)
+            t_csr = timed(csr)
+        rows.append(["J11 two-level pooling (depth 3)", f"nnz={off1[-1]}, H={h}",
+                     fmt_seconds(t_ft), "-", fmt_seconds(t_loop), "-",
+                     ratio(t_loop, t_ft) + " faster than loop",
+                     (ratio(t_csr, t_ft) + " vs scipy CSR") if t_csr else "no scipy"])
 
     # J12 (variant)
-    n, max_len = sizes["J12"]
-    x, off = j12_data(n, max_len, seed=9)
-    f = j12_ftlazy()
-    want = j12_loop(x, off)
-    np.testing.assert_allclose(f(xs=ft.JaggedArray(x, off)), want, rtol=1e-4,
-                               atol=1e-4)
-    pairs = j12_pair_index(off)
-    np.testing.assert_allclose(j12_vectorized(x, off, pairs), want, rtol=1e-5)
-    t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off)))
-    t_loop = timed(lambda: j12_loop(x, off))
-    t_vec = timed(lambda: j12_vectorized(x, off, pairs))
-    rows.append(["J12 largest pair mass", f"{n} events, nnz={off[-1]}",
-                 fmt_seconds(t_ft), fmt_seconds(t_vec), fmt_seconds(t_loop), "-",
-                 ratio(t_loop, t_ft) + " faster than loop",
-                 ratio(t_vec, t_ft) + " vs pair index"])
+    if "J12" in chosen:
+        n, max_len = sizes["J12"]
+        x, off = j12_data(n, max_len, seed=9)
+        f = j12_ftlazy()
+        want = j12_loop(x, off)
+        np.testing.assert_allclose(f(xs=ft.JaggedArray(x, off)), want, rtol=1e-4,
+                                   atol=1e-4)
+        pairs = j12_pair_index(off)
+        np.testing.assert_allclose(j12_vectorized(x, off, pairs), want, rtol=1e-5)
+        t_ft = timed(lambda: f(xs=ft.JaggedArray(x, off)))
+        t_loop = timed(lambda: j12_loop(x, off))
+        t_vec = timed(lambda: j12_vectorized(x, off, pairs))
+        rows.append(["J12 largest pair mass", f"{n} events, nnz={off[-1]}",
+                     fmt_seconds(t_ft), fmt_seconds(t_vec), fmt_seconds(t_loop), "-",
+                     ratio(t_loop, t_ft) + " faster than loop",
+                     ratio(t_vec, t_ft) + " vs pair index"])
 
     print_table(["workload", "size", "ftlazy", "numpy time-major (J12: pair index)",
                  "numpy per-segment",
