@@ -47,13 +47,19 @@ STEPS = {
         / ft.maximum(doc.length, 1),
         lambda c, doc: 0.5 * c + np.tanh(encodings(doc) + c).sum(axis=0)
         / max(len(doc), 1)),
+    # the tokens read by the part without the carry
+    "tokens": (lambda c, doc: ft.tanh(c + ft.sum(ft.flatten(doc), axis=0)
+                                      * ft.sum(ft_encodings(doc), axis=0)),
+               lambda c, doc: np.tanh(c + sum((s.sum(axis=0) for s in doc),
+                                              np.zeros(H))
+                                      * encodings(doc).sum(axis=0))),
 }
 OPS = {"fold": (ft.fold, False), "reduce": (ft.reduce, False),
        "scan": (ft.scan, True)}
 
 
 @pytest.mark.parametrize(("op", "name"), [("scan", "summary"),
-                                          ("reduce", "summary"),
+                                          ("reduce", "tokens"),
                                           ("fold", "per_sentence")])
 def test_steps(docs, op, name):
     body, reference = STEPS[name]

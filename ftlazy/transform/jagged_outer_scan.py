@@ -294,8 +294,9 @@ def _refuse_documents(what: str, why: str) -> NotImplementedError:
     return NotImplementedError(
         f"compiling a {what} of depth 3 whose step {why} is not supported "
         "(the part of a step that does not use the carry is computed first, "
-        "for all documents at once, and may read the document only through "
-        "maps over its sentences; ft.evaluate_numpy evaluates it)")
+        "for all documents at once; the part that uses the carry may read "
+        "its per-document and per-sentence results, not the document; "
+        "ft.evaluate_numpy evaluates it)")
 
 
 def _split_documents(jscan: Any, inputs: list[Array], host: Any) -> Any:
