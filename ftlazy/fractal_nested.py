@@ -25,20 +25,30 @@ The body's FractalTensor is returned to the map as plain arrays:
   offsets are the running sum of those lengths over all elements
   (:func:`running_offsets`, a scan).
 
-The outer level is the running sum of each element's number of lists, an
-affine function of the element's sizes
-(:meth:`~ftlazy.fractal_tensor.JaggedMap.extent_offsets`). Sizes computed
-inside the body (``ft.repeat``, ``ft.product`` of two elements, slices of
-the element's lists) are refused when the map is built.
+The outer level is the running sum of each element's number of lists
+(:meth:`~ftlazy.fractal_tensor.JaggedMap.extent_offsets` where it is an
+affine function of the element's sizes).
+
+A size that is not affine in the element's sizes (computed inside the body
+by ``ft.repeat``, ``ft.product`` of two elements or a slice of the
+element's lists; or a captured FractalTensor's) is *counted*: the body
+also returns it per element as a 0-d integer, the output is packed, and
+its total is a data-dependent size (``_ft_dynmap<k>``) summing those
+counts (:attr:`~ftlazy.fractal_tensor.JaggedMap.counted`); a level whose
+number of lists is counted gets its offsets from the lengths. The
+reference evaluator runs these; compiling them is refused
+(:func:`check_no_counted_results`).
 
 .. autoclass:: NestedLeaf
 .. autofunction:: split_nested_leaf
 .. autofunction:: nested_result
 .. autofunction:: running_offsets
+.. autofunction:: check_no_counted_results
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +56,7 @@ import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, IndexLambda
+from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import LoopResult
 from ftlazy.fractal_tensor import Jagged, JaggedMap, segment_lengths
 from ftlazy.node import topological_order
@@ -54,28 +64,29 @@ from ftlazy.scalar_expr import ExprIdentityMapper, index_var
 from ftlazy.shapes import ShapeComponent
 
 __all__ = ["NestedLeaf", "split_nested_leaf", "nested_result",
-           "running_offsets"]
+           "running_offsets", "check_no_counted_results"]
 
 _INT64 = np.dtype(np.int64)
-_NOT_SUPPORTED = (
-    "map over a FractalTensor whose function returns a FractalTensor {what} "
-    "is not supported: return dense arrays, or build the FractalTensor "
-    "after the map")
 
 
 @dataclass(frozen=True)
 class NestedLeaf:
     """How one FractalTensor of a map body's result comes back: body
-    output :attr:`values` holds its values; :attr:`counts` are the number
-    of lists of each offsets level per element (sizes of the element);
-    each entry of :attr:`levels` says how the offsets of that level are
-    made over all elements: ``("form", c, a, k)`` (``c*j +
-    a*offsets1[j]`` of mapped input ``k``; ``k`` is -1 where ``a`` is 0) or
-    ``("lengths", i)`` (body output ``i`` holds the level's lengths)."""
+    output :attr:`values` holds its values; :attr:`outer` says how many
+    lists each element has: ``("extent", c)`` (``c`` affine in the
+    element's sizes) or ``("counts", i)`` (body output ``i``); each entry
+    of :attr:`levels` says how the offsets of that level are made over all
+    elements: ``("form", c, a, k, lists)`` (``c*j + a*offsets1[j]`` of
+    mapped input ``k``, ``k`` -1 where ``a`` is 0, over ``lists`` lists per
+    element) or ``("lengths", i)`` (body output ``i`` holds the level's
+    lengths). :attr:`counted` lists the outputs whose first axis is not
+    affine in the element's sizes (see
+    :attr:`~ftlazy.fractal_tensor.JaggedMap.counted`)."""
 
     values: int
-    counts: tuple[ShapeComponent, ...]
+    outer: tuple
     levels: tuple[tuple, ...]
+    counted: tuple[tuple[int, int, str], ...]
 
 
 # {{{ in the body
@@ -142,40 +153,56 @@ def split_nested_leaf(leaf: Jagged, first_output: int,
     FractalTensor *leaf* of a map body's result, and how the map rebuilds
     it (see the module docs). *sentence_offsets* maps the rebased sentence
     offsets parameters of depth-3 elements to their mapped input."""
-    counts = tuple(sh.sub(o.shape[0], 1) for o in leaf.offsets)
-    _check_sizes(leaf, [leaf.values.shape[0], *counts], element_symbols)
-    outputs: list[Array] = [leaf.values]
+    outputs: list[Array] = []
+    counted: list[tuple[int, int, str]] = []
+
+    def affine(c: ShapeComponent) -> bool:
+        return not sh.size_param_names(c) - element_symbols
+
+    def add(array: Array) -> int:
+        index = first_output + len(outputs)
+        outputs.append(array)
+        if not affine(array.shape[0]):
+            counted.append((index, index + 1,
+                            f"{_counted_prefix()}{next(_COUNTER)}"))
+            outputs.append(_size_array(array.shape[0], array))
+        return index
+
+    values = add(leaf.values)
     levels = []
     for level, offsets in enumerate(leaf.offsets):
+        lists = sh.sub(offsets.shape[0], 1)
         # (the sentence offsets index the element's first level)
-        form = _closed_form(offsets, sentence_offsets if level == 0 else {})
+        form = _closed_form(offsets, sentence_offsets if level == 0 else {}
+                            ) if affine(lists) else None
         if form is None:
-            levels.append(("lengths", first_output + len(outputs)))
-            outputs.append(segment_lengths(offsets))
+            levels.append(("lengths", add(segment_lengths(offsets))))
         else:
-            levels.append(form)
-    return outputs, NestedLeaf(first_output, counts, tuple(levels))
+            levels.append(form + (lists,))
+    lists = sh.sub(leaf.offsets[0].shape[0], 1)
+    outer = (("extent", lists) if affine(lists) else
+             ("counts", next(c for k, c, _ in counted if k == levels[0][1])))
+    return outputs, NestedLeaf(values, outer, tuple(levels), tuple(counted))
 
 
-def _check_sizes(leaf: Jagged, sizes: list[ShapeComponent],
-                 element_symbols: frozenset[str]) -> None:
-    """:class:`NotImplementedError` where a size of *leaf* is computed
-    inside the body (a data-dependent size, not an affine function of the
-    element's sizes)."""
+_COUNTER = itertools.count()
+
+
+def _counted_prefix() -> str:
+    from ftlazy.fractal_access import DERIVED_SIZE_PREFIX
+    return f"{DERIVED_SIZE_PREFIX}map"
+
+
+def _size_array(c: ShapeComponent, array: Array) -> IndexLambda:
+    """The size *c* of *array* (an expression of size parameters, some of
+    them data-dependent sizes that *array* reads) as a 0-d int64 array."""
     from ftlazy.fractal_access import DerivedSize
-    local = {n.name for n in topological_order([leaf.values, *leaf.offsets])
-             if isinstance(n, DerivedSize)}
-    for c in sizes:
-        names = sh.size_param_names(c)
-        if names & local:
-            raise NotImplementedError(_NOT_SUPPORTED.format(
-                what=f"of a size {c} computed inside the body (by ft.repeat, "
-                     "ft.product of two elements, a slice or an element of "
-                     "a FractalTensor)"))
-        if names - element_symbols:
-            raise NotImplementedError(_NOT_SUPPORTED.format(
-                what=f"with a size {c} that depends on sizes other than the "
-                     "element's"))
+    names = sh.size_param_names(c)
+    derived = {n.name: n for n in topological_order([array])
+               if isinstance(n, DerivedSize) and n.name in names}
+    return IndexLambda(sh.to_affine(c).to_expr(), (), _INT64, {
+        f"_ft_size_{name}": derived.get(name, SizeParam(name))
+        for name in sorted(names)})
 
 # }}}
 
@@ -194,24 +221,32 @@ def running_offsets(lengths: Array) -> Array:
 def _packed(loop: JaggedMap, index: int) -> Array:
     """Output *index* of *loop* with the elements' rows back to back."""
     result = LoopResult(loop, index)
+    rest = tuple(index_var(k) for k in range(1, result.ndim))
+    for k, count, name in loop.counted:
+        if k == index:
+            # (its total number of rows, bound to the size it names)
+            from ftlazy.fractal_access import DerivedSize
+            from ftlazy.ops import sum as total
+            size = DerivedSize(name, total(LoopResult(loop, count)))
+            return IndexLambda(prim.Variable("_in0")[(index_var(0),) + rest],
+                               result.shape, result.dtype,
+                               {"_in0": result, f"_ft_size_{name}": size})
     if loop.is_jagged_output(index):
         return result
     # a static number of rows per element: (n, R, ...) -> (n*R, ...)
     rows = result.shape[1]
-    rest = tuple(index_var(k) for k in range(1, result.ndim - 1))
     p = index_var(0)
     expr: Any = 0
     if rows != 0:
         expr = prim.Variable("_in0")[(prim.FloorDiv(p, rows),
-                                      prim.Remainder(p, rows)) + rest]
+                                      prim.Remainder(p, rows)) + rest[:-1]]
     return IndexLambda(expr, (sh.mul(loop.length, rows),) + result.shape[2:],
                        result.dtype, {"_in0": result})
 
 
-def _closed_offsets(loop: JaggedMap, form: tuple, lists: ShapeComponent
-                    ) -> IndexLambda:
-    """``c*j + a*offsets1[j]`` over the *lists* lists of all elements."""
-    _, c, a, k = form
+def _closed_offsets(loop: JaggedMap, form: tuple) -> IndexLambda:
+    """``c*j + a*offsets1[j]`` over the lists of all elements."""
+    _, c, a, k, lists = form
     j = index_var(0)
     # (the mapped arrays, read or not, tell the sizes of the shape)
     bindings = {f"_ft_mapped{i}": x for i, x in enumerate(
@@ -220,19 +255,42 @@ def _closed_offsets(loop: JaggedMap, form: tuple, lists: ShapeComponent
     if a:
         bindings["_in0"] = loop.mapped_parts()[k][1][2]
         expr = expr + a * prim.Variable("_in0")[j]
-    return IndexLambda(expr, (sh.add(lists, 1),), _INT64, bindings)
+    total = loop.extent_total(lists, "the number of lists")
+    return IndexLambda(expr, (sh.add(total, 1),), _INT64, bindings)
 
 
 def nested_result(loop: JaggedMap, leaf: NestedLeaf) -> Jagged:
     """The FractalTensor, one level deeper than the body's, of the map
     *loop* for the body's FractalTensor described by *leaf*."""
-    offsets = [loop.extent_offsets(leaf.counts[0])]
-    for level, count in zip(leaf.levels, leaf.counts):
+    kind, how = leaf.outer
+    offsets = [loop.extent_offsets(how) if kind == "extent"
+               else running_offsets(LoopResult(loop, how))]
+    for level in leaf.levels:
         if level[0] == "form":
-            lists = loop.extent_total(count, "the number of lists")
-            offsets.append(_closed_offsets(loop, level, lists))
+            offsets.append(_closed_offsets(loop, level))
         else:
             offsets.append(running_offsets(_packed(loop, level[1])))
     return Jagged(_packed(loop, leaf.values), tuple(offsets))
 
 # }}}
+
+
+def check_no_counted_results(roots: list[Array]) -> None:
+    """:class:`NotImplementedError` if a map over a FractalTensor among
+    *roots* (or in a loop body they run) returns a FractalTensor whose
+    sizes are not affine in the element's sizes (not compiled yet)."""
+    from ftlazy.fractal import Loop
+    stack = [topological_order(roots)]
+    seen: set = set()
+    while stack:
+        for n in stack.pop():
+            if isinstance(n, JaggedMap) and n.counted:
+                raise NotImplementedError(
+                    "compiling a map over a FractalTensor whose function "
+                    "returns a FractalTensor with sizes that are not affine in "
+                    "the element's sizes (ft.repeat, ft.product of two "
+                    "elements, a captured FractalTensor) is not supported "
+                    "yet; ft.evaluate_numpy evaluates it")
+            if isinstance(n, Loop) and n.body not in seen:
+                seen.add(n.body)
+                stack.append(topological_order(list(n.body.outputs)))

@@ -395,9 +395,16 @@ class JaggedMap(Loop):
     #: what zips the inputs, for run-time messages (a leaf-wise operation
     #: on FractalTensors of different offsets nodes is a map too)
     what: str = "map over a FractalTensor"
+    #: ``(output, count output, size name)``: outputs whose first axis is a
+    #: size computed in the body (evaluated, not compiled): packed, the
+    #: dense int output giving each element's rows, their total the
+    #: data-dependent size *size name* (see :mod:`ftlazy.fractal_nested`)
+    counted: tuple[tuple[int, int, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "counted", tuple(
+            tuple(c) for c in self.counted))
         for k, out in enumerate(self.body.outputs):
             if any(self._element_symbols & sh.size_param_names(c)
                    for c in out.shape[1:]):
@@ -447,12 +454,26 @@ class JaggedMap(Loop):
         return totals
 
     def is_jagged_output(self, index: int) -> bool:
+        """Whether output *index* is packed: the elements' rows back to
+        back (its first axis is affine in the element's sizes, or
+        counted)."""
         shape = self.body.outputs[index].shape
         return bool(shape) and bool(self._element_symbols
-                                    & sh.size_param_names(shape[0]))
+                                    & sh.size_param_names(shape[0])) or any(
+            k == index for k, _, _ in self.counted)
+
+    def stacked_body(self) -> Body:
+        """The body without its counted outputs, whose first axis may be
+        a size computed in the body (for checks of the other results)."""
+        counted = {k for k, _, _ in self.counted}
+        return Body(self.body.params, tuple(
+            o for k, o in enumerate(self.body.outputs) if k not in counted))
 
     def output_shape(self, index: int) -> Shape:
         shape = self.body.outputs[index].shape
+        for k, _, name in self.counted:
+            if k == index:
+                return (prim.Variable(name),) + shape[1:]
         if not self.is_jagged_output(index):
             return (self.length,) + shape
         return (self.extent_total(shape[0], f"result {index}'s length"),
@@ -623,8 +644,10 @@ def jagged_map(f: Callable, *xs: Any,
                                    local_sizes=frozenset(first_symbols))
     finally:
         _map_nesting[0] -= 1
+    counted = tuple(c for k in leaf_outputs if not isinstance(k, int)
+                    for c in k.counted)
     loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),
-                     tuple(symbols), what)
+                     tuple(symbols), what, counted)
     results = []
     for k in leaf_outputs:
         if not isinstance(k, int):

@@ -223,20 +223,49 @@ def test_zip_of_two_documents_batches():
 # }}}
 
 
-# {{{ refused at build time
+# {{{ sizes that are not affine in the element's: counted per element
 
-def test_sizes_computed_inside_the_body_are_refused():
+@pytest.mark.parametrize("key", list(SEQS))
+def test_product_of_two_zipped_elements(key):
+    # L*L cells per element: a size computed inside the body
     xs = seqs_placeholder()
-    with pytest.raises(NotImplementedError, match="computed inside the body"):
-        ft.map(lambda x: ft.repeat(x, 2), xs)
-    with pytest.raises(NotImplementedError, match="computed inside the body"):
-        ft.map(lambda x, y: ft.product(x, y)[0], xs, xs * 2)
+    data = sequences(SEQS[key])
+    firsts, seconds = ft.map(lambda x, y: ft.product(x, y), xs, xs * 2)
+    assert_nested(ft.evaluate_numpy(firsts, xs=data),
+                  [[np.repeat(row[None], len(s), axis=0) for row in s]
+                   for s in data], 3)
+    assert_nested(ft.evaluate_numpy(seconds, xs=data),
+                  [[s * 2 for _ in s] for s in data], 3)
 
 
-def test_a_captured_fractal_tensor_returned_is_refused():
+def test_repeat_and_slices_of_each_element():
+    xs, docs = seqs_placeholder(), docs_placeholder()
+    seqs = sequences(SEQS["mixed"])
+    assert_nested(ft.evaluate_numpy(ft.map(lambda x: ft.repeat(x, 2), xs),
+                                    xs=seqs), [[s, s] for s in seqs], 3)
+    data = documents(DOCS["mixed"])
+    assert_nested(ft.evaluate_numpy(ft.map(lambda d: ft.repeat(d, 2), docs),
+                                    docs=data), [[d, d] for d in data], 4)
+    nonempty = [d for d in data if d]
+    assert_nested(ft.evaluate_numpy(ft.map(lambda d: d[1:], docs),
+                                    docs=nonempty), [d[1:] for d in nonempty], 3)
+    assert_nested(ft.evaluate_numpy(ft.map(lambda d: ft.repeat(d, 2), docs),
+                                    docs=[]), [], 4)
+
+
+def test_captured_fractal_tensor_per_element():
     xs, ys = seqs_placeholder(), seqs_placeholder("ys")
-    with pytest.raises(NotImplementedError,
-                       match="other than the element's"):
-        ft.map(lambda x: ys * ft.sum(x), xs)
+    data, other = sequences(SEQS["mixed"]), sequences((2, 0), seed=3)
+    got = ft.evaluate_numpy(ft.map(lambda x: ys * ft.sum(x), xs),
+                            xs=data, ys=other)
+    assert_nested(got, [[t * s.sum() for t in other] for s in data], 3)
+
+
+def test_counted_sizes_do_not_compile_yet():
+    xs = seqs_placeholder()
+    result = ft.map(lambda x: ft.repeat(x, 2), xs)
+    with pytest.raises(NotImplementedError, match="not affine in the element's "
+                                                  "sizes"):
+        ft.compile(result)
 
 # }}}

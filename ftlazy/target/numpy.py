@@ -390,7 +390,7 @@ class NumpyEvaluator(CachedMapper[Any]):
                      for k in range(expr.num_outputs))
 
     def map_jagged_map(self, expr: JaggedMap) -> tuple:
-        check_body_results(expr.body, "map over a FractalTensor")
+        check_body_results(expr.stacked_body(), "map over a FractalTensor")
         def run_body(env: dict, params: tuple) -> list[np.ndarray]:
             evaluator = NumpyEvaluator(env, self.arrays, params)
             evaluator.bind_derived_sizes(expr.body.outputs)

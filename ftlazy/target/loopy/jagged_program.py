@@ -30,6 +30,7 @@ from ftlazy.array import (
     Array, DictOfNamedArrays, IndexLambda, Placeholder, SizeParam)
 from ftlazy.fractal import Loop
 from ftlazy.fractal_access import DerivedSize, HostIndexArray
+from ftlazy.fractal_nested import check_no_counted_results
 from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
@@ -158,6 +159,7 @@ class _Lowering:
     def __init__(self, result: Any) -> None:
         # (element reads at a map's own index become zips first: they then
         # define no data-dependent size in the map's body)
+        check_no_counted_results(list(_roots(result).values()))
         roots = zip_element_reads(_roots(result))
         self.input_nodes = collect_inputs(roots.values())
         self.host_values = _HostValues(roots, self.input_nodes)
