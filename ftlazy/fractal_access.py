@@ -547,7 +547,7 @@ def getitem(xs: Jagged, index: Any) -> Array | Jagged:
                         "ft.gather(xs, indices) to select several elements")
     rows = uniform_rows(xs)
     if rows is not None:
-        return uniform_row(rows, i, n)
+        return _uniform_row(rows, i, n)
     k = derived_size(_checked(i, n, "FractalTensor index"))
     element = _drop_outer(_select_range(xs, k, 1))
     return element.tagged(ElementRead()) if xs.depth == 2 else element
@@ -704,7 +704,7 @@ def uniform_rows(xs: Any) -> Array | None:
                 {"_in0": values, "_ft_offsets": xs.offsets[0]})
 
 
-def uniform_row(rows: Array, index: Array, n: ShapeComponent) -> Array:
+def _uniform_row(rows: Array, index: Array, n: ShapeComponent) -> Array:
     """Row *index* (a 0-d integer array; negative counts from the end) of
     *rows*, the :func:`uniform_rows` of a FractalTensor of *n* elements: a
     gather, whose index is checked at run time (at build time where *n*
