@@ -133,13 +133,17 @@ def test_zip_of_two_documents_batches():
 
 def test_results_from_tokens_and_sentences_together():
     # a part computed from the tokens (one row per document) zipped into
-    # the map over documents of per-sentence results
+    # the map over documents of per-sentence results; the number of
+    # sentences without a map over them
     docs = docs_placeholder()
     program = ft.DictOfNamedArrays({
         "both": ft.map(lambda doc: ft.sum(ft.flatten(doc), axis=0) * 2 + ft.sum(
             ft.map(lambda s: ft.tanh(ft.sum(s @ W, axis=0)), doc), axis=0), docs),
         "mean": ft.map(lambda doc: ft.sum(ft.tanh(ft.flatten(doc) @ W), axis=0)
                        / ft.maximum(doc.length, 1), docs),
+        # per-sentence results with one row per token are tokens too
+        "pooled": ft.map(lambda doc: ft.sum(ft.flatten(ft.map(cumsum_scan, doc))
+                                            * ft.flatten(doc), axis=0), docs),
     })
     f = ft.compile(program)
     for key in DOCS:
@@ -152,6 +156,8 @@ def test_results_from_tokens_and_sentences_together():
                 for t, d in zip(tokens, data)],
             "mean": [np.tanh(t @ W).sum(axis=0) / max(len(d), 1)
                      for t, d in zip(tokens, data)],
+            "pooled": [sum(((np.cumsum(s, axis=0) * s).sum(axis=0) for s in d),
+                           np.zeros(H)) for d in data],
         }
         for out in (f(docs=data), ft.evaluate_numpy(program, docs=data)):
             for name, w in want.items():
@@ -169,13 +175,15 @@ def test_bodies_that_do_not_compile_say_so():
     with pytest.raises(NotImplementedError, match="depth 3.*sentence offsets "
                                                   "directly"):
         ft.compile(joined)(docs=data)
-    # per-sentence results of the sentence's length combined in the document
-    combined = ft.map(lambda doc: ft.sum(ft.flatten(ft.map(cumsum_scan, doc)),
-                                         axis=0), docs)
+    # per-sentence results of another length than the sentence's, combined
+    # in the document (not aligned with its tokens)
+    combined = ft.map(lambda doc: ft.sum(ft.flatten(ft.map(
+        lambda s: s[1:], doc)), axis=0), docs)
     with pytest.raises(NotImplementedError, match="depth 3.*combines "
                                                   "per-sentence results"):
         ft.compile(combined)(docs=data)
+    nonempty = documents(NONEMPTY_DOCS["mixed"])
     np.testing.assert_allclose(
-        ft.evaluate_numpy(combined, docs=data),
-        np.array([sum((np.cumsum(s, axis=0).sum(axis=0) for s in d), np.zeros(H))
-                  for d in data]))
+        ft.evaluate_numpy(combined, docs=nonempty),
+        np.array([sum((s[1:].sum(axis=0) for s in d), np.zeros(H))
+                  for d in nonempty]).reshape(len(nonempty), H))

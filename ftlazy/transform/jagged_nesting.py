@@ -24,10 +24,12 @@ tokens) reads each document through two views:
   (its rebased offsets, its number of sentences ``m``) nor maps over its
   sentences (leaf-wise operations, ``ft.flatten(doc)``) is a map over each
   document's tokens: the depth-2 FractalTensor ``(values,
-  offsets1[offsets0])``. A whole result computed so is a result of that
-  map; a part of a result that also uses the sentence view (a sum over
-  the tokens plus a sum over per-sentence results) is computed there with
-  one row per document and zipped into the map of step 2.
+  offsets1[offsets0])``. Per-sentence results with one row per token (a
+  scan over each sentence) are aligned with the tokens: they are zipped
+  into that map from step 1. A whole result computed so is a result of
+  that map; a part of a result that also uses the sentence view (a sum
+  over the tokens plus a sum over per-sentence results) is computed there
+  with one row per document and zipped into the map of step 2.
 
 :func:`flatten_document_map` performs this rewrite on the map's body.
 Zipped depth-3 FractalTensors are mapped together in each view; their
@@ -36,8 +38,9 @@ evaluator does. What the views do not express raises
 :class:`NotImplementedError` naming it (``ft.evaluate_numpy`` evaluates
 it): the rebased sentence offsets read directly (``ft.lengths(doc)``,
 ``ft.join``), tokens read in the same node as the sentence structure,
-per-sentence results of the sentence's length combined in the document,
-and maps over sentences that capture data computed from the document.
+per-sentence results of other lengths (``s[1:]``) combined in the
+document, and maps over sentences that capture data computed from the
+document.
 
 .. autofunction:: flatten_document_map
 """
@@ -64,8 +67,8 @@ def _refuse(what: str) -> NotImplementedError:
     return NotImplementedError(
         f"compiling a map over a FractalTensor of depth 3 whose body {what} is "
         "not supported yet (bodies that read the document through maps over "
-        "its sentences, its tokens alone and its number of sentences "
-        "compile; ft.evaluate_numpy evaluates it)")
+        "its sentences, its tokens and its number of sentences compile; "
+        "ft.evaluate_numpy evaluates it)")
 
 
 class _Rebuilder(CopyMapper):
@@ -105,13 +108,18 @@ class _DocumentMap:
         self.outer_input = {self.num_mapped_params + k: a
                             for k, a in enumerate(jmap.captured)}
 
-    def views(self, outputs: list[Array]) -> dict[Node, tuple[bool, bool]]:
+    def views(self, outputs: list[Array], sources: Any
+              ) -> dict[Node, tuple[bool, bool]]:
         """For each node of the body's *outputs*: whether it reads the
         documents' sentence structure (their rebased offsets or their
         number of sentences, also through a map over their sentences), and
-        whether it reads their tokens (their values or number of tokens)."""
+        whether it reads their tokens (their values or number of tokens,
+        or the per-sentence results *sources*, one row per token)."""
         result: dict[Node, tuple[bool, bool]] = {}
         for node in topological_order(outputs):
+            if node in sources:
+                result[node] = (False, True)
+                continue
             sizes: frozenset[str] = frozenset()
             if isinstance(node, SizeParam):
                 sizes = frozenset([node.name])
@@ -176,14 +184,20 @@ def _token_offsets(offsets0: Array, offsets1: Array) -> IndexLambda:
                        {"_in0": offsets0, "_in1": offsets1})
 
 
-def _token_map(doc: _DocumentMap, outputs: list[Array]) -> JaggedMap:
-    """The map of *outputs* over each document's tokens."""
+def _token_map(doc: _DocumentMap, outputs: list[Array],
+               sources: dict[Node, Array]) -> JaggedMap:
+    """The map of *outputs* over each document's tokens, and over the
+    per-sentence results *sources* of the sentence's length (body node ->
+    its rows over all sentences), which are token-aligned."""
     mapped = []
+    tokens = []
     for k in doc.docs:
         values, offsets0, offsets1 = doc.parts[k][1]
+        tokens.append(_token_offsets(offsets0, offsets1))
         old = doc.jmap.body.params[doc.first_param[k]]
-        mapped.append((old, (values, _token_offsets(offsets0, offsets1)), 2,
-                       (doc.T,)))
+        mapped.append((old, (values, tokens[-1]), 2, (doc.T,)))
+    mapped += [(old, (new, tokens[0]), 2, (doc.T,))
+               for old, new in sources.items()]
     return doc.rebuilt_map(outputs, mapped)
 
 
@@ -204,64 +218,24 @@ def _token_pieces(doc: _DocumentMap, outputs: list[Array],
     return list(pieces)
 
 
-def _nested_maps(doc: _DocumentMap, outputs: list[Array],
-                 pieces: Any) -> list[JaggedMap]:
-    """The maps over the documents' sentences that *outputs* read, checking
-    that the documents are read by nothing else (but the *pieces* the
-    tokens give)."""
+def _sentence_maps(doc: _DocumentMap, outputs: list[Array]
+                   ) -> dict[Node, Array]:
+    """Each map over the documents' sentences that *outputs* read, over
+    all sentences of all documents: its results in the body -> theirs."""
     doc_params = set(doc.values_params) | set(doc.offsets_params)
-    nested: list[JaggedMap] = []
-    for node in topological_order(outputs, skip=pieces):
-        if isinstance(node, JaggedMap):
-            if any(isinstance(a, BodyParam) and a.index in doc_params
-                   for a in node.inputs):
-                _check_sentence_inputs(doc, node)
-                nested.append(node)
-            continue
-        if isinstance(node, BodyParam) or not isinstance(node, Array):
-            continue
-        if isinstance(node, SizeParam) and node.name == doc.T:
-            raise _refuse("uses the document's number of tokens")
-        if isinstance(node, LoopResult) and isinstance(node.loop, JaggedMap):
-            continue
-        if any(isinstance(c, BodyParam) and c.index in doc_params
-               for c in iter_children(node)):
-            what = ("sentence offsets directly (for ft.lengths(doc), map "
-                    "over the sentences: ft.map(lambda s: s.shape[0], doc))"
-                    if any(isinstance(c, BodyParam) and c.index in
-                           doc.offsets_params for c in iter_children(node))
-                    else "tokens where it also reads its sentence structure")
-            raise _refuse(f"reads the document's {what} "
-                          f"({type(node).__name__})")
-        if any(isinstance(c, LoopResult) and c.loop in nested
-               and c.loop.is_jagged_output(c.index) for c in iter_children(node)):
-            raise _refuse("combines per-sentence results of the sentence's "
-                          "length")
-    return nested
-
-
-def _check_sentence_inputs(doc: _DocumentMap, inner: JaggedMap) -> None:
-    """A map over sentences must map over whole documents' sentences."""
-    for depth, arrays in inner.mapped_parts():
-        ok = (depth == 2 and all(isinstance(a, BodyParam) for a in arrays)
-              and arrays[0].index in doc.values_params
-              and arrays[1].index == arrays[0].index + 1)
-        if not ok:
-            raise _refuse("maps over its document zipped with other data")
-
-
-def _sentence_results(doc: _DocumentMap, outputs: list[Array],
-                      pieces: dict[Node, Array]) -> list[Array]:
-    """*outputs*, computed by maps over all sentences and a map over
-    documents of the per-sentence results and of the *pieces* the tokens
-    give (body node -> its values ``(n, ...)``, see the module docs)."""
-    nested = _nested_maps(doc, outputs, pieces)
     num_mapped = doc.num_mapped_params
-    # 1. each map over sentences, over all sentences of all documents
     per_sentence: dict[Node, Array] = {}
-    for inner in nested:
+    for inner in topological_order(outputs):
+        if not isinstance(inner, JaggedMap) or not any(
+                isinstance(a, BodyParam) and a.index in doc_params
+                for a in inner.inputs):
+            continue
         inputs: list[Array] = []
-        for _, arrays in inner.mapped_parts():
+        for depth, arrays in inner.mapped_parts():
+            if not (depth == 2 and all(isinstance(a, BodyParam) for a in arrays)
+                    and arrays[0].index in doc.values_params
+                    and arrays[1].index == arrays[0].index + 1):
+                raise _refuse("maps over its document zipped with other data")
             values, _, offsets1 = doc.parts[doc.values_params[arrays[0].index]][1]
             inputs += [values, offsets1]
         for a in inner.captured:
@@ -276,14 +250,43 @@ def _sentence_results(doc: _DocumentMap, outputs: list[Array],
                          inner.what)
         for k in range(inner.num_outputs):
             per_sentence[LoopResult(inner, k)] = LoopResult(flat, k)
-    # 2. results of the sentence's length, returned as they are: packed
-    # over all sentences in document order, as the map's result
-    results = [per_sentence[o] if o in per_sentence
-               and o.loop.is_jagged_output(o.index) else None for o in outputs]
-    rest = [o for o, r in zip(outputs, results) if r is None]
-    if not rest:
-        return results
-    # 3. the rest of the body, over documents of per-sentence results
+    return per_sentence
+
+
+def _check_sentence_view(doc: _DocumentMap, outputs: list[Array],
+                         skip: Any) -> None:
+    """The documents are read by *outputs* only through maps over their
+    sentences and their dense results (but in the nodes of *skip*)."""
+    doc_params = set(doc.values_params) | set(doc.offsets_params)
+    for node in topological_order(outputs, skip=skip):
+        if (isinstance(node, (BodyParam, JaggedMap))
+                or not isinstance(node, Array)):
+            continue
+        if isinstance(node, SizeParam) and node.name == doc.T:
+            raise _refuse("uses the document's number of tokens")
+        if isinstance(node, LoopResult) and isinstance(node.loop, JaggedMap):
+            continue
+        if any(isinstance(c, BodyParam) and c.index in doc_params
+               for c in iter_children(node)):
+            what = ("sentence offsets directly (for ft.lengths(doc), map "
+                    "over the sentences: ft.map(lambda s: s.shape[0], doc))"
+                    if any(isinstance(c, BodyParam) and c.index in
+                           doc.offsets_params for c in iter_children(node))
+                    else "tokens where it also reads its sentence structure")
+            raise _refuse(f"reads the document's {what} "
+                          f"({type(node).__name__})")
+        if any(isinstance(c, LoopResult) and isinstance(c.loop, JaggedMap)
+               and c.loop.is_jagged_output(c.index) for c in iter_children(node)):
+            raise _refuse("combines per-sentence results of the sentence's "
+                          "length with its sentence structure")
+
+
+def _regrouped(doc: _DocumentMap, outputs: list[Array],
+               per_sentence: dict[Node, Array], pieces: dict[Node, Array]
+               ) -> JaggedMap:
+    """The map of *outputs* over documents of the dense *per_sentence*
+    results, zipped with the *pieces* the tokens give (body node -> its
+    values ``(n, ...)``)."""
     _, offsets0, offsets1 = doc.parts[doc.docs[0]][1]
     mapped = [(old, (new, offsets0), 2, (doc.m,))
               for old, new in per_sentence.items()
@@ -292,10 +295,7 @@ def _sentence_results(doc: _DocumentMap, outputs: list[Array],
         # (the number of sentences is read, but no per-sentence result)
         mapped.append((None, (segment_lengths(offsets1), offsets0), 2, (doc.m,)))
     mapped += [(old, (new,), 1, ()) for old, new in pieces.items()]
-    regrouped = doc.rebuilt_map(rest, mapped)
-    it = iter(range(regrouped.num_outputs))
-    return [r if r is not None else LoopResult(regrouped, next(it))
-            for r in results]
+    return doc.rebuilt_map(outputs, mapped)
 
 
 def flatten_document_map(jmap: JaggedMap, host: Any = None) -> list[Array]:
@@ -310,23 +310,41 @@ def flatten_document_map(jmap: JaggedMap, host: Any = None) -> list[Array]:
                             tuple(tuple(doc.parts[k][1][1:]) for k in doc.docs),
                             tuple(a[0] for d, a in doc.parts if d == 1)))
     outputs = list(jmap.body.outputs)
-    views = doc.views(outputs)
+    # 1. the maps over sentences, over all sentences
+    per_sentence = _sentence_maps(doc, outputs)
+    # (their results of the sentence's length are token-aligned)
+    sources = {old: new for old, new in per_sentence.items()
+               if old.loop.is_jagged_output(old.index)
+               and sh.prove_equal(old.shape[0], prim.Variable(doc.T))}
+    views = doc.views(outputs, sources)
     results: list[Any] = [None] * len(outputs)
-    tokens = [k for k, o in enumerate(outputs) if not views[o][0]]
-    sentences = [outputs[k] for k, o in enumerate(outputs) if views[o][0]]
-    pieces = _token_pieces(doc, sentences, views)
+    for k, o in enumerate(outputs):
+        if o in per_sentence and o.loop.is_jagged_output(o.index):
+            # returned as it is: packed over all sentences in document
+            # order, the map's result
+            results[k] = per_sentence[o]
+    tokens = [k for k, o in enumerate(outputs)
+              if results[k] is None and not views[o][0]]
+    sentences = [k for k, o in enumerate(outputs)
+                 if results[k] is None and views[o][0]]
+    pieces = _token_pieces(doc, [outputs[k] for k in sentences], views)
+    # 2. what reads the tokens, by a map over each document's tokens
     piece_values: dict[Node, Array] = {}
     if tokens or pieces:
-        token_map = _token_map(doc, [outputs[k] for k in tokens] + pieces)
+        used = set(topological_order([outputs[k] for k in tokens] + pieces))
+        token_map = _token_map(doc, [outputs[k] for k in tokens] + pieces,
+                               {o: n for o, n in sources.items() if o in used})
         for j, k in enumerate(tokens):
             results[k] = LoopResult(token_map, j)
         piece_values = {p: LoopResult(token_map, len(tokens) + j)
                         for j, p in enumerate(pieces)}
+    # 3. the rest, over documents of per-sentence results
     if sentences:
-        got = iter(_sentence_results(doc, sentences, piece_values))
-        for k, o in enumerate(outputs):
-            if views[o][0]:
-                results[k] = next(got)
+        rest = [outputs[k] for k in sentences]
+        _check_sentence_view(doc, rest, piece_values)
+        regrouped = _regrouped(doc, rest, per_sentence, piece_values)
+        for j, k in enumerate(sentences):
+            results[k] = LoopResult(regrouped, j)
     for k, r in enumerate(results):
         if not sh.shapes_equal(r.shape, jmap.output_shape(k)):
             raise _refuse(f"gives result {k} a shape that its view of the "
