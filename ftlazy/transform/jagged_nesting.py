@@ -16,10 +16,10 @@ tokens) reads each document through two views:
      which ``h`` is mapped, each element the ``(m, ...)`` per-sentence
      results of one document.
 
-  A result of ``g`` of the sentence's length (``s[1:]``, a scan over the
-  sentence) returned by the body as it is (a FractalTensor result of the
-  map, nested one level deeper) is the result of step 1 as it is: the
-  packed rows of all sentences, in document order;
+  A result of ``g`` whose length is affine in the sentence's (``s[1:]``,
+  a scan over the sentence) returned by the body as it is (a
+  FractalTensor result of the map, nested one level deeper) is the result
+  of step 1 as it is: the packed rows of all sentences, in document order;
 * **its tokens.** What reads neither the document's sentence structure
   (its rebased offsets, its number of sentences ``m``) nor maps over its
   sentences (leaf-wise operations, ``ft.flatten(doc)``) is a map over each
