@@ -103,16 +103,15 @@ def test_document_data_zipped_along(docs):
     np.testing.assert_allclose(ft.evaluate_numpy(result, docs=data, scale=c), want)
 
 
-def test_bodies_that_do_not_compile_yet_say_so(docs):
+def test_tokens_read_directly_and_what_does_not_compile_yet(docs):
     data = documents("mixed")
-    # the document's tokens read directly
+    # the document's tokens read directly: a map over each document's tokens
     tokens = ft.map(lambda doc: ft.sum(ft.flatten(doc), axis=0), docs)
-    np.testing.assert_allclose(
-        ft.evaluate_numpy(tokens, docs=data),
-        [np.concatenate(doc).sum(axis=0) if doc else np.zeros(H)
-         for doc in [[s for s in d] for d in data]])
-    with pytest.raises(NotImplementedError, match="depth 3"):
-        ft.compile(tokens)(docs=data)
+    want = [np.concatenate(doc).sum(axis=0) if doc else np.zeros(H)
+            for doc in [[s for s in d] for d in data]]
+    np.testing.assert_allclose(ft.evaluate_numpy(tokens, docs=data), want)
+    np.testing.assert_allclose(ft.compile(tokens)(docs=data), want,
+                               rtol=1e-12, atol=1e-12)
     # per-document data used inside the map over sentences
     scale = ft.make_placeholder("scale", (ft.make_size_param("n"),), np.float64)
     inside = ft.map(lambda doc, c: ft.sum(ft.map(lambda s: ft.sum(s) * c, doc)),

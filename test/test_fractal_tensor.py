@@ -1596,11 +1596,14 @@ def test_depth3_max_over_an_empty_sentence(run):
         run(ft.map(lambda d: ft.map(lambda s: ft.amax(s), d), d3), docs=batch)
 
 
-def test_depth3_inner_map_jagged_result_not_supported():
-    # API.md promises results nested one level deeper; not implemented yet
+def test_depth3_inner_map_jagged_result_nests_deeper():
+    # API.md: a FractalTensor result nests one level deeper
     d3 = ft.make_jagged_placeholder("docs", (), np.float64, depth=3)
-    with pytest.raises(NotImplementedError, match="not supported yet"):
-        ft.map(lambda d: ft.map(lambda s: s * 2, d), d3)
+    r = ft.map(lambda d: ft.map(lambda s: s * 2, d), d3)
+    assert r.depth == 3
+    data = [[[1.0, 2.0], []], [], [[3.0]]]
+    got = ft.evaluate_numpy(r, docs=data).tolist()
+    assert [[list(s) for s in d] for d in got] == [[[2.0, 4.0], []], [], [[6.0]]]
 
 # }}}
 
