@@ -14,7 +14,9 @@ The input projections of every cell are computed in parallel by
 
 1. FractalTensor's: ``direction_x``, a scan over the source rows whose
    carry is the previous row of ``hx``, each step ``direction_y``, a scan
-   along the row. ``ft.compile`` runs the nest as a sequential loop over
+   along the row, reading row ``i`` of the grid as ``cell_inputs[i]`` (the
+   rows of a product all have length ``Lt``, known when the graph is
+   built). ``ft.compile`` runs the nest as a sequential loop over
    the rows in one kernel, with the scan along the row a loop inside it.
 2. One scan over the cells in row-major order (the flattened product),
    whose carry is the previous row of ``hx`` updated one column at a time.
@@ -66,7 +68,7 @@ def direction_y(carry, step):
 
 def direction_x(carry, i):
     hx_row_above, _ = carry                          # (Lt, H)
-    row = ft.gather(cells, i * Lt + ft.arange(Lt))   # the product's row i
+    row = cell_inputs[i]                             # (Lt, 2H): row i of the grid
     return ft.scan(direction_y, (row, hx_row_above), (ft.zeros(H), ft.zeros(H)))
 
 
