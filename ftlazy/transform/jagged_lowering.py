@@ -65,6 +65,7 @@ from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.transform.batch import MapBatcher
+from ftlazy.transform.hoist_scans import hoist_scans
 from ftlazy.transform.jagged_nesting import flatten_document_map
 from ftlazy.transform.jagged_scans import lower_scan, unroll_element_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
@@ -538,4 +539,6 @@ def lower_jagged_maps(roots: dict[str, Array]
     call time for them (see the module docs)."""
     host = HostDerivations()
     lowerer = _JaggedMapLowerer(host)
+    # (a scan's carry-independent work becomes work over whole elements)
+    roots = hoist_scans(roots)
     return {name: lowerer(a) for name, a in roots.items()}, host

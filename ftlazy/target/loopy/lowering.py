@@ -30,6 +30,7 @@ from ftlazy.target.loopy.expressions import expr_dtype
 from ftlazy.target.loopy.ranges import data_dependent_range
 from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.transform.batch import MapBatcher
+from ftlazy.transform.hoist_scans import hoist_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
 
@@ -456,7 +457,10 @@ def lower_for_codegen(roots: dict[Any, Array]
     lowerer = IndexLambdaLowerer()
     derived: dict[str, tuple[Any, int]] = {}
     splitter = _ReductionSplitter(derived)
-    lowered = {k: splitter(lowerer(batcher(lowerer(v)))) for k, v in roots.items()}
+    # (carry-independent work of scan bodies runs for all steps at once)
+    hoisted = hoist_scans({k: lowerer(v) for k, v in roots.items()},
+                          checks_inserted=True)
+    lowered = {k: splitter(lowerer(batcher(v))) for k, v in hoisted.items()}
     return lowered, derived
 
 
