@@ -403,8 +403,10 @@ def dilated_map(f: Callable[[Array], Any], seq: Any, dilation: int) -> Any:
     ``r`` loop is unrolled). With a symbolic ``L`` the subsequences have
     lengths ``ceil((L - r) / dilation)``, which are not affine, so they are
     the elements of a FractalTensor and *f* is traced once, by
-    :func:`ftlazy.map` over it (compiled where such maps compile: not yet
-    where *f* runs a scan, which ``ft.evaluate_numpy`` evaluates).
+    :func:`ftlazy.map` over it. That map compiles, scans in *f* included,
+    also on an element inside a map over a FractalTensor (a map over all
+    subsequences of all elements, see
+    :mod:`ftlazy.transform.jagged_inner_maps`).
     *dilation* must be an integer of at least 1.
     """
     if not callable(f):

@@ -66,6 +66,7 @@ from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.hoist_scans import hoist_scans
+from ftlazy.transform.jagged_inner_maps import lower_inner_map
 from ftlazy.transform.jagged_nesting import flatten_document_map
 from ftlazy.transform.jagged_scans import lower_scan, unroll_element_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
@@ -405,7 +406,11 @@ class _MapLowering:
             elif isinstance(node, Scan):
                 values[node] = lower_scan(self, node,
                                           [values[a] for a in node.inputs])
-            elif isinstance(node, LoopResult) and isinstance(node.loop, Scan):
+            elif isinstance(node, JaggedMap):
+                values[node] = lower_inner_map(self, node,
+                                               [values[a] for a in node.inputs])
+            elif isinstance(node, LoopResult) and isinstance(
+                    node.loop, (Scan, JaggedMap)):
                 values[node] = values[node.loop][node.index]
             elif isinstance(node, (LoopResult, Map)):
                 raise NotImplementedError(

@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: MIT
+"""Maps nested in the body of a map over a FractalTensor (dense maps over
+an element's rows or a static axis, and ``ft.dilated_map`` on the element,
+a map over a FractalTensor of its subsequences), compiled through OpenCL
+(on every profile flavour, see conftest.py) and checked against
+per-sequence numpy loops and the reference evaluator. One compiled program
+serves every length distribution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymbolic.primitives as prim
+import pytest
+
+import ftlazy as ft
+from ftlazy.array import IndexLambda
+from ftlazy.fractal_tensor import Jagged
+from ftlazy.scalar_expr import index_var
+from helpers import JAGGED_LENGTHS
+
+H = 3
+RNG = np.random.default_rng(11)
+W = RNG.standard_normal((H, H)) * 0.5
+U = RNG.standard_normal((H, H)) * 0.5
+WS = RNG.standard_normal((2, H, H)) * 0.5
+#: every length distribution, and one with subsequences of 0, 1 and 2 rows
+BATCHES = [[RNG.standard_normal((n, H)) for n in lengths]
+           for lengths in [*JAGGED_LENGTHS.values(), (1, 4, 2, 0, 7)]]
+
+
+@pytest.fixture
+def xs():
+    return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+
+
+def check(result, reference, **more):
+    """*result* compiled once and evaluated on every batch of
+    :data:`BATCHES` against ``reference(s)`` of each sequence ``s``."""
+    compiled = ft.compile(result)
+    for data in BATCHES:
+        for got in (compiled(xs=data, **more),
+                    ft.evaluate_numpy(result, xs=data, **more)):
+            if isinstance(got, ft.JaggedArray):
+                assert got.lengths().tolist() == [len(s) for s in data]
+                rows = got.tolist()
+            else:
+                assert got.shape == (len(data),) + tuple(result.shape[1:])
+                rows = list(got)
+            assert len(rows) == len(data)
+            for g, s in zip(rows, data):
+                want = reference(s)
+                assert g.shape == want.shape
+                np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+
+
+def dilated_rnn_numpy(s, dilation, extra=0.0):
+    """``h_t = tanh(s_t + h_{t-dilation} U + extra)``, zero state before."""
+    out = np.zeros_like(s)
+    for t in range(len(s)):
+        prev = out[t - dilation] if t >= dilation else np.zeros(H)
+        out[t] = np.tanh(s[t] + prev @ U + extra)
+    return out
+
+
+# {{{ dense maps in the body
+
+def test_map_over_the_elements_rows(xs):
+    Wp = ft.make_placeholder("W", (H, H), np.float64)
+    ys = ft.map(lambda s: ft.map(lambda row: ft.tanh(row @ Wp) * ft.sum(row),
+                                 s), xs)
+    check(ys, lambda s: np.tanh(s @ W) * s.sum(axis=1, keepdims=True), W=W)
+
+
+def test_map_over_a_static_axis_capturing_body_values(xs):
+    # per element (2, H): each weight applied to the whole sequence, plus
+    # the element's own column sums (a value of the outer body)
+    Ws = ft.make_placeholder("Ws", (2, H, H), np.float64)
+
+    def body(s):
+        total = ft.sum(s, axis=0)
+        return ft.map(lambda w: ft.sum(ft.tanh(s @ w + total), axis=0), Ws)
+    check(ft.map(body, xs),
+          lambda s: np.stack([np.tanh(s @ w + s.sum(axis=0)).sum(axis=0)
+                              for w in WS]), Ws=WS)
+
+
+def test_map_over_zipped_arrays_of_the_element(xs):
+    Wp = ft.make_placeholder("W", (H, H), np.float64)
+
+    def body(s):
+        positions = ft.arange(s.shape[0])
+        return ft.map(lambda a, b, t: a * b + t, s, ft.tanh(s @ Wp), positions)
+    check(ft.map(body, xs),
+          lambda s: s * np.tanh(s @ W) + np.arange(len(s))[:, None], W=W)
+
+# }}}
+
+
+# {{{ dilated_map on the element
+
+def test_dilated_rnn_layer(xs):
+    Up = ft.make_placeholder("U", (H, H), np.float64)
+
+    def rnn(sub):
+        return ft.scan(lambda h, x: ft.tanh(x + h @ Up), sub, ft.zeros(H))
+    ys = ft.map(lambda s: ft.dilated_map(rnn, s, 3), xs)
+    check(ys, lambda s: dilated_rnn_numpy(s, 3), U=U)
+
+
+def test_dilated_map_capturing_element_values_and_nested(xs):
+    # the subsequence function reads the element's column sums (mapped
+    # along with the subsequences) and itself runs a dilated map: sequence
+    # positions t of the nested one are 2*2 apart
+    Up = ft.make_placeholder("U", (H, H), np.float64)
+
+    def body(s):
+        total = ft.sum(s, axis=0)
+
+        def f(sub):
+            rnn = ft.scan(lambda h, x: ft.tanh(x + h @ Up + total), sub,
+                          ft.zeros(H))
+            return rnn + ft.dilated_map(lambda q: q * 2.0 - total, sub, 2)
+        return ft.dilated_map(f, s, 2)
+
+    def reference(s):
+        total = s.sum(axis=0)
+        return dilated_rnn_numpy(s, 2, total) + (s * 2.0 - total)
+    check(ft.map(body, xs), reference, U=U)
+
+# }}}
+
+
+# {{{ FractalTensors built from the element (as dilated_map builds one)
+
+def split(s, *cuts):
+    """*s* as a FractalTensor of ``len(cuts) + 1`` consecutive parts, cut at
+    ``L * c // 4`` for each c in *cuts* (built from the length only, as
+    :func:`ftlazy.dilated_map` builds its subsequences)."""
+    length = s.shape[0]
+    bounds = [0, *(prim.FloorDiv(length * c, 4) for c in cuts), length]
+    expr = bounds[-1]
+    for k in reversed(range(len(bounds) - 1)):
+        expr = prim.If(prim.Comparison(index_var(0), "==", k), bounds[k], expr)
+    return Jagged(s, (IndexLambda(expr, (len(bounds),), np.int64,
+                                  {"_ft_seq": s}),))
+
+
+def empty_then_whole(s):
+    """*s* as a FractalTensor of ``L`` elements: ``L - 1`` empty ones, then
+    all of *s*."""
+    length = s.shape[0]
+    expr = prim.If(prim.Comparison(index_var(0), "<", length), 0, length)
+    return Jagged(s, (IndexLambda(expr, (length + 1,), np.int64,
+                                  {"_ft_seq": s}),))
+
+
+def test_map_over_parts_of_the_element(xs):
+    # two FractalTensors of the same parts zipped with a per-element dense
+    # array and a weight per part; a dense result (2, H) and a result of
+    # the element's length
+    Ws = ft.make_placeholder("Ws", (2, H, H), np.float64)
+
+    def body(s):
+        total = ft.sum(s, axis=0)
+        return ft.map(lambda a, b, v, w: (ft.sum(a * b, axis=0) @ w + v, a - v),
+                      split(s, 2), split(ft.tanh(s), 2),
+                      ft.stack([total, -total]), Ws)
+    dense, jagged = ft.map(body, xs)
+
+    def reference(s):
+        half = len(s) // 2
+        total = s.sum(axis=0)
+        parts = [(s[:half], total), (s[half:], -total)]
+        return (np.stack([(a * np.tanh(a)).sum(axis=0) @ WS[k] + v
+                          for k, (a, v) in enumerate(parts)]),
+                np.concatenate([a - v for a, v in parts]))
+    compiled = ft.compile(ft.make_dict_of_named_arrays(
+        {"dense": dense, "values": jagged.values}))
+    for data in BATCHES:
+        got = compiled(xs=data, Ws=WS)
+        evaluated = ft.evaluate_numpy(dense, xs=data, Ws=WS)
+        want = [reference(s) for s in data]
+        want_dense = np.array([w[0] for w in want]).reshape(len(data), 2, H)
+        np.testing.assert_allclose(got["dense"], want_dense, rtol=1e-12)
+        np.testing.assert_allclose(evaluated, want_dense, rtol=1e-12)
+        want_values = np.concatenate([w[1] for w in want] + [np.zeros((0, H))])
+        np.testing.assert_allclose(got["values"], want_values, rtol=1e-12)
+
+# }}}
+
+
+# {{{ what is refused
+
+@pytest.mark.parametrize("inner, message", [
+    (lambda s: ft.map(lambda a, b: a + b, split(s, 2), split(s, 1)),
+     "different offsets"),
+    (lambda s: ft.map(lambda e: ft.sum(e, axis=0), empty_then_whole(s)),
+     "number of elements depends on the element's length"),
+])
+def test_refused_inner_fractal_tensors(xs, inner, message):
+    with pytest.raises(NotImplementedError, match=message):
+        ft.compile(ft.map(inner, xs))
+
+
+def test_refused_inside_a_scan_body(xs):
+    # a fold over the element's rows whose carry is the whole sequence,
+    # dilated-mapped at each step
+    ys = ft.map(lambda s: ft.fold(
+        lambda c, x: ft.dilated_map(lambda sub: sub + x, c, 2), s, s), xs)
+    with pytest.raises(NotImplementedError, match="inside the body of a scan"):
+        ft.compile(ys)
+
+
+def test_refused_reading_the_whole_element(xs):
+    # each subsequence attends to the whole sequence
+    ys = ft.map(lambda s: ft.dilated_map(lambda sub: (sub @ s.T) @ s, s, 2), xs)
+    with pytest.raises(NotImplementedError,
+                       match="reads an array of the outer element's length"):
+        ft.compile(ys)
+    data = BATCHES[0]
+    got = ft.evaluate_numpy(ys, xs=data)
+    for g, s in zip(got.tolist(), data):
+        want = np.zeros_like(s)
+        for r in range(2):
+            want[r::2] = (s[r::2] @ s.T) @ s
+        np.testing.assert_allclose(g, want, rtol=1e-12)
+
+# }}}
