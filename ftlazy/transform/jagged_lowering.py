@@ -64,6 +64,7 @@ from ftlazy.fractal import BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
+from ftlazy.target.loopy.padding import UnreadPadding
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.hoist_scans import hoist_scans
 from ftlazy.transform.jagged_inner_maps import lower_inner_map
@@ -474,8 +475,10 @@ class _MapLowering:
                     self.offsets_of(symbol))
         bindings.update({f"_ft_size_{name}": SizeParam(name)
                          for name in sorted(rewriter.sizes)})
+        # (code generation then computes only the element's own extent)
+        tags = frozenset({UnreadPadding()}) if padded else frozenset()
         return (IndexLambda(expr, self.batched_shape(node.shape, out_kind),
-                            node.dtype, bindings), out_kind)
+                            node.dtype, bindings, tags=tags), out_kind)
 
 
 class _LowererKeepingGathers(IndexLambdaLowerer):

@@ -49,6 +49,9 @@ from ftlazy.target.loopy.plan import KernelPlan, local_size, plan_kernel
 from ftlazy.target.loopy.ranges import DataRange, data_dependent_range, reads_arrays
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.segments import emit_segment_reduction
+from ftlazy.target.loopy.padding import (
+    assign_bounds, bound_scalars, bounded_axis, emit_padded_contraction,
+    padding_bounds)
 
 
 class RangeTranslator(Translator):
@@ -335,7 +338,8 @@ class KernelBuilder:
     # {{{ loop nests
 
     def loop_nest(self, shape: tuple, scope: Scope, cheap: bool = True,
-                  lanes: int = 1) -> tuple[list[str], tuple]:
+                  lanes: int = 1, bounded: dict[int, str] | None = None
+                  ) -> tuple[list[str], tuple]:
         """Inames over *shape* and the index expressions of its axes.
 
         Every loop nest of a kernel must use the same hardware axes, so axis 0
@@ -346,8 +350,11 @@ class KernelBuilder:
         compiler vectorizes; cheap one-dimensional arrays get larger groups
         (*cheap*: elements are not reductions). A 0-d
         array gets extent-1 hardware inames, so one work item computes it.
+        The axes of *bounded* run below the private scalar it names for them
+        (:func:`.padding.bounded_axis`).
         """
         local = scope.parallel == "local"
+        bounded = bounded or {}
         size = self._local_size(shape, scope, cheap)
         inames: list[str] = []
         index: list[Any] = []
@@ -388,9 +395,21 @@ class KernelBuilder:
                     self.parts.priorities.extend((t, outer) for t in scope.outer_inames)
                 else:
                     self.parts.iname_tags[outer] = "g.0"
+            elif d in bounded:
+                names, idx = bounded_axis(
+                    self, d, extent, bounded[d],
+                    lanes if d == len(shape) - 1 else 1)
+                # the sequential axes in order (a bounded axis's domain is a
+                # separate one, which loopy would otherwise nest freely)
+                if d > 1:
+                    self.parts.priorities.append((inames[-1], names[0]))
+                inames += names
+                index.append(idx)
             else:
                 names, idx = self.sequential_axis(
                     d, extent, lanes if d == len(shape) - 1 else 1)
+                if bounded and d > 1:
+                    self.parts.priorities.append((inames[-1], names[0]))
                 inames += names
                 index.append(idx)
                 self.parts.priorities.extend((t, n) for t in scope.outer_inames
@@ -492,15 +511,27 @@ class KernelBuilder:
         array_plan = self.plan.arrays.get(node)
         lanes = array_plan.vector_width if array_plan is not None else 1
         self._row_width = lanes
+        padding = (padding_bounds(node) if scope.batch is None and not index_prefix
+                   and scope.parallel != "local" and self.vector_length is None
+                   else None)
+        bounds = padding[1] if padding is not None else {}
+        his = bound_scalars(bounds, self)
         inames, index = self.loop_nest(node.shape, scope,
                                         cheap=not has_reduce(node.expr),
-                                        lanes=lanes)
+                                        lanes=lanes, bounded=his)
         ctx = StoreContext(scope, inames, index, node.shape)
+        if his:
+            assign_bounds(self, node, bounds, his, inames, index, ctx)
         # private statements first, children before users, so that
         # translating one never recurses into the next (deep chains)
         for private in self._reachable_privates(node, scope):
             self._private(private, ctx)
-        expr = self._translate(node, index, ctx)
+        if padding is not None:
+            expr = self.translate_expr(
+                padding[0], node, {f"_{i}": idx for i, idx in enumerate(index)},
+                ctx)
+        else:
+            expr = self._translate(node, index, ctx)
         if lanes > 1:
             expr = self._vector_calls(expr, ctx, node.dtype)
         lhs_index = index_prefix + index
@@ -627,6 +658,10 @@ class KernelBuilder:
                         self, n, name, scope, array_plan)
                     grid_key = (self._grid_key(n, scope)
                                 if array_plan.l0_axis == 0 else f"~{name}")
+                elif array_plan.strategy == "padded_contraction":
+                    insns, reads = emit_padded_contraction(
+                        self, n, name, scope, *array_plan.block)
+                    grid_key = self._grid_key(n, scope)
                 elif array_plan.strategy == "blocked_contraction":
                     insns, reads = emit_blocked_contraction(
                         self, n, name, scope, *array_plan.block)

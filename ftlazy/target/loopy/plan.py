@@ -30,6 +30,8 @@ from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import (
     Reduce, get_variable_names, index_var, iter_subexpressions)
 from ftlazy.target.loopy.expressions import C_FUNCTIONS
+from ftlazy.target.loopy.padding import (
+    PADDED_BLOCK, padded_contraction, padding_bounds)
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.ranges import data_dependent_range
 from ftlazy.target.loopy.storage import (
@@ -43,7 +45,9 @@ class ArrayPlan:
 
     :attr strategy: ``"loop_nest"``, ``"flat_vector"``, ``"split_reduction"``,
         ``"blocked_contraction"``, ``"segment_reduction"`` (a reduction over
-        a data-dependent range, see :mod:`.segments`), ``"row_blocked_product"``
+        a data-dependent range, see :mod:`.segments`), ``"padded_contraction"``
+        (a register-blocked contraction over axes bounded by data, see
+        :mod:`.padding`), ``"row_blocked_product"``
         (in a scan whose rows are independent) or ``"empty"`` (statically
         empty: nothing runs).
     :attr local_size: work items per work group along the parallel axis.
@@ -324,9 +328,11 @@ def inlined_builtins(node: IndexLambda, storage: StoragePlan) -> frozenset[str]:
 
 
 def row_vector_width(node: IndexLambda, profile: DeviceProfile,
-                     storage: StoragePlan) -> int:
+                     storage: StoragePlan, bounded: bool = False) -> int:
     """Vector width for the math calls of a CPU row loop (its contiguous last
-    axis computes calls lane by lane on a private vector), 1 for none."""
+    axis computes calls lane by lane on a private vector), 1 for none.
+    *bounded*: a last axis bounded by data (:mod:`.padding`) may have any
+    length (the lanes past its bound repeat its last element)."""
     if profile.kind != "cpu" or node.dtype.kind != "f" or not node.shape:
         return 1
     inlined = inlined_nodes(node, storage)
@@ -341,6 +347,9 @@ def row_vector_width(node: IndexLambda, profile: DeviceProfile,
         return 1
     width = profile.vector_width(node.dtype, inlined_builtins(node, storage))
     last = node.shape[-1]
+    padding = padding_bounds(node) if bounded else None
+    if padding is not None and node.ndim - 1 in padding[1]:
+        return width
     if width == 1 or not isinstance(last, int) or last % width:
         return 1
     return width
@@ -564,6 +573,10 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
                 else profile.gpu_local_size)
         return ArrayPlan("segment_reduction", node.shape, node.dtype, size,
                          node.ndim - 1)
+    if profile.kind == "cpu" and padded_contraction(node, storage) is not None:
+        return ArrayPlan("padded_contraction", node.shape, node.dtype,
+                         local_size(profile, node.shape, False), 0, 1,
+                         PADDED_BLOCK)
     blocked = blockable_contraction(node, profile)
     if blocked is not None:
         return ArrayPlan("blocked_contraction", node.shape, node.dtype, 1, None,
@@ -576,7 +589,7 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
     return ArrayPlan("loop_nest", node.shape, node.dtype,
                      local_size(profile, node.shape, cheap),
                      0 if node.shape else None,
-                     row_vector_width(node, profile, storage))
+                     row_vector_width(node, profile, storage, bounded=True))
 
 
 def vector_math_storage(roots: list[Node], storage: StoragePlan,
