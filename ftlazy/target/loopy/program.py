@@ -517,17 +517,24 @@ class BoundProgram:
         _check_allocations(self, queue.device, canon_env, arrays)
         args: dict[str, Any] = {}
         packed = self.artifact.packed_inputs
+        kernel_args = {a.name for a in self.artifact.t_unit.default_entrypoint.args}
+        # inputs of the DAG the kernel does not read (a captured array only
+        # a map's uncompiled output uses) are validated, then ignored, as
+        # size parameters the kernel does not take are
         for user_name, value in arrays.items():
             name = canon.input_names[user_name]
-            args[name] = value if name in packed else _to_kernel_form(value, queue)
+            if name in packed:
+                args[name] = value
+            elif name in kernel_args:
+                args[name] = _to_kernel_form(value, queue)
         for name, data in canon.data.items():
-            args[name] = _to_kernel_form(data, queue)
+            if name in kernel_args:
+                args[name] = _to_kernel_form(data, queue)
         for name in self.artifact.vector_args:
             if name in args:
                 args[name] = args[name].reshape(-1, self.artifact.vector_width)
         for pack, members in self.artifact.packs.items():
             args[pack] = _pack([args.pop(name) for name, _, _ in members], queue)
-        kernel_args = {a.name for a in self.artifact.t_unit.default_entrypoint.args}
         for name, value in canon_env.items():
             if name in kernel_args:
                 args[name] = np.int64(value)
