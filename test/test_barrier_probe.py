@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The probe of loops with barriers (PoCL 3.0's optimizer dropped the
-stores of whole-group scans) and its fallback: such programs are built
-with the optimizer off where the probe fails."""
+"""How kernels with barriers inside loops (whole-group scans) are built:
+the probe that picks the build per device, its cache, and each build
+forced through the profile (whichever this machine's probe picks)."""
 
 from __future__ import annotations
 
@@ -9,73 +9,164 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
-from ftlazy.target.loopy.barrier_probe import (
-    PROBE_SOURCE, barrier_loops_run_correctly)
+import ftlazy.target.loopy.barrier_probe as bp
 from ftlazy.target.loopy.profile import device_profile, synthetic_profile
+
+#: the probe kernel with the carry slot as loopy writes ``t % 2``: the form
+#: PoCL 3.0's optimizer miscompiled (every carry store dropped)
+DIVISION_FORM = (bp.PROBE_SOURCE.replace("(t & 1)", "(t + -2 * (t / 2))")
+                 .replace("(t + 1 & 1)", "(1 + t + -2 * ((1 + t) / 2))"))
+
+
+def _needs_probe_device(queue):
+    device = queue.device
+    if device.max_work_group_size < 256 or not device.double_fp_config:
+        pytest.skip("the probe kernel needs work groups of 256 and doubles")
 
 
 def test_probe_answers_once_per_device(cl_queue):
     device = cl_queue.device
-    first = barrier_loops_run_correctly(device)
-    assert isinstance(first, bool)
-    assert barrier_loops_run_correctly(device) is first
-    assert device_profile(device).optimize_barrier_loops is first
+    first = bp.barrier_loop_build(device)
+    assert first in bp.BARRIER_LOOP_BUILDS
+    assert bp.barrier_loop_build(device) is first
+    assert device_profile(device).barrier_loop_build == first
 
 
-def test_the_fallback_runs_the_probe_kernel_correctly(cl_queue):
-    # what programs get where the probe fails: the optimizer off
-    import pyopencl as cl
-    import pyopencl.array as cla
-    ctx = cl_queue.context
-    if ctx.devices[0].max_work_group_size < 256:
-        pytest.skip("the probe kernel needs work groups of 256")
-    kernel = cl.Program(ctx, PROBE_SOURCE).build(
-        options=["-cl-opt-disable"]).probe
-    n, steps = 5, 7
-    out = cla.zeros(cl_queue, (n, 3), np.float64)
-    arrays = [cla.zeros(cl_queue, (2, n, 3), np.float64),
-              cla.to_device(cl_queue, np.ones((n, 3))),
-              cla.to_device(cl_queue, np.ones((steps, n), np.int8)),
-              cla.zeros(cl_queue, (n, 3), np.float64),
-              cla.zeros(cl_queue, (n, 3), np.float64)]
-    kernel(cl_queue, (256,), (256,), out.data, np.int64(n), np.int64(steps),
-           *(a.data for a in arrays))
-    np.testing.assert_array_equal(out.get(), np.full((n, 3), 1.0 + steps))
+def test_the_chosen_build_and_the_last_resort_run_the_probe_kernel(cl_queue):
+    _needs_probe_device(cl_queue)
+    for build in {bp.barrier_loop_build(cl_queue.device), "separate"}:
+        assert bp.run_probe_kernel(cl_queue, build, n=200, steps=9), build
 
 
-def _build_options(result, profile):
-    prg = ft.generate_loopy(result, profile=profile)
-    return list(prg.program.default_entrypoint.options.build_options)
+@pytest.mark.parametrize("build", ["optnone", "separate"])
+def test_the_fallbacks_build_the_miscompiled_form_correctly(cl_queue, build):
+    # the optimizer is out of the way of the barrier loop either way
+    _needs_probe_device(cl_queue)
+    assert DIVISION_FORM != bp.PROBE_SOURCE
+    assert bp.run_probe_kernel(cl_queue, build, DIVISION_FORM, n=7, steps=6)
 
 
-def test_only_programs_with_barriers_in_loops_lose_the_optimizer():
-    n = ft.make_size_param("n")
-    x = ft.make_placeholder("x", (ft.make_size_param("t"), n), np.float64)
-    # a scan whose rows are coupled runs in one work group with barriers
-    coupled = ft.scan(lambda h, row: h * 0.5 + row + ft.sum(h) * 0.01, x,
-                      ft.zeros(n))
-    elementwise = ft.exp(x) + 1
-    broken = synthetic_profile("gpu", 1, optimize_barrier_loops=False)
-    fine = synthetic_profile("gpu", 1)
-    assert _build_options(coupled, broken) == ["-cl-opt-disable"]
-    assert _build_options(coupled, fine) == []
-    assert _build_options(elementwise, broken) == []
+def test_the_first_build_that_runs_correctly_is_chosen(cl_queue, monkeypatch):
+    _needs_probe_device(cl_queue)
+    device = cl_queue.device
+
+    def runs(correct, raising=()):
+        def run(queue, build, *args, **kwargs):
+            if build in raising:
+                raise RuntimeError("build failed")
+            return build in correct
+        return run
+    monkeypatch.setattr(bp, "run_probe_kernel", runs({"optimize", "optnone"}))
+    assert bp._choose(device) == ("optimize", True)
+    monkeypatch.setattr(bp, "run_probe_kernel", runs({"optnone"}))
+    assert bp._choose(device) == ("optnone", True)
+    monkeypatch.setattr(bp, "run_probe_kernel", runs(set()))
+    assert bp._choose(device) == ("separate", True)
+    # a build that cannot build is not chosen, and the answer not cached
+    monkeypatch.setattr(bp, "run_probe_kernel", runs({"optnone"}, {"optimize"}))
+    assert bp._choose(device) == ("optnone", False)
 
 
 def test_the_answer_is_cached_on_disk(cl_queue, tmp_path, monkeypatch):
-    import ftlazy.target.loopy.barrier_probe as bp
     monkeypatch.setenv("FTLAZY_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(bp, "_RESULTS", {})
     device = cl_queue.device
-    first = bp.barrier_loops_run_correctly(device)
+    monkeypatch.setattr(bp, "_choose", lambda d: ("optnone", True))
+    assert bp.barrier_loop_build(device) == "optnone"
     cache = tmp_path / "probe" / "barrier_loops.json"
     assert cache.exists()
     # a fresh process (empty memory cache) reads the file, not the device
     monkeypatch.setattr(bp, "_RESULTS", {})
-    monkeypatch.setattr(bp, "_run", lambda d: pytest.fail("probed again"))
-    assert bp.barrier_loops_run_correctly(device) is first
+    monkeypatch.setattr(bp, "_choose", lambda d: pytest.fail("probed again"))
+    assert bp.barrier_loop_build(device) == "optnone"
     # a corrupt file is probed again, not trusted
     cache.write_text("not json")
     monkeypatch.setattr(bp, "_RESULTS", {})
-    monkeypatch.setattr(bp, "_run", lambda d: not first)
-    assert bp.barrier_loops_run_correctly(device) is (not first)
+    monkeypatch.setattr(bp, "_choose", lambda d: ("separate", True))
+    assert bp.barrier_loop_build(device) == "separate"
+    # an answer a failing build decided is kept in memory only
+    cache.unlink()
+    monkeypatch.setattr(bp, "_RESULTS", {})
+    monkeypatch.setattr(bp, "_choose", lambda d: ("separate", False))
+    assert bp.barrier_loop_build(device) == "separate"
+    assert not cache.exists()
+
+
+H = 8
+T = ft.make_size_param("t")
+X = ft.make_placeholder("x", (T, H), np.float64)
+U = ft.make_placeholder("U", (H, H), np.float64)
+#: a fold whose carry is coupled (a whole-group scan, barriers in its
+#: loop) next to a contraction over all steps (kernels without)
+FOLD_AND_CONTRACTION = ft.make_dict_of_named_arrays({
+    "fold": ft.fold(lambda h, r: ft.tanh(r + h @ U), X, ft.zeros(H)),
+    "contraction": ft.exp(X) @ U})
+
+
+def _program_builds(program, context):
+    """(kernel names, whether built without the optimizer) of each OpenCL
+    program the executor of *program* built."""
+    import pyopencl as cl
+    ex = program.artifact.executor(context)
+    info = ex.translation_unit_info(ex.arg_to_dtype({}))
+    builds = {}
+    for name, kernel in vars(info.cl_kernels).items():
+        prg = kernel.get_info(cl.kernel_info.PROGRAM)
+        options = prg.get_build_info(context.devices[0],
+                                     cl.program_build_info.OPTIONS)
+        builds.setdefault(prg.int_ptr, (set(), options))[0].add(name)
+    return sorted((sorted(names), bp.OPT_DISABLE in options.split())
+                  for names, options in builds.values())
+
+
+@pytest.mark.parametrize("kind,build", [("cpu", "optnone"), ("cpu", "separate"),
+                                        ("gpu", "separate")])
+def test_each_build_scopes_itself_to_the_barrier_loops(cl_queue, kind, build):
+    profile = synthetic_profile(kind, 1, barrier_loop_build=build)
+    program = ft.generate_loopy(FOLD_AND_CONTRACTION, profile=profile)
+    import loopy as lp
+    linearized = lp.linearize(lp.preprocess_program(program.program))
+    looping = bp.barrier_loop_kernels(linearized.default_entrypoint)
+    builds = _program_builds(program, cl_queue.context)
+    every = sorted(n for names, _ in builds for n in names)
+    assert len(looping) == 1 and len(every) >= 2 and looping < set(every)
+    if build == "optnone":
+        # one optimized program, only the fold's kernel declared optnone
+        assert builds == [(every, False)]
+        assert program.source.count(bp.OPTNONE) == 1
+    else:
+        # the fold's kernel in a program of its own without the optimizer
+        assert builds == sorted([(sorted(set(every) - looping), False),
+                                 (sorted(looping), True)])
+        assert program.source.count(f"built with {bp.OPT_DISABLE}") == 1
+    rng = np.random.default_rng(3)
+    for steps in (11, 1, 0):
+        xv, uv = rng.standard_normal((steps, H)), rng.standard_normal((H, H)) / 3
+        _, got = program(cl_queue, x=xv, U=uv)
+        h = np.zeros(H)
+        for row in xv:
+            h = np.tanh(row + h @ uv)
+        np.testing.assert_allclose(got["fold"], h, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(got["contraction"], np.exp(xv) @ uv,
+                                   rtol=1e-12, atol=1e-14)
+
+
+def test_programs_without_barriers_in_loops_are_built_as_one():
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (ft.make_size_param("t"), n), np.float64)
+    # rows that evolve independently: one work item per group on CPUs, no
+    # barriers in the loop
+    batch = ft.scan(lambda h, row: ft.tanh(h * 0.5 + row), x, ft.zeros(n))
+    for result, kind in [(ft.exp(x) + 1, "gpu"), (batch, "cpu")]:
+        for build in bp.BARRIER_LOOP_BUILDS:
+            program = ft.generate_loopy(result, profile=synthetic_profile(
+                kind, 1, barrier_loop_build=build))
+            (source, options), = bp.program_sources(program.program, build)
+            assert options == [] and bp.OPTNONE not in source
+
+
+def test_an_unknown_build_is_refused():
+    with pytest.raises(ValueError, match="unknown barrier loop build 'fast'"):
+        bp.program_sources(ft.generate_loopy(
+            FOLD_AND_CONTRACTION, profile=synthetic_profile("cpu", 1)).program,
+            "fast")

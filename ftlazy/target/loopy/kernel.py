@@ -734,10 +734,6 @@ class KernelBuilder:
             args.append(lp.ValueArg(p, np.int64))
         args.extend(self.parts.temporaries.values())
         domains = [isl.BasicSet(d) for d in self.parts.domains] or ["{ : }"]
-        # (a barrier inside a loop: see barrier_probe)
-        barrier_loops = not self.profile.optimize_barrier_loops and any(
-            isinstance(i, lp.BarrierInstruction) and i.within_inames
-            for i in self.final_instructions)
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
             name="ftlazy_kernel", seq_dependencies=False,
@@ -748,7 +744,6 @@ class KernelBuilder:
                                "insn_count_subdomains_order", "write_race*"],
             options=lp.Options(
                 return_dict=True, no_numpy=False,
-                build_options=["-cl-opt-disable"] if barrier_loops else [],
                 # loopy's access-bounds proof costs an isl map per array
                 # access: keep it as a safety net for ordinary DAGs, skip it
                 # where compile time dominates (generated indices are in

@@ -128,10 +128,10 @@ class DeviceProfile:
     #: whether arrays work items share through barriers may be restrict
     #: (never, so far: NVIDIA's compiler miscompiles scans otherwise)
     restrict_shared_arrays: bool = False
-    #: whether the compiler's optimizer builds loops of barrier-separated
-    #: stages correctly (:mod:`.barrier_probe`; PoCL 3.0 does not): where
-    #: not, programs with barriers in loops are built with it off
-    optimize_barrier_loops: bool = True
+    #: how kernels with barriers inside loops (whole-group scans) are built:
+    #: one of :data:`~.barrier_probe.BARRIER_LOOP_BUILDS`, the first that
+    #: ran the probe's kernel correctly (:mod:`.barrier_probe`)
+    barrier_loop_build: str = "optimize"
 
     # {{{ tuning
 
@@ -267,10 +267,10 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
             for dtype, by_builtin in result.passing_widths.items()
             for builtin, passing in by_builtin.items()
             for passing in [_contiguous_widths(passing)]))
-    from ftlazy.target.loopy.barrier_probe import barrier_loops_run_correctly
+    from ftlazy.target.loopy.barrier_probe import barrier_loop_build
     profile = DeviceProfile(
         kind=kind, description=description, builtin_widths=widths,
-        optimize_barrier_loops=barrier_loops_run_correctly(device),
+        barrier_loop_build=barrier_loop_build(device),
         max_work_group_size=int(device.max_work_group_size),
         local_mem_size=int(device.local_mem_size),
         max_mem_alloc_size=int(device.max_mem_alloc_size),

@@ -34,6 +34,7 @@ from ftlazy.node import Node
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import bind_inputs, collect_size_checks
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
+from ftlazy.target.loopy.barrier_probe import program_executor, program_sources
 from ftlazy.target.loopy.kernel import ArgSpec, build_kernel
 from ftlazy.target.loopy.device import (
     default_queue, silence_compiler_output, warm_up_compiler)
@@ -82,6 +83,8 @@ class CompiledArtifact:
     vector_args: tuple[str, ...] = ()
     #: the plan the kernel was emitted from
     plan: KernelPlan | None = None
+    #: how kernels with barriers inside loops are built (see barrier_probe)
+    barrier_loop_build: str = "optimize"
     executors: dict = field(default_factory=dict)
 
     @property
@@ -115,7 +118,7 @@ class CompiledArtifact:
     def executor(self, context: cl.Context) -> Any:
         ex = self.executors.get(context)
         if ex is None:
-            ex = self.t_unit.executor(context)
+            ex = program_executor(self.t_unit, context, self.barrier_loop_build)
             start = time.perf_counter()
             ex.get_typed_and_scheduled_translation_unit(ex.arg_to_dtype({}))
             self.timings.scheduling = time.perf_counter() - start
@@ -130,7 +133,8 @@ class CompiledArtifact:
                 # cache and build once more
                 from ftlazy.target.loopy.probe import purge_pocl_kernel_cache
                 purge_pocl_kernel_cache()
-                ex = self.t_unit.executor(context)
+                ex = program_executor(self.t_unit, context,
+                                      self.barrier_loop_build)
                 ex.translation_unit_info(ex.arg_to_dtype({}))
             self.timings.opencl_build = time.perf_counter() - start
             self.executors[context] = ex
@@ -233,7 +237,8 @@ def _artifact(canon: CanonicalDAG, profile: DeviceProfile
                     for ph, offset in members]
              for pack, members in builder.packs.items()}
     art = CompiledArtifact(t_unit, inputs, outs, output_args, checks, timings,
-                           packs, tuple(builder.vector_args), builder.plan)
+                           packs, tuple(builder.vector_args), builder.plan,
+                           profile.barrier_loop_build)
     if len(_CACHE) >= _CACHE_LIMIT:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = art
@@ -485,7 +490,8 @@ class BoundProgram:
     @property
     def source(self) -> str:
         """The generated OpenCL C source."""
-        return lp.generate_code_v2(self.artifact.t_unit).device_code()
+        return "\n\n".join(source for source, _ in program_sources(
+            self.artifact.t_unit, self.artifact.barrier_loop_build))
 
     def bind_to_context(self, context: cl.Context) -> BoundProgram:
         """This program with its executor prepared for *context*."""
