@@ -226,3 +226,12 @@ def test_refused_reading_the_whole_element(xs):
         np.testing.assert_allclose(g, want, rtol=1e-12)
 
 # }}}
+
+
+def test_refused_dilated_map_inside_a_dense_map_of_the_body(xs):
+    # a dense map over a static axis whose function dilated-maps the sequence
+    ys = ft.map(lambda s: ft.sum(ft.map(
+        lambda w: ft.dilated_map(lambda sub: sub * w, s, 2),
+        ft.arange(2) + 1.0), axis=0), xs)
+    with pytest.raises(NotImplementedError, match="cannot batch"):
+        ft.compile(ys)

@@ -187,8 +187,11 @@ def _batch_body(body: Body, n: ShapeComponent, params: list[Array],
         elif not any(values[c][1] for c in iter_children(node)):
             values[node] = (map_children(node, lambda c: values[c][0]), False)
         else:
-            raise TypeError(f"batch_maps: cannot batch a {type(node).__name__} "
-                            f"node in a map body: {node!r}")
+            # (a supported construct the batcher has no rule for, not a
+            # user's type error)
+            raise NotImplementedError(
+                f"batch_maps: cannot batch a {type(node).__name__} node in a "
+                f"map body: {node!r}")
     return [values[o] for o in body.outputs], used
 
 # }}}
