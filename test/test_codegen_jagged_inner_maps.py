@@ -235,3 +235,10 @@ def test_refused_dilated_map_inside_a_dense_map_of_the_body(xs):
         ft.arange(2) + 1.0), axis=0), xs)
     with pytest.raises(NotImplementedError, match="cannot batch"):
         ft.compile(ys)
+
+
+def test_scan_inside_a_map_over_the_elements_rows(xs):
+    # a running sum along each row of each sequence
+    ys = ft.map(lambda s: ft.map(
+        lambda row: ft.scan(lambda c, v: c + v, row, 0.0), s), xs)
+    check(ys, lambda s: np.cumsum(s, axis=1))

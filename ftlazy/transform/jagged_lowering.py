@@ -372,8 +372,10 @@ class _MapLowering:
         body = self.jmap.body
         batcher = MapBatcher()
         lowerer = _LowererKeepingGathers()
-        outputs = [lowerer(batcher(o)) for o in
-                   unroll_element_scans(list(body.outputs), set(self.segments))]
+        # (maps first: a scan inside a map over the element's rows becomes a
+        # batched scan over a static axis, which the unrolling then sees)
+        outputs = [lowerer(o) for o in unroll_element_scans(
+            [batcher(o) for o in body.outputs], set(self.segments))]
         values = self.lower_nodes(outputs, lambda p: self.params[p.index])
         results = []
         for k, out in enumerate(outputs):
