@@ -773,6 +773,13 @@ def repeat(x: Any, n: Any) -> Array | Jagged:
     x = _check_structured(x, "repeat", allow_0d=True)
     if not isinstance(x, Jagged) and x.ndim == 0:
         return _lam(prim.Variable("_in0"), (count,), x.dtype, {"_in0": x})
+    if not isinstance(x, Jagged):
+        # (closed forms, as for product: copy j of row r is row L*j + r)
+        length, p = _scalar_expr(x.shape[0]), index_var(0)
+        outer = _lam(length * p, (sh.add(count, 1),), _INT64, {"_ft_x": x})
+        rows = _size(_scalar_expr(count) * length)
+        return _nest(_rows(x, _lam(prim.Remainder(p, length), (rows,), _INT64,
+                                   {})), outer)
     zeros = _lam(0, (count,), _INT64, {})
     return _select(_lift(x), zeros)
 

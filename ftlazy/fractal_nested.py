@@ -145,15 +145,34 @@ def _closed_form(offsets: Array, sentence_offsets: dict[Array, int]
     return ("form", form.coeffs.get("_0", 0), a, k if a else -1)
 
 
-def split_nested_leaf(leaf: Jagged, first_output: int,
+def counted_array(leaf: Array) -> bool:
+    """Whether the first axis of *leaf*, an array a map body returns, is a
+    size computed in the body (``ft.filter`` of the element): the map's
+    result is then a FractalTensor of one list per element (see
+    :func:`split_nested_leaf`)."""
+    from ftlazy.fractal_access import DerivedSize
+    if leaf.ndim == 0 or isinstance(leaf.shape[0], int):
+        return False
+    local = {n.name for n in topological_order([leaf])
+             if isinstance(n, DerivedSize)}
+    return bool(local & sh.size_param_names(leaf.shape[0]))
+
+
+def split_nested_leaf(leaf: Jagged | Array, first_output: int,
                       sentence_offsets: dict[Array, int],
-                      element_symbols: frozenset[str]
+                      element_symbols: frozenset[str],
+                      counts: dict | None = None
                       ) -> tuple[list[Array], NestedLeaf]:
     """The body outputs (numbered from *first_output*) that return the
     FractalTensor *leaf* of a map body's result, and how the map rebuilds
-    it (see the module docs). *sentence_offsets* maps the rebased sentence
-    offsets parameters of depth-3 elements to their mapped input."""
+    it (see the module docs); an array *leaf* must be a
+    :func:`counted_array` (the map's result has depth 2).
+    *sentence_offsets* maps the rebased sentence offsets parameters of
+    depth-3 elements to their mapped input. *counts* (one dict per traced
+    body, updated) maps each counted size to its count output and name, so
+    that outputs of one size share them."""
     outputs: list[Array] = []
+    counts = {} if counts is None else counts
     counted: list[tuple[int, int, str]] = []
 
     def affine(c: ShapeComponent) -> bool:
@@ -163,11 +182,19 @@ def split_nested_leaf(leaf: Jagged, first_output: int,
         index = first_output + len(outputs)
         outputs.append(array)
         if not affine(array.shape[0]):
-            counted.append((index, index + 1,
-                            f"{_counted_prefix()}{next(_COUNTER)}"))
-            outputs.append(_size_array(array.shape[0], array))
+            if array.shape[0] not in counts:
+                counts[array.shape[0]] = (
+                    index + 1, f"{_counted_prefix()}{next(_COUNTER)}")
+                outputs.append(_size_array(array.shape[0], array))
+            counted.append((index,) + counts[array.shape[0]])
         return index
 
+    if not isinstance(leaf, Jagged):
+        # an array whose first axis is a size computed in the body
+        # (ft.filter of the element): a list per element, counted
+        values = add(leaf)
+        return outputs, NestedLeaf(values, ("counts", counted[0][1]), (),
+                                   tuple(counted))
     values = add(leaf.values)
     levels = []
     for level, offsets in enumerate(leaf.offsets):
@@ -287,10 +314,14 @@ def check_no_counted_results(roots: list[Array]) -> None:
             if isinstance(n, JaggedMap) and n.counted:
                 raise NotImplementedError(
                     "compiling a map over a FractalTensor whose function "
-                    "returns a FractalTensor with sizes that are not affine in "
-                    "the element's sizes (ft.repeat, ft.product of two "
-                    "elements, a captured FractalTensor) is not supported "
-                    "yet; ft.evaluate_numpy evaluates it")
+                    "returns lists with sizes that are not affine in the "
+                    "element's sizes is supported where the map is over "
+                    "depth-2 FractalTensors and each such size is the count of "
+                    "one ft.filter (or selection) of rows or a count computed "
+                    "from the element's sizes (ft.repeat, ft.product of two "
+                    "elements); not for this one (a selection of selected "
+                    "rows, a depth-3 element's lists, a captured "
+                    "FractalTensor, ...): ft.evaluate_numpy evaluates it")
             if isinstance(n, Loop) and n.body not in seen:
                 seen.add(n.body)
                 stack.append(topological_order(list(n.body.outputs)))

@@ -617,17 +617,20 @@ def jagged_map(f: Callable, *xs: Any,
     leaf_outputs: list[Any] = []
 
     def traced(*flat_params: Any) -> Any:
-        from ftlazy.fractal_nested import split_nested_leaf
+        from ftlazy.fractal_nested import counted_array, split_nested_leaf
         elements = element_views(flat_params, depths)
         out = f(*elements)
         leaves, structure = tree_flatten(out, "map")
         sentence_offsets = {e.offsets[0]: k for k, e in enumerate(elements)
                             if depths[k] == 3}
         arrays: list[Array] = []
+        counts: dict = {}
         for leaf in leaves:
-            if isinstance(leaf, Jagged):
+            if isinstance(leaf, Jagged) or (isinstance(leaf, Array)
+                                            and counted_array(leaf)):
                 outputs, nested = split_nested_leaf(
-                    leaf, len(arrays), sentence_offsets, frozenset(first_symbols))
+                    leaf, len(arrays), sentence_offsets, frozenset(first_symbols),
+                    counts)
                 arrays += outputs
                 leaf_outputs.append(nested)
             else:

@@ -39,6 +39,7 @@ from ftlazy.target.binding import (
     bind_inputs, collect_inputs, collect_size_names)
 from ftlazy.target.jagged_inputs import (
     check_zipped, expand_jagged_inputs, fractal_tensor_label)
+from ftlazy.transform.jagged_counted import zip_counted_lists
 from ftlazy.transform.jagged_element_reads import zip_element_reads
 from ftlazy.transform.jagged_lowering import HostDerivations, lower_jagged_maps
 from ftlazy.transform.mappers import CopyMapper
@@ -159,8 +160,11 @@ class _Lowering:
     def __init__(self, result: Any) -> None:
         # (element reads at a map's own index become zips first: they then
         # define no data-dependent size in the map's body)
-        check_no_counted_results(list(_roots(result).values()))
-        roots = zip_element_reads(_roots(result))
+        # (so do lists of a length computed in a map's body: refused where
+        # they are not rewritten)
+        roots = zip_counted_lists(_roots(result))
+        check_no_counted_results(list(roots.values()))
+        roots = zip_element_reads(roots)
         self.input_nodes = collect_inputs(roots.values())
         self.host_values = _HostValues(roots, self.input_nodes)
         lowered, self.host = lower_jagged_maps(self.host_values.roots)

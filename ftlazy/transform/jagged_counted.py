@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: MIT
+"""Map results whose length per element is computed in the body, as zips.
+
+A map over a depth-2 FractalTensor whose body makes a list of a length
+that is not affine in the element's sizes (``ft.filter`` of the element's
+rows, ``ft.product`` of two zipped elements) defines that length per
+element inside the body (a :class:`~ftlazy.fractal_access.DerivedSize`,
+and for ``ft.filter`` host index arrays), which a compiled program cannot
+compute. :func:`zip_counted_lists` rewrites such a map, before anything
+else is lowered, in two phases:
+
+1. per element, the list's length (a count) is computed over all elements
+   at once: a map returning the count (its length is then ``offsets[n]``
+   of their running sum), or for a selection (``segment_ids`` of the
+   running sum of per-row lengths, as ``ft.filter`` builds it) a map
+   returning the per-row lengths packed over all elements, whose global
+   running sum ``G`` gives each element's offsets ``G[start_e]`` and the
+   selected rows (the segment ids of ``G``, made relative to their
+   element);
+2. the list becomes one more mapped input of the map, a FractalTensor with
+   those offsets whose element length is a symbol of its own, ``C``
+   (``_C<k>``): the body's selected row indices are that element (for a
+   plain count, an element of no data), ``C`` replaces the length in
+   every shape, and :mod:`ftlazy.transform.jagged_lowering` lowers the map
+   as a zip (packed along the new rows, reductions over their ranges).
+
+The total (the last offset) sizes the packed result: it is a data-dependent
+size, computed on the host before the launch with the offsets, as for
+``ft.filter`` outside a map. A map that reads other host-computed sizes in
+its body, a depth-3 map, or a count that itself reads host index arrays is
+left as it is (compiling it is refused naming it).
+
+.. autofunction:: zip_counted_lists
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda
+from ftlazy.fractal import Body, BodyParam, LoopResult
+from ftlazy.fractal_access import (
+    DERIVED_SIZE_PREFIX, DerivedSize, HostIndexArray, _offsets_of)
+from ftlazy.fractal_nested import running_offsets
+from ftlazy.fractal_tensor import JaggedMap
+from ftlazy.node import Node, topological_order
+from ftlazy.scalar_expr import index_var
+from ftlazy.transform.jagged_element_reads import _BodyRewriter
+from ftlazy.transform.mappers import CopyMapper
+
+__all__ = ["zip_counted_lists"]
+
+_INT64 = np.dtype(np.int64)
+
+
+def _host_nodes(roots: Any, kinds: Any = (DerivedSize, HostIndexArray)
+                ) -> list[Node]:
+    """The data-dependent sizes and host index arrays that *roots* read
+    (not inside nested loop bodies)."""
+    return [n for n in topological_order(list(roots)) if isinstance(n, kinds)]
+
+
+def _over_elements(jmap: JaggedMap, output: Array) -> LoopResult:
+    """*output* (an array of *jmap*'s body, reading no host index array)
+    computed by a map over the same elements."""
+    loop = JaggedMap(Body(jmap.body.params, (output,)), jmap.inputs,
+                     jmap.depths, jmap.symbols, jmap.what)
+    return LoopResult(loop, 0)
+
+
+def _selections(body: Body, element_symbols: frozenset[str]
+                ) -> list[HostIndexArray]:
+    """The selections of *body*: segment ids of the running sum of per-row
+    lengths whose number of rows is affine in the element's sizes."""
+    found = []
+    for n in topological_order(list(body.outputs)):
+        if not (isinstance(n, HostIndexArray) and n.op == "segment_ids"):
+            continue
+        (offsets,) = n.args
+        if not (isinstance(offsets, HostIndexArray) and offsets.op == "offsets"
+                and isinstance(n.shape[0], prim.Variable)):
+            continue
+        (lengths,) = offsets.args
+        if (lengths.ndim == 1 and not sh.size_param_names(lengths.shape[0])
+                - element_symbols):
+            found.append(n)
+    return found
+
+
+def _zip_selection(jmap: JaggedMap, selection: HostIndexArray, name: str
+                   ) -> tuple[Array, Array, DerivedSize] | None:
+    """The values and offsets of the FractalTensor whose element ``e`` is
+    *selection* (the body's selected row indices) of element ``e``, and
+    its total, the data-dependent size *name*; None where the per-row
+    lengths read host index arrays."""
+    (offsets,) = selection.args
+    (lengths,) = offsets.args
+    if _host_nodes([lengths]):
+        return None
+    packed = _over_elements(jmap, lengths)
+    starts = packed.loop.output_offsets(0)
+    every = _offsets_of(packed)
+    total = DerivedSize(name, _last(every))
+    rows = prim.Variable(name)
+    kept = HostIndexArray("segment_ids", (every,), (rows,))
+    elements = HostIndexArray("segment_ids", (starts,), packed.shape)
+    q = prim.Variable("_in0")[index_var(0)]
+    values = IndexLambda(
+        q - prim.Variable("_in1")[prim.Variable("_in2")[q]], (rows,), _INT64,
+        {"_in0": kept, "_in1": starts, "_in2": elements,
+         f"_ft_size_{name}": total})
+    new_offsets = IndexLambda(
+        prim.Variable("_in0")[prim.Variable("_in1")[index_var(0)]],
+        starts.shape, _INT64, {"_in0": every, "_in1": starts})
+    return values, new_offsets, total
+
+
+def _zip_count(jmap: JaggedMap, count: Array, name: str
+               ) -> tuple[Array, Array, DerivedSize] | None:
+    """The values (no data) and offsets of a FractalTensor whose element
+    ``e`` has *count* (a 0-d array of the body) rows, and its total, the
+    data-dependent size *name*; None where *count* reads other
+    data-dependent sizes or host index arrays."""
+    if _host_nodes([count]):
+        return None
+    offsets = running_offsets(_over_elements(jmap, count))
+    total = DerivedSize(name, _last(offsets))
+    values = IndexLambda(0, (prim.Variable(name),), np.dtype(np.int8),
+                         {f"_ft_size_{name}": total})
+    return values, offsets, total
+
+
+def _last(array: Array) -> IndexLambda:
+    """The last entry of the 1-D int64 *array*, 0-d."""
+    last = sh.to_affine(sh.sub(array.shape[0], 1)).to_expr()
+    return IndexLambda(prim.Variable("_in0")[last], (), _INT64,
+                       {"_in0": array})
+
+
+_NAMES = itertools.count()
+
+
+def _definition(body: Body, size: str) -> Array:
+    """The value of the data-dependent size *size* defined in *body*."""
+    return next(n.value for n in _host_nodes(body.outputs, DerivedSize)
+                if n.name == size)
+
+
+def _zips(jmap: JaggedMap) -> dict[str, tuple] | None:
+    """Body-local size name -> ``(values, offsets, total, replaced)`` of
+    the FractalTensor zipped in for it (*replaced*: the body node its
+    element replaces, or None), for every list of *jmap* whose length is
+    computed in the body; None if one cannot be zipped."""
+    symbols = frozenset(s for g in jmap.symbols for s in g)
+    counted = {}
+    for k, count, name in jmap.counted:
+        c = jmap.body.outputs[k].shape[0]
+        if not isinstance(c, prim.Variable):
+            return None
+        counted.setdefault(c.name, (count, name))
+    zips: dict[str, tuple] = {}
+    for selection in _selections(jmap.body, symbols):
+        size = selection.shape[0].name
+        if size in zips:
+            return None  # (two selections of one size: not seen)
+        name = counted.get(size, (0, f"{DERIVED_SIZE_PREFIX}sel{next(_NAMES)}"))[1]
+        made = _zip_selection(jmap, selection, name)
+        if made is None:
+            return None
+        zips[size] = made + (selection,)
+    for size, (count, name) in counted.items():
+        if size not in zips:
+            made = _zip_count(jmap, _definition(jmap.body, size), name)
+            if made is None:
+                return None
+            zips[size] = made + (None,)
+    return zips
+
+
+def _zipped(jmap: JaggedMap, zips: dict[str, tuple]) -> JaggedMap | None:
+    """*jmap* with the lists of *zips* zipped in (see the module docs);
+    None if its body still computes sizes or index arrays."""
+    n_elements = len(jmap.depths)
+    n_mapped = sum(len(arrays) for _, arrays in jmap.mapped_parts())
+    prefix = jmap.symbols[jmap.depths.index(2)][0].rsplit("_", 1)[0]
+    sizes = list(zips)
+    renames = {size: f"{prefix}_C{k}" for k, size in enumerate(sizes)}
+    new_params = [BodyParam(n_elements + k, (prim.Variable(renames[s]),),
+                            zips[s][0].dtype) for k, s in enumerate(sizes)]
+    replaced = {zips[s][3]: p for s, p in zip(sizes, new_params)
+                if zips[s][3] is not None}
+    rewriter = _BodyRewriter(replaced, len(sizes), n_elements, renames)
+    body_params = [rewriter(p) for p in jmap.body.params]
+    body_params[n_elements:n_elements] = new_params
+    body = Body(tuple(body_params),
+                tuple(rewriter(o) for o in jmap.body.outputs))
+    if _host_nodes(body.outputs):
+        return None
+    zipped = tuple(a for s in sizes for a in zips[s][:2])
+    return JaggedMap(body, jmap.inputs[:n_mapped] + zipped + jmap.captured,
+                     jmap.depths + (2,) * len(sizes),
+                     jmap.symbols + tuple((renames[s],) for s in sizes),
+                     jmap.what)
+
+
+class _Zipper(CopyMapper):
+    def __init__(self) -> None:
+        super().__init__()
+        #: counted totals -> their definition as the zipped list's total
+        self.totals: dict[str, DerivedSize] = {}
+
+    def map_jagged_map(self, expr: JaggedMap) -> Node:
+        jmap = self.map_node(expr)
+        if set(jmap.depths) - {1, 2} or not _host_nodes(jmap.body.outputs):
+            return jmap
+        zips = _zips(jmap)
+        rewritten = None if zips is None else _zipped(jmap, zips)
+        if rewritten is None:
+            return jmap
+        self.totals.update({total.name: total for _, _, total, _ in zips.values()})
+        return rewritten
+
+    def map_derived_size(self, expr: DerivedSize) -> Node:
+        # (its value reaches the map first: a counted total is then known)
+        value = self.rec(expr.value)
+        if expr.name in self.totals:
+            return self.totals[expr.name]
+        return expr if value is expr.value else DerivedSize(expr.name, value)
+
+
+def zip_counted_lists(roots: dict[str, Any]) -> dict[str, Any]:
+    """*roots* with every map over a depth-2 FractalTensor whose body makes
+    lists of a length computed in the body rewritten as a zip with those
+    lists (see the module docs)."""
+    zipper = _Zipper()
+    return {name: zipper(a) for name, a in roots.items()}

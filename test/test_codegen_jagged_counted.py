@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: MIT
+"""Maps over FractalTensors whose results have a length computed per
+element in the body (``ft.filter`` of the element's rows, ``ft.repeat``,
+``ft.product`` of two zipped elements), compiled through OpenCL on every
+profile flavour (conftest.py) and checked against per-element numpy loops
+and the reference evaluator. One compiled program serves every dataset:
+empty elements, elements keeping all or none of their rows, no elements."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from test_fractal_nested_results import assert_nested
+
+H = 3
+
+#: element lengths, and per element whether its rows are all kept (+1),
+#: none (-1) or some (0) by the predicate "row sum > 0"
+DATASETS = {
+    "mixed": ((4, 0, 3, 2, 1, 5), (0, 0, 1, -1, 1, 0)),
+    "none_kept": ((2, 3), (-1, -1)),
+    "all_empty": ((0, 0), (0, 0)),
+    "one": ((1,), (1,)),
+    "empty_batch": ((), ()),
+}
+
+
+def batch(key, seed=0):
+    rng = np.random.default_rng(seed)
+    data = []
+    for n, sign in zip(*DATASETS[key]):
+        s = rng.standard_normal((n, H))
+        if sign:
+            s = sign * (np.abs(s) + 0.1)
+        elif n > 1:
+            s[0] = np.abs(s[0]) + 0.1   # (at least one kept, one dropped)
+            s[1] = -np.abs(s[1]) - 0.1
+        data.append(s)
+    return data
+
+
+def positive(s):
+    return ft.filter(lambda r: ft.sum(r) > 0, s)
+
+
+def above_tenth(s):
+    # (the predicate also reads the whole element)
+    return ft.filter(lambda r: ft.sum(r) > ft.sum(s) * 0.1, s)
+
+
+def placeholders():
+    return (ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2),
+            ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2))
+
+
+def results(xs, ys):
+    """name -> (FractalTensor or array, reference from the numpy lists of
+    xs and ys, depth (1: an array))."""
+    # (two selections in one body, one reduced, one returned)
+    sums, doubled = ft.map(lambda s: (ft.sum(above_tenth(s), axis=0),
+                                      positive(s) * 2 + ft.sum(s)), xs)
+    firsts, seconds = ft.map(lambda x, y: ft.product(x, y), xs, ys)
+
+    def kept(s, threshold=0.0):
+        return s[s.sum(axis=1) > threshold]
+
+    return {
+        "filtered": (ft.map(positive, xs), lambda a, b: [kept(s) for s in a], 2),
+        "repeated": (ft.map(lambda s: ft.repeat(s, 3), xs),
+                     lambda a, b: [[s, s, s] for s in a], 3),
+        "firsts": (firsts, lambda a, b: [
+            [np.repeat(r[None], len(x), axis=0) for r in x] for x in a], 3),
+        "seconds": (seconds, lambda a, b: [[y for _ in x] for x, y in zip(a, b)],
+                    3),
+        "sums": (sums, lambda a, b: np.array(
+            [kept(s, s.sum() * 0.1).sum(axis=0) for s in a]).reshape(len(a), H),
+                 1),
+        "doubled": (doubled, lambda a, b: [kept(s) * 2 + s.sum() for s in a], 2),
+    }
+
+
+def as_parts(named):
+    parts = {}
+    for name, (r, _, depth) in named.items():
+        if depth == 1:
+            parts[name] = r
+            continue
+        parts[f"{name}_values"] = r.values
+        parts.update({f"{name}_offsets{k}": o for k, o in enumerate(r.offsets)})
+    return ft.DictOfNamedArrays(parts)
+
+
+def from_parts(out, name, depth):
+    if depth == 1:
+        return out[name]
+    return ft.JaggedArray(out[f"{name}_values"], *(
+        out[f"{name}_offsets{k}"] for k in range(depth - 1)))
+
+
+def test_counted_results_against_numpy():
+    xs, ys = placeholders()
+    named = results(xs, ys)
+    program = as_parts(named)
+    f = ft.compile(program)
+    for key in DATASETS:
+        a, b = batch(key), batch(key, seed=1)
+        for out in (f(xs=a, ys=b), ft.evaluate_numpy(program, xs=a, ys=b)):
+            for name, (_, reference, depth) in named.items():
+                want = reference(a, b)
+                got = from_parts(out, name, depth)
+                if depth == 1:
+                    assert got.shape == want.shape
+                    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+                else:
+                    assert_nested(got, want, depth)
+    with pytest.raises(ValueError, match="'ys'"):
+        f(xs=batch("mixed"), ys=batch("none_kept"))
+
+
+def test_filtered_map_returns_a_jagged_array():
+    xs, _ = placeholders()
+    f = ft.compile(ft.map(positive, xs))
+    for key in ("mixed", "empty_batch", "none_kept"):
+        data = batch(key)
+        got = f(xs=data)
+        want = [s[s.sum(axis=1) > 0] for s in data]
+        assert isinstance(got, ft.JaggedArray)
+        np.testing.assert_array_equal(got.lengths(), [len(w) for w in want])
+        assert_nested(got, want, 2)
+
+
+def test_what_still_does_not_compile():
+    # a depth-3 element's copies: the counted lengths are not zipped
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    with pytest.raises(NotImplementedError, match="not affine in the element's"):
+        ft.compile(ft.map(lambda d: ft.repeat(d, 2), docs))
+    # a filter of a filter: the second selection's rows are data-dependent
+    xs, _ = placeholders()
+    with pytest.raises(NotImplementedError, match="selection of selected"):
+        ft.compile(ft.map(lambda s: positive(positive(s) - 1.0), xs))
