@@ -6,68 +6,69 @@ In the body of a :class:`~ftlazy.fractal.Scan`, a node that depends on the
 step's scanned inputs but on no carry computes the same function at every
 step, of another row: ``x_t @ W`` is row ``t`` of ``xs @ W``. Such work
 need not wait for the previous step. :func:`hoist_scans` moves it out of
-the body:
+the body, where a cost model (*pays*) says that it pays:
 
 * each *step-dependent* node that a carry-dependent node (or the body's
   result) reads, and whose own computation includes a reduction (a matrix
-  product, a sum), is computed for all steps at once: the sub-DAG that
-  computes it becomes the body of a :class:`~ftlazy.fractal.Map` over the
-  scanned inputs, batched right away into whole-array nodes (``xs @ W``
-  for ``x_t @ W``) by :mod:`ftlazy.transform.batch`, and the scan reads
-  the result as a new scanned input. Where hoisting such a node would not
-  pay (its sub-DAG has no reduction, or it is larger per step than the
-  reductions it holds, e.g. a broadcast after the product), the step
-  -dependent nodes it reads are considered instead;
+  product, a sum), is computed for all steps at once, and the scan reads
+  the result as a new scanned input. For a scan, the sub-DAG that computes
+  it becomes the body of a :class:`~ftlazy.fractal.Map` over the scanned
+  inputs, batched right away into whole-array nodes (``xs @ W`` for
+  ``x_t @ W``) by :mod:`ftlazy.transform.batch`. For a
+  :class:`~ftlazy.fractal_tensor.RaggedScan` (a scan over the rows of a
+  FractalTensor's elements, see :mod:`ftlazy.transform.jagged_scans`),
+  whose step reads row ``t`` of every element, a sub-DAG that computes
+  each element's row from that element's rows only (every step-dependent
+  read at the element's own row ``_0``) is evaluated over the packed rows
+  instead: one dense product over the flat values of all elements. Where
+  hoisting a node would not pay (its sub-DAG has no reduction, or it is
+  larger per step than the reductions it holds, e.g. a broadcast after the
+  product), the step-dependent nodes it reads are considered instead;
 * each *loop-invariant* node (of captured arrays only) whose computation
   includes a reduction and that the remaining body reads is computed once,
   outside the scan, and captured.
 
-Inside a map over a FractalTensor the scanned inputs are an element's rows:
-the hoisted product is then a node of the map's body over the whole
-element, which the jagged lowering turns into one dense product over the
-packed values of all elements.
-
 Nothing is hoisted whose sub-DAG holds a loop (a nested scan is left in the
-body, its own body hoisted in turn), that would be quadratic per step (a
-per-step shape that involves the scan's length), whose shape or reductions
-involve an element length of an enclosing map over a FractalTensor (their
-size differs between elements), or, unless *checks_inserted* says that the
-run-time checks were already taken out (:func:`insert_kernel_checks
-<ftlazy.target.loopy.lowering.insert_kernel_checks>`), a data-dependent
-read or write (gather, advanced index, scatter). The results are exact
-rewrites: every hoisted value is the one the body computed (up to the
-rounding of a float reduction evaluated in another order). The scans that
-the lowering made itself (:class:`~ftlazy.fractal_tensor.RaggedScan`) and
-the bodies of scans over a FractalTensor's outer list are left alone.
+body, its own body hoisted in turn) or that would be quadratic per step (a
+per-step shape that involves the scan's length). The pass runs on lowered
+DAGs (IndexLambdas) after the kernel's run-time checks became outputs of
+their own (:func:`~ftlazy.target.loopy.lowering.insert_kernel_checks`), so
+a hoisted gather keeps its check. Every hoisted value is the one the body
+computed (up to the rounding of a float reduction evaluated in another
+order); the values of the DAG are unchanged.
 
 .. autofunction:: hoist_scans
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Callable, TypeVar
 
 import numpy as np
+import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
-from ftlazy.array import AdvancedIndex, Array, Einsum, IndexLambda, SizeParam
-from ftlazy.fractal import (
-    Body, BodyParam, Gather, Loop, LoopResult, Scan, Scatter)
-from ftlazy.node import Node, child_changes, iter_children, topological_order
-from ftlazy.scalar_expr import Reduce, get_variable_names, iter_subexpressions
+from ftlazy.array import Array, Einsum, IndexLambda
+from ftlazy.fractal import Body, BodyParam, Loop, LoopResult, Scan
+from ftlazy.fractal_tensor import RaggedScan
+from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.scalar_expr import Reduce, index_var, iter_subexpressions
 from ftlazy.transform.batch import _batch_body, _broadcast_batch
 from ftlazy.transform.lower import lower_to_index_lambdas
 from ftlazy.transform.mappers import CopyMapper
 
-__all__ = ["hoist_scans"]
+__all__ = ["hoist_scans", "Pays"]
 
 K = TypeVar("K")
+
+#: ``pays(scan, where)``: whether hoisting from *scan* pays, where *where*
+#: is ``"top"`` (outside loop bodies), ``"map"`` (in a map's body, to be
+#: batched) or ``"scan"`` (in a scan's body)
+Pays = Callable[[Scan, str], bool]
 
 #: what a body node depends on: nothing but captured arrays, the step's
 #: scanned inputs, or a carry
 _INVARIANT, _STEP, _CARRY = 0, 1, 2
-
-_CHECKED = (Gather, Scatter, AdvancedIndex)
 
 
 # {{{ what a node costs
@@ -98,51 +99,70 @@ def _size(shape: sh.Shape) -> int | None:
     return None
 
 
-def _names(node: Node) -> set[str]:
-    """The size names that *node*'s shape, reductions and expression use."""
-    names: set[str] = set()
-    if isinstance(node, Array):
-        for c in node.shape:
-            names |= sh.size_param_names(c)
-    if isinstance(node, IndexLambda):
-        names |= get_variable_names(node.expr)
-        for e in iter_subexpressions(node.expr):
-            if isinstance(e, Reduce):
-                for _, lo, hi in e.bounds:
-                    names |= sh.size_param_names(lo) | sh.size_param_names(hi)
-    if isinstance(node, SizeParam):
-        names.add(node.name)
-    return names
-
-
 class _Costs:
     """Per carry-independent node of a body: whether its sub-DAG reduces
     something, the largest reduction result in it (elements per step; None
-    where symbolic) and whether it holds something that is never hoisted."""
+    where symbolic) and whether it holds something never hoisted (a loop,
+    or what *refuse* says)."""
 
     def __init__(self, order: list[Node], kind: dict[Node, int],
-                 checks_inserted: bool, symbols: frozenset[str]) -> None:
+                 refuse: Callable[[Node], bool]) -> None:
         self.reduces: dict[Node, bool] = {}
         self.largest: dict[Node, Any] = {}
         self.blocked: dict[Node, bool] = {}
         for n in order:
             if kind[n] == _CARRY:
                 continue
-            children = [c for c in iter_children(n)]
+            children = list(iter_children(n))
             extent = _reduced_extent(n)
             own = extent is not None and not (isinstance(extent, int)
                                               and extent <= 1)
             largest = [self.largest[c] for c in children if self.reduces[c]]
             if own:
-                largest.append(_size(n.shape) if isinstance(n, Array) else None)
+                largest.append(_size(n.shape))
             self.reduces[n] = own or any(self.reduces[c] for c in children)
             self.largest[n] = (None if None in largest
                                else max(largest, default=0))
-            self.blocked[n] = (
-                isinstance(n, (Loop, LoopResult, Body))
-                or (not checks_inserted and isinstance(n, _CHECKED))
-                or bool(symbols & _names(n))
-                or any(self.blocked[c] for c in children))
+            self.blocked[n] = (isinstance(n, (Loop, LoopResult, Body))
+                               or refuse(n)
+                               or any(self.blocked[c] for c in children))
+
+# }}}
+
+
+# {{{ rows of a ragged scan's step
+
+def _row_wise(node: Node, kind: dict[Node, int]) -> bool:
+    """Whether *node*, a step-dependent node of a ragged scan's body (row
+    ``i`` is element ``i``), computes each row from the same row of its
+    step-dependent bindings only: each read of one is at ``[_0, ...]``, and
+    the element index ``_0`` occurs nowhere else (not in the other indices,
+    nor in reads of other bindings, nor in conditions)."""
+    if not isinstance(node, IndexLambda):
+        return False
+    step = {name for name, b in node.bindings.items() if kind[b] == _STEP}
+    reads = occurrences = 0
+    for e in iter_subexpressions(node.expr):
+        if isinstance(e, prim.Subscript) and e.aggregate.name in step:
+            if e.index_tuple[0] != index_var(0):
+                return False
+            reads += 1
+        elif e == index_var(0):
+            occurrences += 1
+    return occurrences == reads
+
+
+def _refuse_in_ragged(scan: RaggedScan, kind: dict[Node, int]
+                      ) -> Callable[[Node], bool]:
+    first, last = scan.num_carries, scan.num_carries + scan.num_ragged
+
+    def refuse(n: Node) -> bool:
+        if kind[n] != _STEP:
+            return False
+        if isinstance(n, BodyParam):
+            return not first <= n.index < last    # (the step mask)
+        return not _row_wise(n, kind)
+    return refuse
 
 # }}}
 
@@ -180,7 +200,7 @@ def _classify(scan: Scan, order: list[Node]) -> dict[Node, int]:
 
 
 def _choose(frontier: list[Node], kind: dict[Node, int], wanted: int,
-            worth: Any) -> list[Node]:
+            worth: Callable[[Node], bool]) -> list[Node]:
     """The nodes of class *wanted* to hoist: each frontier node where
     ``worth(node)``, else (recursively) the nodes of that class it reads."""
     chosen: list[Node] = []
@@ -198,8 +218,8 @@ def _choose(frontier: list[Node], kind: dict[Node, int], wanted: int,
     return chosen
 
 
-def _readers_frontier(outputs: list[Node], kind: dict[Node, int], of: int,
-                      skip: set[Node]) -> list[Node]:
+def _frontier(outputs: list[Node], kind: dict[Node, int], of: int,
+              skip: set[Node]) -> list[Node]:
     """Nodes of class *of* that a node of a later class reads, or that are
     outputs, among the nodes still computed in the body (not in *skip*)."""
     frontier = [o for o in outputs if kind[o] == of and o not in skip]
@@ -211,8 +231,9 @@ def _readers_frontier(outputs: list[Node], kind: dict[Node, int], of: int,
 
 
 def _batched(scan: Scan, nodes: list[Node]) -> list[Array]:
-    """*nodes* (step-dependent body nodes) for every step: the body of a
-    map over the scanned inputs, batched into whole-array nodes."""
+    """*nodes* (step-dependent body nodes of a scan) for every step: the
+    body of a map over the scanned inputs, batched into whole-array
+    nodes."""
     nc, ns = scan.num_carries, scan.num_scanned
     params = [BodyParam(k - nc, p.shape, p.dtype)
               for k, p in enumerate(scan.body.params) if k >= nc]
@@ -226,110 +247,126 @@ def _batched(scan: Scan, nodes: list[Node]) -> list[Array]:
             for v, is_batched in values]
 
 
-def _hoisted(scan: Scan, checks_inserted: bool, symbols: frozenset[str]) -> Scan:
+def _packed(scan: RaggedScan, nodes: list[Node], kind: dict[Node, int],
+            outside: CopyMapper) -> list[Array]:
+    """*nodes* (row-wise step-dependent body nodes of a ragged scan) over
+    the packed rows of all elements."""
+    rows = scan.scanned[0].shape[0]
+    value: dict[Node, Array] = {}
+    for n in topological_order(nodes):
+        if kind[n] != _STEP:
+            value[n] = outside(n)
+        elif isinstance(n, BodyParam):
+            value[n] = scan.inputs[n.index]
+        else:
+            value[n] = IndexLambda(
+                n.expr, (rows,) + n.shape[1:], n.dtype,
+                {name: value[b] for name, b in n.bindings.items()},
+                tags=n.tags, axes=n.axes)
+    return [value[n] for n in nodes]
+
+
+def _hoisted(scan: Scan, pays: Pays, where: str) -> Scan:
     """*scan* with its carry-independent work hoisted (see the module
     docs); *scan* itself where there is none worth it."""
+    ragged = isinstance(scan, RaggedScan)
+    if type(scan) not in (Scan, RaggedScan) or not pays(scan, where):
+        return scan
     nc, ns = scan.num_carries, scan.num_scanned
     outputs = list(scan.body.outputs)
     order = topological_order(outputs)
     kind = _classify(scan, order)
-    costs = _Costs(order, kind, checks_inserted, symbols)
+    costs = _Costs(order, kind, _refuse_in_ragged(scan, kind) if ragged
+                   else (lambda n: False))
     length_names = sh.size_param_names(scan.length)
 
-    def worth_per_step(n: Node) -> bool:
-        if not costs.reduces[n] or costs.blocked[n]:
+    def worth(n: Node, per_step: bool) -> bool:
+        if (not costs.reduces[n] or costs.blocked[n]
+                or not isinstance(n, Array) or isinstance(n, BodyParam)):
             return False
-        if not isinstance(n, Array) or isinstance(n, BodyParam):
-            return False
+        if not per_step:
+            return True
         if any(length_names & sh.size_param_names(c) for c in n.shape):
             return False    # quadratic in the length
         size, largest = _size(n.shape), costs.largest[n]
         return size is None or largest is None or size <= largest
 
-    step_nodes = _choose(_readers_frontier(outputs, kind, _STEP, set()),
-                         kind, _STEP, worth_per_step)
-    invariants = _choose(
-        _readers_frontier(outputs, kind, _INVARIANT, set(step_nodes)),
-        kind, _INVARIANT,
-        lambda n: (costs.reduces[n] and not costs.blocked[n]
-                   and isinstance(n, Array) and not isinstance(n, BodyParam)))
+    step_nodes = _choose(_frontier(outputs, kind, _STEP, set()), kind, _STEP,
+                         lambda n: worth(n, True))
+    invariants = _choose(_frontier(outputs, kind, _INVARIANT, set(step_nodes)),
+                         kind, _INVARIANT, lambda n: worth(n, False))
     if not step_nodes and not invariants:
         return scan
     hoisted = set(step_nodes) | set(invariants)
-    used = sorted(n.index for n in topological_order(outputs, skip=hoisted)
-                  if isinstance(n, BodyParam) and n.index >= nc + ns)
-
-    # parameters: carries, scanned, hoisted per step, captured still read,
-    # hoisted invariants
-    params = list(scan.body.params[:nc + ns])
-    replace: dict[Node, Node] = {}
-    for n in step_nodes:
-        replace[n] = BodyParam(len(params), n.shape, n.dtype)
-        params.append(replace[n])
-    renumber: dict[int, Node] = {k: p for k, p in enumerate(params[:nc + ns])}
-    for k in used:
-        renumber[k] = BodyParam(len(params), scan.body.params[k].shape,
-                                scan.body.params[k].dtype)
-        params.append(renumber[k])
-    for n in invariants:
-        replace[n] = BodyParam(len(params), n.shape, n.dtype)
-        params.append(replace[n])
-    new_outputs = tuple(_Substituter(replace, renumber)(o) for o in outputs)
-
+    used = {n.index for n in topological_order(outputs, skip=hoisted)
+            if isinstance(n, BodyParam) and n.index >= nc + ns}
+    if ragged:
+        used.add(scan.offsets_index)
     captured = scan.captured
     outside = _Substituter({}, {nc + ns + k: a for k, a in enumerate(captured)})
-    inputs = (scan.inputs[:nc + ns] + tuple(_batched(scan, step_nodes))
-              + tuple(captured[k - nc - ns] for k in used)
+
+    # parameters: carries, (ragged) scanned, hoisted per step, other
+    # scanned, captured still read, hoisted invariants
+    at = nc + (scan.num_ragged if ragged else ns)
+    params = list(scan.body.params[:at])
+    renumber: dict[int, Node] = dict(enumerate(params))
+    replace: dict[Node, Node] = {}
+
+    def add(shape: sh.Shape, dtype: np.dtype) -> BodyParam:
+        params.append(BodyParam(len(params), shape, dtype))
+        return params[-1]
+    for n in step_nodes:
+        replace[n] = add(n.shape, n.dtype)
+    for k in list(range(at, nc + ns)) + sorted(used):
+        renumber[k] = add(scan.body.params[k].shape, scan.body.params[k].dtype)
+    for n in invariants:
+        replace[n] = add(n.shape, n.dtype)
+    new_outputs = tuple(_Substituter(replace, renumber)(o) for o in outputs)
+
+    per_step = (_packed(scan, step_nodes, kind, outside) if ragged
+                else _batched(scan, step_nodes))
+    inputs = (scan.inputs[:at] + tuple(per_step) + scan.inputs[at:nc + ns]
+              + tuple(scan.inputs[k] for k in sorted(used))
               + tuple(outside(n) for n in invariants))
-    return scan.copy(body=Body(tuple(params), new_outputs), inputs=inputs,
-                     num_scanned=ns + len(step_nodes))
+    changes: dict[str, Any] = dict(body=Body(tuple(params), new_outputs),
+                                   inputs=inputs,
+                                   num_scanned=ns + len(step_nodes))
+    if ragged:
+        changes.update(num_ragged=scan.num_ragged + len(step_nodes),
+                       offsets_index=renumber[scan.offsets_index].index)
+    return scan.copy(**changes)
 
 # }}}
 
 
 class _ScanHoister(CopyMapper):
     """Copies a DAG with :func:`_hoisted` applied to every scan, innermost
-    first; *symbols* are the element lengths of the enclosing maps over
-    FractalTensors."""
+    first; *where* says which loop body the mapper is in."""
 
-    def __init__(self, checks_inserted: bool,
-                 symbols: frozenset[str] = frozenset()) -> None:
+    def __init__(self, pays: Pays, where: str = "top") -> None:
         super().__init__()
-        self.checks_inserted = checks_inserted
-        self.symbols = symbols
+        self.pays = pays
+        self.where = where
+
+    def _in_body(self, expr: Node, where: str) -> Node:
+        saved, self.where = self.where, where
+        try:
+            return self.map_node(expr)    # (bodies are mapped by clones)
+        finally:
+            self.where = saved
+
+    def map_map(self, expr: Node) -> Node:
+        return self._in_body(expr, "scan" if self.where == "scan" else "map")
 
     def map_scan(self, expr: Scan) -> Node:
-        new = self.map_node(expr)
-        if type(new) is not Scan:
-            return new
-        return _hoisted(new, self.checks_inserted, self.symbols)
-
-    def _children_only(self, expr: Node) -> Node:
-        changes = child_changes(expr, self.rec)
-        return expr.copy(**changes) if changes else expr
-
-    # (lowered scans over packed rows, and scans over a FractalTensor's
-    # outer list: their bodies are not hoisted from)
-    map_ragged_scan = _children_only
-    map_jagged_scan = _children_only
-
-    def map_jagged_map(self, expr: Node) -> Node:
-        changes = child_changes(expr, self.rec)
-        inner = self.clone_for_body()
-        inner.symbols = self.symbols | frozenset(
-            s for group in expr.symbols for s in group)
-        body = inner.map_node(expr.body)
-        if body is not expr.body:
-            changes["body"] = body
-        return expr.copy(**changes) if changes else expr
+        return _hoisted(self._in_body(expr, "scan"), self.pays, self.where)
 
 
-def hoist_scans(roots: dict[K, Array], checks_inserted: bool = False
+def hoist_scans(roots: dict[K, Array], pays: Pays | None = None
                 ) -> dict[K, Array]:
-    """*roots* with the carry-independent work of every scan body hoisted
-    out of the body (see the module docs), for code generation: the values
-    are unchanged. *checks_inserted*: data-dependent reads and writes may be
-    hoisted too (their run-time checks were already made separate
-    outputs)."""
-    hoister = _ScanHoister(checks_inserted)
+    """*roots* (lowered to IndexLambdas) with the carry-independent work of
+    every scan body hoisted out of the body (see the module docs), for code
+    generation: the values are unchanged. *pays* decides per scan (by
+    default: everywhere)."""
+    hoister = _ScanHoister(pays or (lambda scan, where: True))
     return {k: hoister(a) for k, a in roots.items()}

@@ -66,7 +66,6 @@ from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.target.loopy.padding import UnreadPadding
 from ftlazy.transform.batch import MapBatcher
-from ftlazy.transform.hoist_scans import hoist_scans
 from ftlazy.transform.jagged_inner_maps import lower_inner_map
 from ftlazy.transform.jagged_nesting import flatten_document_map
 from ftlazy.transform.jagged_scans import lower_scan, unroll_element_scans
@@ -549,6 +548,4 @@ def lower_jagged_maps(roots: dict[str, Array]
     call time for them (see the module docs)."""
     host = HostDerivations()
     lowerer = _JaggedMapLowerer(host)
-    # (a scan's carry-independent work becomes work over whole elements)
-    roots = hoist_scans(roots)
     return {name: lowerer(a) for name, a in roots.items()}, host

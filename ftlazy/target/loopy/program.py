@@ -28,7 +28,7 @@ import pymbolic.primitives as prim
 from pytools.tag import UniqueTag, tag_dataclass
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, DictOfNamedArrays, IndexLambda
+from ftlazy.array import Array, DictOfNamedArrays, IndexLambda, Placeholder
 from ftlazy.fractal import LoopResult
 from ftlazy.node import Node
 from ftlazy.scalar_expr import index_var
@@ -227,7 +227,7 @@ def _artifact(canon: CanonicalDAG, profile: DeviceProfile
         return art, True
     timings = StageTimings()
     start = time.perf_counter()
-    outputs, output_args, checks = _kernel_outputs(canon)
+    outputs, output_args, checks = _kernel_outputs(canon, profile)
     timings.dag_transforms = time.perf_counter() - start
     start = time.perf_counter()
     builder, t_unit, inputs, outs = build_kernel(outputs, profile)
@@ -251,7 +251,7 @@ def _identity_copy(a: Array) -> IndexLambda:
     return IndexLambda(expr, a.shape, a.dtype, {"_in0": a})
 
 
-def _kernel_outputs(canon: CanonicalDAG
+def _kernel_outputs(canon: CanonicalDAG, profile: DeviceProfile
                     ) -> tuple[dict[str, Array], dict[Any, str], CallChecks]:
     """Lowered outputs by kernel argument name, the kernel argument of each
     canonical output, and what each call checks."""
@@ -261,7 +261,7 @@ def _kernel_outputs(canon: CanonicalDAG
         roots[("_ft_check", i)] = check.failed
         if check.value is not None:
             roots[("_ft_check_value", i)] = check.value
-    lowered, derived = lower_for_codegen(roots)
+    lowered, derived = lower_for_codegen(roots, profile)
     kernel_outputs: dict[str, Array] = {}
     output_args: dict[Any, str] = {}
     by_node: dict[Array, str] = {}
@@ -505,6 +505,39 @@ class BoundProgram:
             self._pools[queue.context] = pool
         return pool
 
+    @cached_property
+    def _kernel_args(self) -> frozenset[str]:
+        return frozenset(a.name for a in self.artifact.t_unit.default_entrypoint.args)
+
+    @cached_property
+    def _unread_inputs(self) -> frozenset[str]:
+        """The user's placeholders the kernel does not read (an array only
+        a map's uncompiled output captures)."""
+        read = self._kernel_args | self.artifact.packed_inputs
+        return frozenset(user for user, name in self.canon.input_names.items()
+                         if name not in read)
+
+    def _bound_inputs(self, given: set[str]) -> tuple[list[Array], list[str]]:
+        """The inputs and size parameter names a call binds: as in the
+        jagged programs, an input the kernel does not read may be left out
+        (given, it is checked and ignored), and so may the sizes only such
+        an input has."""
+        canon = self.canon
+        omitted = self._unread_inputs - given
+        if not omitted:
+            return canon.user_inputs, list(canon.size_names)
+        kept = [n for n in canon.user_inputs if n.name not in omitted
+                or not isinstance(n, Placeholder)]
+
+        def sizes(nodes: list[Array]) -> set[str]:
+            return {name for n in nodes if isinstance(n, Placeholder)
+                    for c in n.shape for name in sh.size_param_names(c)}
+        own = (sizes([n for n in canon.user_inputs if n not in kept])
+               - sizes(kept) - given
+               - {user for user, name in canon.size_names.items()
+                  if name in self._kernel_args})
+        return kept, [name for name in canon.size_names if name not in own]
+
     def kernel_arguments(self, queue: cl.CommandQueue, inputs: dict[str, Any]
                          ) -> tuple[dict[str, Any], dict[str, int]]:
         """Validate user *inputs* and the sizes they imply (no negative
@@ -513,7 +546,7 @@ class BoundProgram:
         (canonically named) size parameters."""
         canon = self.canon
         checks = self.artifact.checks
-        env, arrays = bind_inputs(canon.user_inputs, inputs, canon.size_names)
+        env, arrays = bind_inputs(*self._bound_inputs(set(inputs)), inputs)
         canon_env = {canon.size_names[k]: v for k, v in env.items()
                      if k in canon.size_names}
         if checks.sizes.shapes or checks.sizes.extrema:
@@ -523,10 +556,7 @@ class BoundProgram:
         _check_allocations(self, queue.device, canon_env, arrays)
         args: dict[str, Any] = {}
         packed = self.artifact.packed_inputs
-        kernel_args = {a.name for a in self.artifact.t_unit.default_entrypoint.args}
-        # inputs of the DAG the kernel does not read (a captured array only
-        # a map's uncompiled output uses) are validated, then ignored, as
-        # size parameters the kernel does not take are
+        kernel_args = self._kernel_args
         for user_name, value in arrays.items():
             name = canon.input_names[user_name]
             if name in packed:
