@@ -524,7 +524,8 @@ class BoundProgram:
         an input has."""
         canon = self.canon
         omitted = self._unread_inputs - given
-        if not omitted:
+        if not omitted or not given <= set(canon.input_names) | set(canon.size_names):
+            # (an unknown input: the error lists every input)
             return canon.user_inputs, list(canon.size_names)
         kept = [n for n in canon.user_inputs if n.name not in omitted
                 or not isinstance(n, Placeholder)]
@@ -546,7 +547,8 @@ class BoundProgram:
         (canonically named) size parameters."""
         canon = self.canon
         checks = self.artifact.checks
-        env, arrays = bind_inputs(*self._bound_inputs(set(inputs)), inputs)
+        user_inputs, size_names = self._bound_inputs(set(inputs))
+        env, arrays = bind_inputs(user_inputs, inputs, size_names)
         canon_env = {canon.size_names[k]: v for k, v in env.items()
                      if k in canon.size_names}
         if checks.sizes.shapes or checks.sizes.extrema:
