@@ -16,9 +16,12 @@ correctly:
 * ``"optnone"``: the program optimized, the kernels with barriers inside
   loops declared ``__attribute__((optnone))`` (the compiler leaves them
   alone, the other kernels of the program stay optimized);
-* ``"separate"`` (where neither runs correctly, or the probe cannot run):
+* ``"separate"`` (where neither runs it correctly, or neither builds):
   the kernels with barriers inside loops in an OpenCL program of their own
   built with ``-cl-opt-disable``, the others in one built as usual.
+
+A device that cannot run the probe kernel (work groups under 256 items,
+no doubles) gets ``"optimize"``: nothing was seen failing there.
 
 :class:`BarrierLoopExecutor` builds a loopy program that way.
 """
@@ -114,7 +117,8 @@ def build_options(build: str) -> list[str]:
 def run_probe_kernel(queue: Any, build: str, source: str | None = None,
                      n: int = 5, steps: int = 5) -> bool:
     """Whether the probe kernel (or *source*, of its signature), built as
-    *build* builds barrier loops, adds 1 to every carry element per step."""
+    *build* builds barrier loops, adds 1 to every carry element per step
+    (*n* carry rows, at most 256: one per work item)."""
     import pyopencl as cl
     import pyopencl.array as cla
     kernel = cl.Program(queue.context, probe_source(build, source)).build(
