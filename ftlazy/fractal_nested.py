@@ -35,11 +35,16 @@ element's lists; or a captured FractalTensor's) is *counted*: the body
 also returns it per element as a 0-d integer, the output is packed, and
 its total is a data-dependent size (``_ft_dynmap<k>``) summing those
 counts (:attr:`~ftlazy.fractal_tensor.JaggedMap.counted`); a level whose
-number of lists is counted gets its offsets from the lengths. The
-reference evaluator runs these; compiling them is refused
+number of lists is counted gets its offsets from the lengths. So does an
+array the body returns whose first axis is such a size (``ft.filter`` of the
+element's rows, :func:`counted_array`): the map's result is a FractalTensor
+of one list per element. The reference evaluator runs these; compiled, a
+map over depth-2 FractalTensors gets the counted lists zipped in
+(:mod:`ftlazy.transform.jagged_counted`), others are refused
 (:func:`check_no_counted_results`).
 
 .. autoclass:: NestedLeaf
+.. autofunction:: counted_array
 .. autofunction:: split_nested_leaf
 .. autofunction:: nested_result
 .. autofunction:: running_offsets
@@ -63,7 +68,7 @@ from ftlazy.node import topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, index_var
 from ftlazy.shapes import ShapeComponent
 
-__all__ = ["NestedLeaf", "split_nested_leaf", "nested_result",
+__all__ = ["NestedLeaf", "counted_array", "split_nested_leaf", "nested_result",
            "running_offsets", "check_no_counted_results"]
 
 _INT64 = np.dtype(np.int64)

@@ -24,11 +24,16 @@ else is lowered, in two phases:
    every shape, and :mod:`ftlazy.transform.jagged_lowering` lowers the map
    as a zip (packed along the new rows, reductions over their ranges).
 
-The total (the last offset) sizes the packed result: it is a data-dependent
-size, computed on the host before the launch with the offsets, as for
-``ft.filter`` outside a map. A map that reads other host-computed sizes in
-its body, a depth-3 map, or a count that itself reads host index arrays is
-left as it is (compiling it is refused naming it).
+At run time the maps of phase 1 run first, on the device
+(:mod:`ftlazy.target.loopy.jagged_first_phase`); the host reads their
+counts (or per-row lengths) back, takes their running sum (the zipped
+list's offsets) and its last entry, the total, a data-dependent size that
+sizes the packed result, and derives the segment ids of its rows; then the
+program runs phase 2, the rewritten map, whose results' offsets (the
+running sum of each element's count) are a scan on the device. A map that
+reads other host-computed sizes in its body (a selection of selected rows),
+a depth-3 map, or a count that itself reads host index arrays is left as
+it is (compiling it is refused naming it).
 
 .. autofunction:: zip_counted_lists
 """
@@ -46,7 +51,6 @@ from ftlazy.array import Array, IndexLambda
 from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy.fractal_access import (
     DERIVED_SIZE_PREFIX, DerivedSize, HostIndexArray, _offsets_of)
-from ftlazy.fractal_nested import running_offsets
 from ftlazy.fractal_tensor import JaggedMap
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
@@ -128,7 +132,8 @@ def _zip_count(jmap: JaggedMap, count: Array, name: str
     data-dependent sizes or host index arrays."""
     if _host_nodes([count]):
         return None
-    offsets = running_offsets(_over_elements(jmap, count))
+    # (on the host: it derives the segment ids of the rows from them)
+    offsets = _offsets_of(_over_elements(jmap, count))
     total = DerivedSize(name, _last(offsets))
     values = IndexLambda(0, (prim.Variable(name),), np.dtype(np.int8),
                          {f"_ft_size_{name}": total})

@@ -37,6 +37,7 @@ from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import (
     bind_inputs, collect_inputs, collect_size_names)
+from ftlazy.target.loopy.jagged_first_phase import FirstPhase
 from ftlazy.target.jagged_inputs import (
     check_zipped, expand_jagged_inputs, fractal_tensor_label)
 from ftlazy.transform.jagged_counted import zip_counted_lists
@@ -133,6 +134,8 @@ class _HostValues:
         self.input_nodes = input_nodes
         self.user_sizes = collect_size_names(nodes)
         self.originals = nodes
+        #: the maps whose results they read, run first on the device
+        self.first_phase = FirstPhase(order)
         #: the generated names
         self.names = set(self.arrays) | {n.name for n in self.sizes}
 
@@ -144,6 +147,7 @@ class _HostValues:
         env, arrays = bind_inputs(self.input_nodes, {
             k: v for k, v in given.items() if k in user}, self.user_sizes)
         evaluator = NumpyEvaluator(env, arrays)
+        self.first_phase.seed(evaluator._cache, given)
         evaluator.bind_derived_sizes(self.originals)
         values: dict[str, Any] = {n.name: evaluator.env[n.name]
                                   for n in self.sizes}
