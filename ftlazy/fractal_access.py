@@ -32,10 +32,15 @@ out every name whose definition is reachable):
   call the host evaluates them with the reference evaluator before the
   launch (as it computes segment ids for maps over FractalTensors) and
   passes them in. Data-dependent sizes defined inside a loop body are
-  evaluated by ``evaluate_numpy`` but not compiled yet
-  (:class:`NotImplementedError`); a loop whose results have a length
-  defined inside its body (``ft.map(lambda s: ft.filter(p, s), xs)``) is
-  refused by both (:func:`check_body_results`): reduce inside the body.
+  evaluated by ``evaluate_numpy``; compiled, those of a map over depth-2
+  FractalTensors that count a selection of the element's rows
+  (``ft.filter``) or are computed from the element's sizes (``ft.product``
+  of two elements) become zips (:mod:`ftlazy.transform.jagged_counted`),
+  others are not compiled yet (:class:`NotImplementedError`). A map over
+  FractalTensors whose results have such a length returns FractalTensors
+  (``ft.map(lambda s: ft.filter(p, s), xs)``: the kept rows per element);
+  other loops with such results are refused by both
+  (:func:`check_body_results`): reduce inside the body.
 
 The one exception: element ``i`` of a depth-2 FractalTensor read inside a
 map at the map's own index ``i`` (``ft.map(lambda y, i: ... xs[i] ...,

@@ -91,8 +91,10 @@ def _check_not_in_bodies(roots: list[Array]) -> None:
                     "ft.gather, ft.filter, ... on a FractalTensor) inside the "
                     "body of a map, scan or fold is not supported yet, except "
                     "xs[i] of a depth-2 FractalTensor read in a map's body at "
-                    "the map's own index i (ft.map(f, ys, ft.arange(n))); "
-                    "ft.evaluate_numpy evaluates it")
+                    "the map's own index i (ft.map(f, ys, ft.arange(n))) and, "
+                    "in a map over depth-2 FractalTensors, one ft.filter of "
+                    "the element's rows per size or ft.product of two "
+                    "elements; ft.evaluate_numpy evaluates it")
             if isinstance(n, Loop):
                 stack.append(n.body)
 
