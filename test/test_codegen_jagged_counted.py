@@ -148,3 +148,36 @@ def test_what_still_does_not_compile():
     xs, _ = placeholders()
     with pytest.raises(NotImplementedError, match="selection of selected"):
         ft.compile(ft.map(lambda s: positive(positive(s) - 1.0), xs))
+
+
+def test_kept_rows_with_zipped_and_captured_inputs_and_a_scan():
+    # a dense input zipped with the map, a captured array in the predicate,
+    # and a scan over each element's kept rows
+    xs, _ = placeholders()
+    w = ft.make_placeholder("w", (H,), np.float64)
+    th = ft.make_placeholder("th", (ft.make_size_param("n"),), np.float64)
+    kept = ft.map(lambda s, t: ft.filter(lambda r: ft.sum(r * w) > t, s), xs, th)
+    sums = ft.map(lambda s: ft.scan(lambda c, x: ft.tanh(c + x), positive(s),
+                                    ft.zeros(H)), xs)
+    program = ft.DictOfNamedArrays({
+        "kept_values": kept.values, "kept_offsets0": kept.offsets[0],
+        "sums_values": sums.values, "sums_offsets0": sums.offsets[0]})
+    f = ft.compile(program)
+    wv = np.array([1.0, -0.5, 0.25])
+
+    def rnn(s):
+        out, c = [], np.zeros(H)
+        for x in s:
+            c = np.tanh(c + x)
+            out.append(c)
+        return np.array(out).reshape(len(s), H)
+
+    for key in ("mixed", "empty_batch"):
+        a = batch(key)
+        tv = np.linspace(-1, 1, len(a))
+        for out in (f(xs=a, w=wv, th=tv),
+                    ft.evaluate_numpy(program, xs=a, w=wv, th=tv)):
+            assert_nested(from_parts(out, "kept", 2),
+                          [s[(s * wv).sum(axis=1) > t] for s, t in zip(a, tv)], 2)
+            assert_nested(from_parts(out, "sums", 2),
+                          [rnn(s[s.sum(axis=1) > 0]) for s in a], 2)
