@@ -78,3 +78,21 @@ def test_layers_share_the_derived_segment_ids(compiled):
     assert all(a is ids[0] for a in ids)
     np.testing.assert_array_equal(ids[0], [0, 0, 0, 2, 2])
     assert {derived[n] for n in lowering.host.max_extents} == {3}
+
+
+def test_result_offsets_are_the_inputs_and_no_kernel_copies_them(compiled):
+    """The result's offsets (a copy of the mapped FractalTensor's in the
+    lowered DAG), and each layer's input offsets, are the input's offsets:
+    returned and read from the input, not copied by a kernel."""
+    from ftlazy.array import IndexLambda
+    from ftlazy.node import topological_order
+    lowering = compiled.lowering
+    assert lowering.forwarded == {"offsets0": "xs_offsets0"}
+    dense = list(lowering.dense.values())
+    assert all(_host_source(n)[0] is n for n in topological_order(dense)
+               if isinstance(n, IndexLambda))
+    rng = np.random.default_rng(5)
+    xs = ft.JaggedArray(rng.standard_normal((6, H)), np.array([0, 4, 4, 6]))
+    got = compiled(xs=xs, ws=np.zeros((LAYERS, H, H)), us=np.zeros((LAYERS, H, H)))
+    np.testing.assert_array_equal(got.offsets[0], [0, 4, 4, 6])
+    np.testing.assert_array_equal(got.values, 0)  # tanh(0 @ u + x @ 0)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.mapper import UnsupportedExpressionError
 from pymbolic.mapper.flattener import flatten
 
 from ftlazy import shapes as sh
@@ -174,12 +175,44 @@ class _Lowering:
         self.input_nodes = collect_inputs(roots.values())
         self.host_values = _HostValues(roots, self.input_nodes)
         lowered, self.host = lower_jagged_maps(self.host_values.roots)
+        #: result name -> the name of the input offsets returned as it
+        #: (the offsets of a map's result are its input's: not copied)
+        self.forwarded: dict[str, str] = {}
+        forward = _InputCopiesForwarded()
+        input_names = {n.name for n in self.input_nodes}
+        for name, node in list(lowered.items()):
+            source = forward(node)
+            if (isinstance(result, Jagged) and name.startswith("offsets")
+                    and isinstance(source, Placeholder)
+                    and source.name in input_names and any(
+                        isinstance(t, JaggedInputPart) for t in source.tags)):
+                self.forwarded[name] = source.name
+                del lowered[name]
+            elif not isinstance(source, Placeholder):
+                lowered[name] = source
         self.dense = DictOfNamedArrays(lowered)
         #: what the user may pass, and what the dense program reads
         self.user_names = ({n.name for n in self.input_nodes if n.name}
                            | collect_size_names(roots.values()))
         self.dense_names = ({n.name for n in collect_inputs(lowered.values())
                              if n.name} | collect_size_names(lowered.values()))
+
+
+class _InputCopiesForwarded(CopyMapper):
+    """The lowered DAG with each copy of an input at its own indices (the
+    offsets of a map's result, and of the next map's input, are the mapped
+    FractalTensor's: see :func:`_host_source`) replaced by the input itself,
+    so that no kernel copies it. Loop bodies, separate scopes that read
+    outer arrays through their loop's inputs, are kept."""
+
+    def map_index_lambda(self, expr: IndexLambda) -> Node:
+        source = _host_source(expr)[0]
+        if isinstance(source, Placeholder) and not expr.tags:
+            return source
+        return self.map_node(expr)
+
+    def map_body(self, body: Node) -> Node:
+        return body
 
 
 def jagged_lowering(result: Any) -> _Lowering | None:
@@ -238,7 +271,9 @@ class JaggedCompiledFunction:
         out = self.inner(**kernel_inputs, **{
             k: v for k, v in derived.items() if k in lowering.dense_names})
         if isinstance(self.result, Jagged):
-            # (fresh result arrays: adopted, not copied)
+            # (fresh result values: adopted, not copied; offsets that are
+            # the input's come from the host)
+            out.update((k, given[v]) for k, v in lowering.forwarded.items())
             return JaggedArray._adopt(out["values"], *(
                 out[f"offsets{k}"] for k in range(self.result.depth - 1)))
         if isinstance(self.result, DictOfNamedArrays):
@@ -269,7 +304,11 @@ def _host_source(node: Array) -> tuple[Array, frozenset[str]]:
     while (isinstance(node, IndexLambda) and node.ndim == 1
            and len(node.bindings) == 1):
         (name, source), = node.bindings.items()
-        if (flatten(node.expr) != prim.Subscript(prim.Variable(name), index_var(0))
+        try:
+            body = flatten(node.expr)
+        except UnsupportedExpressionError:  # (casts, reductions, ...)
+            break
+        if (body != prim.Subscript(prim.Variable(name), index_var(0))
                 or source.dtype != node.dtype
                 or not sh.shapes_equal(source.shape, node.shape)):
             break
