@@ -27,8 +27,12 @@ replaced by its body evaluated on all elements at once, as
 
 * an axis after the first whose extent involves ``L`` (the ``(L, L)``
   scores of attention within a sequence) is stored padded to the largest
-  extent: positions past the element's own extent hold 0 and reductions
-  over the axis are masked, so no padding is ever read.
+  extent: the array's expression is guarded by ``index < extent`` and
+  reductions over the axis are masked, so no padding is ever read. Such
+  arrays are tagged :class:`~ftlazy.target.loopy.padding.UnreadPadding`:
+  code generation runs their loops over each element's own extent only
+  and leaves the padding unwritten (work ``sum L_i**2``, not
+  ``n * max(L)**2``).
 
 A map may have several element length symbols: zipped FractalTensors
 share one (their offsets are checked equal at run time), but another
@@ -462,8 +466,9 @@ class _MapLowering:
         expr = rewriter(node.expr)
         if padded:
             # positions past the element's own extent: never read by a
-            # consumer (reductions over the axis are masked), and computed
-            # as 0 so that they read nothing past the element
+            # consumer (reductions over the axis are masked); where they are
+            # computed at all (code generation skips them, see UnreadPadding)
+            # they are 0, so that they read nothing past the element
             first = 1 if out_kind.what == "dense" else 0
             inside = [prim.Comparison(index_var(k + first), "<",
                                       rewriter.extent(form, symbol))
