@@ -326,7 +326,8 @@ def check_no_counted_results(roots: list[Array]) -> None:
                     "from the element's sizes (ft.repeat, ft.product of two "
                     "elements); not for this one (a selection of selected "
                     "rows, a depth-3 element's lists, a captured "
-                    "FractalTensor, ...): ft.evaluate_numpy evaluates it")
+                    "FractalTensor, copies counted by a size parameter, "
+                    "...): ft.evaluate_numpy evaluates it")
             if isinstance(n, Loop) and n.body not in seen:
                 seen.add(n.body)
                 stack.append(topological_order(list(n.body.outputs)))

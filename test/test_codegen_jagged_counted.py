@@ -144,8 +144,11 @@ def test_what_still_does_not_compile():
     docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
     with pytest.raises(NotImplementedError, match="not affine in the element's"):
         ft.compile(ft.map(lambda d: ft.repeat(d, 2), docs))
-    # a filter of a filter: the second selection's rows are data-dependent
+    # copies counted by a size: the size is not renamed per element
     xs, _ = placeholders()
+    with pytest.raises(NotImplementedError, match="counted by a size"):
+        ft.compile(ft.map(lambda s: ft.repeat(s, ft.make_size_param("k")), xs))
+    # a filter of a filter: the second selection's rows are data-dependent
     with pytest.raises(NotImplementedError, match="selection of selected"):
         ft.compile(ft.map(lambda s: positive(positive(s) - 1.0), xs))
 

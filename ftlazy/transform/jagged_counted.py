@@ -150,10 +150,12 @@ def _last(array: Array) -> IndexLambda:
 _NAMES = itertools.count()
 
 
-def _definition(body: Body, size: str) -> Array:
-    """The value of the data-dependent size *size* defined in *body*."""
-    return next(n.value for n in _host_nodes(body.outputs, DerivedSize)
-                if n.name == size)
+def _definition(body: Body, size: str) -> Array | None:
+    """The value of the data-dependent size *size* defined in *body*, None
+    for a size defined outside it (a size parameter, a captured
+    FractalTensor's)."""
+    return next((n.value for n in _host_nodes(body.outputs, DerivedSize)
+                 if n.name == size), None)
 
 
 def _zips(jmap: JaggedMap) -> dict[str, tuple] | None:
@@ -180,7 +182,9 @@ def _zips(jmap: JaggedMap) -> dict[str, tuple] | None:
         zips[size] = made + (selection,)
     for size, (count, name) in counted.items():
         if size not in zips:
-            made = _zip_count(jmap, _definition(jmap.body, size), name)
+            # (a size defined outside the body is not renamed per element)
+            value = _definition(jmap.body, size)
+            made = None if value is None else _zip_count(jmap, value, name)
             if made is None:
                 return None
             zips[size] = made + (None,)
