@@ -20,7 +20,11 @@ On CPUs a contraction over a concrete axis whose last two axes are bounded
 ``PADDED_BLOCK`` blocks of ``(q, k)`` inside the element's extents, each
 block's accumulators private over a sequential ``r`` loop, so the sums are
 independent chains (one chain per output is bound by the adder's latency)
-and each loaded operand is reused by a row or a column of the block.
+and each loaded operand is reused by a row or a column of the block. Where
+the summand is a row factor times a column factor and the vector width
+divides the reduction, each output accumulates a vector of lanes over
+contiguous reduction steps (lane ``v`` sums ``r = w*ro + v``), added up
+at the store.
 """
 
 from __future__ import annotations
@@ -44,8 +48,9 @@ from ftlazy.target.loopy.storage import StoragePlan
 if TYPE_CHECKING:
     from ftlazy.target.loopy.kernel import KernelBuilder
 
-#: (rows, columns) of the register block of a padded contraction: 16 scalar
-#: accumulators and the 8 operands of a step fit x86-64's 16 vector registers
+#: (rows, columns) of the register block of a padded contraction (J7's
+#: scores on a 2-core Xeon: 4x4 beat 2x8, 4x8 and 8x4 with scalar
+#: accumulators, and 2x4, 4x2, 2x2 and 1x4 with vectors of 8)
 PADDED_BLOCK = (4, 4)
 
 
@@ -182,13 +187,15 @@ def _at_most_last(i: Any, extent: Any) -> Any:
 
 
 def emit_padded_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
-                            scope: Scope, ti: int, tj: int
+                            scope: Scope, ti: int, tj: int, lanes: int = 1
                             ) -> tuple[list[Any], set[Node]]:
     """Instructions computing *node* (see :func:`padded_contraction` and
     the module docs) into *name*: blocks of ``ti x tj`` outputs over the
     element's extents; a partial block reads its missing rows and columns
     at the last ones (the unrolled update keeps no branch) and stores only
-    its present outputs."""
+    its present outputs. With *lanes* > 1 dividing the reduction's extent,
+    a summand that is a row factor times a column factor runs on vectors
+    (:func:`_emit_lanes`)."""
     reduction = padded_contraction(node, kb.plan.storage)
     _, bounds = padding_bounds(node)
     (rname, _, kext), = reduction.bounds
@@ -198,14 +205,21 @@ def emit_padded_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     his = bound_scalars({rows: bounds[rows], cols: bounds[cols]}, kb)
     assign_bounds(kb, node, bounds, his, inames, index, ctx)
     hq, hk = prim.Variable(his[rows]), prim.Variable(his[cols])
-    bq, bk, k = (kb.parts.fresh(p) for p in ("_ft_bq", "_ft_bk", "_ft_bk"))
+    bq, bk = kb.parts.fresh("_ft_bq"), kb.parts.fresh("_ft_bk")
     kb.parts.domains.append(
         f"[{his[rows]}, {his[cols]}] -> {{ [{bq}, {bk}]: 0 <= {bq} and "
         f"{ti}*{bq} < {his[rows]} and 0 <= {bk} and {tj}*{bk} < {his[cols]} }}")
-    kb.parts.add_domain([k], [kext])
     if len(inames) > 2:
         kb.parts.priorities.append((inames[-1], bq))
     kb.parts.priorities.append((bq, bk))
+    outer = frozenset(scope.outer_inames) | frozenset(inames) | {bq, bk}
+    split = _row_and_column_factors(reduction.inner, f"_{rows}", f"_{cols}")
+    if lanes > 1 and split is not None and kext % lanes == 0:
+        return _emit_lanes(kb, node, name, ctx, index, outer, (rows, cols),
+                           (bq, bk), (hq, hk), (ti, tj, lanes), rname, kext,
+                           split)
+    k = kb.parts.fresh("_ft_bk")
+    kb.parts.add_domain([k], [kext])
     blocks = {}
     for role in ("init", "update", "store"):
         ii, jj = kb.parts.fresh("_ft_ii"), kb.parts.fresh("_ft_jj")
@@ -232,7 +246,6 @@ def emit_padded_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     def acc_at(role: str) -> Any:
         return prim.Subscript(prim.Variable(acc), tuple(
             prim.Variable(v) for v in blocks[role]))
-    outer = frozenset(scope.outer_inames) | frozenset(inames) | {bq, bk}
     init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
     row_s, col_s = at("store")
     insns = ctx.pending + [
@@ -250,6 +263,95 @@ def emit_padded_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
                       within_inames_is_final=True, depends_on=frozenset({upd_id}),
                       predicates=frozenset({prim.Comparison(row_s, "<", hq),
                                             prim.Comparison(col_s, "<", hk)}))]
+    return insns, ctx.reads
+
+
+def _row_and_column_factors(inner: Any, q: str, k: str) -> tuple[Any, Any] | None:
+    """``(a, b)`` with ``inner == a * b``, *a* not reading the column index
+    *k* and *b* not reading the row index *q*; None if there is no such
+    split with both factors reading the reduction's operands."""
+    factors = inner.children if isinstance(inner, prim.Product) else (inner,)
+    a = [f for f in factors if k not in get_variable_names(f)]
+    b = [f for f in factors if k in get_variable_names(f)]
+    if not a or not b or any(q in get_variable_names(f) for f in b):
+        return None
+    return (prim.Product(tuple(a)) if len(a) > 1 else a[0],
+            prim.Product(tuple(b)) if len(b) > 1 else b[0])
+
+
+def _emit_lanes(kb: KernelBuilder, node: IndexLambda, name: str,
+                ctx: StoreContext, index: tuple, outer: frozenset,
+                axes: tuple[int, int], blocks: tuple[str, str],
+                his: tuple[Any, Any], sizes: tuple[int, int, int], rname: str,
+                kext: int, split: tuple[Any, Any]) -> tuple[list[Any], set[Node]]:
+    """The block of :func:`emit_padded_contraction` with vectors of *lanes*
+    accumulators: per step of ``lanes`` reduction steps the row and column
+    factors are loaded into vectors (contiguous in the reduction), each
+    output's accumulator vector takes their product, and the store adds the
+    lanes up."""
+    rows, cols = axes
+    bq, bk = blocks
+    hq, hk = his
+    ti, tj, lanes = sizes
+    ro = kb.parts.fresh("_ft_ro")
+    kb.parts.add_domain([ro], [kext // lanes])
+
+    def fresh_block(counts: list[int], tags: list[str]) -> list[str]:
+        names = [kb.parts.fresh("_ft_lb") for _ in counts]
+        kb.parts.add_domain(names, counts)
+        for n, t in zip(names, tags):
+            kb.parts.iname_tags[n] = t
+        kb.parts.priorities.extend(zip(names, names[1:]))
+        return names
+    vectors, insns, ids = [], list(ctx.pending), set()
+    for factor, count, axis, block, hi in ((split[0], ti, rows, bq, hq),
+                                           (split[1], tj, cols, bk, hk)):
+        vec = kb.parts.private_array("_ft_fv", node.dtype, (count, lanes), "c,vec")
+        i, v = fresh_block([count, lanes], ["unr", "unr"])
+        kb.parts.priorities.append((ro, i))
+        index_map = {f"_{d}": idx for d, idx in enumerate(index)}
+        index_map.update({f"_{axis}": _at_most_last(
+            prim.Variable(block) * count + prim.Variable(i), hi),
+            rname: prim.Variable(ro) * lanes + prim.Variable(v)})
+        insn_id = vec + "_load"
+        insns.append(lp.Assignment(
+            prim.Variable(vec)[prim.Variable(i), prim.Variable(v)],
+            kb.translate_expr(factor, node, index_map, ctx), id=insn_id,
+            within_inames=outer | {ro, i, v}, within_inames_is_final=True,
+            depends_on=frozenset(ctx.deps)))
+        ids.add(insn_id)
+        vectors.append(vec)
+    acc = kb.parts.private_array("_ft_acc", node.dtype, (ti, tj, lanes), "c,c,vec")
+    ii0, jj0, v0 = fresh_block([ti, tj, lanes], ["unr", "unr", "vec"])
+    ii, jj, v = fresh_block([ti, tj, lanes], ["unr", "unr", "vec"])
+    iis, jjs = fresh_block([ti, tj], ["unr", "unr"])
+    kb.parts.priorities.extend([(ro, ii)])
+    a, b = (prim.Variable(x) for x in vectors)
+    A = prim.Variable(acc)
+    init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
+    row = prim.Variable(bq) * ti + prim.Variable(iis)
+    col = prim.Variable(bk) * tj + prim.Variable(jjs)
+    insns += [
+        lp.Assignment(A[prim.Variable(ii0), prim.Variable(jj0), prim.Variable(v0)],
+                      node.dtype.type(0), id=init_id,
+                      within_inames=outer | {ii0, jj0, v0},
+                      within_inames_is_final=True, depends_on=frozenset(ctx.deps)),
+        lp.Assignment(
+            A[prim.Variable(ii), prim.Variable(jj), prim.Variable(v)],
+            A[prim.Variable(ii), prim.Variable(jj), prim.Variable(v)]
+            + a[prim.Variable(ii), prim.Variable(v)]
+            * b[prim.Variable(jj), prim.Variable(v)],
+            id=upd_id, within_inames=outer | {ro, ii, jj, v},
+            within_inames_is_final=True, depends_on=frozenset(ids) | {init_id}),
+        lp.Assignment(
+            prim.Subscript(prim.Variable(name), tuple(index) + (row, col)),
+            prim.Sum(tuple(A[prim.Variable(iis), prim.Variable(jjs), n]
+                           for n in range(lanes))),
+            id=kb.parts.fresh(name + "_store"),
+            within_inames=outer | {iis, jjs}, within_inames_is_final=True,
+            depends_on=frozenset({upd_id}),
+            predicates=frozenset({prim.Comparison(row, "<", hq),
+                                  prim.Comparison(col, "<", hk)}))]
     return insns, ctx.reads
 
 

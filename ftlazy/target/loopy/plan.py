@@ -576,7 +576,7 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
     if profile.kind == "cpu" and padded_contraction(node, storage) is not None:
         return ArrayPlan("padded_contraction", node.shape, node.dtype,
                          local_size(profile, node.shape, False), 0, 1,
-                         PADDED_BLOCK)
+                         (*PADDED_BLOCK, profile.vector_width(node.dtype)))
     blocked = blockable_contraction(node, profile)
     if blocked is not None:
         return ArrayPlan("blocked_contraction", node.shape, node.dtype, 1, None,
