@@ -189,6 +189,10 @@ class HostIndexArray(Array):
             _check_range(a, n, self.what)
             return np.where(a < 0, a + n, a).astype(np.int64)
         if self.op == "offsets":
+            if a.size and a.min() < 0:
+                i = int(np.argmin(a))
+                raise ValueError(f"a data-dependent length evaluates to "
+                                 f"{int(a[i])} (entry {i}), which is negative")
             result = np.zeros(len(a) + 1, np.int64)
             np.cumsum(a, out=result[1:])
             return result

@@ -184,3 +184,20 @@ def test_kept_rows_with_zipped_and_captured_inputs_and_a_scan():
                           [s[(s * wv).sum(axis=1) > t] for s, t in zip(a, tv)], 2)
             assert_nested(from_parts(out, "sums", 2),
                           [rnn(s[s.sum(axis=1) > 0]) for s in a], 2)
+
+
+def test_copies_counted_by_a_zipped_array():
+    # ft.repeat(s, k) with k an element of a dense input: k*L rows per
+    # element, a size computed in the body from k
+    xs, _ = placeholders()
+    counts = ft.make_placeholder("counts", (ft.make_size_param("n"),), np.int64)
+    copies = ft.map(lambda s, k: ft.repeat(s, k), xs, counts)
+    f = ft.compile(copies)
+    for key in ("mixed", "empty_batch", "all_empty"):
+        a = batch(key)
+        cv = np.arange(len(a)) % 3
+        want = [[s] * k for s, k in zip(a, cv)]
+        assert_nested(f(xs=a, counts=cv), want, 3)
+        assert_nested(ft.evaluate_numpy(copies, xs=a, counts=cv), want, 3)
+    with pytest.raises(ValueError, match="negative"):
+        f(xs=batch("mixed"), counts=np.array([2, -1, 1, 1, 1, 1]))

@@ -54,6 +54,7 @@ from ftlazy.fractal_access import (
 from ftlazy.fractal_tensor import JaggedMap
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
+from ftlazy.target.loopy.canonical import _RenameSizes
 from ftlazy.transform.jagged_element_reads import _BodyRewriter
 from ftlazy.transform.mappers import CopyMapper
 
@@ -128,8 +129,9 @@ def _zip_count(jmap: JaggedMap, count: Array, name: str
                ) -> tuple[Array, Array, DerivedSize] | None:
     """The values (no data) and offsets of a FractalTensor whose element
     ``e`` has *count* (a 0-d array of the body) rows, and its total, the
-    data-dependent size *name*; None where *count* reads other
-    data-dependent sizes or host index arrays."""
+    data-dependent size *name*; None where *count* reads host index
+    arrays."""
+    count = _Inline()(count)
     if _host_nodes([count]):
         return None
     # (on the host: it derives the segment ids of the rows from them)
@@ -138,6 +140,25 @@ def _zip_count(jmap: JaggedMap, count: Array, name: str
     values = IndexLambda(0, (prim.Variable(name),), np.dtype(np.int8),
                          {f"_ft_size_{name}": total})
     return values, offsets, total
+
+
+class _Inline(CopyMapper):
+    """Expressions reading a data-dependent size read its value instead (a
+    0-d array bound under the size's binding name), so that a count that
+    depends on one (``ft.repeat(s, c)`` for a 0-d array ``c`` of the
+    element) is an array expression over the elements."""
+
+    def map_index_lambda(self, expr: IndexLambda) -> Node:
+        renames, bindings = {}, {}
+        for key, a in expr.bindings.items():
+            if isinstance(a, DerivedSize) and key == f"_ft_size_{a.name}":
+                renames[a.name] = key
+                a = a.value
+            bindings[key] = self.rec(a)
+        if not renames:
+            return self.map_node(expr)
+        return expr.copy(expr=_RenameSizes(renames)(expr.expr),
+                         bindings=bindings)
 
 
 def _last(array: Array) -> IndexLambda:
