@@ -30,10 +30,13 @@ counts (or per-row lengths) back, takes their running sum (the zipped
 list's offsets) and its last entry, the total, a data-dependent size that
 sizes the packed result, and derives the segment ids of its rows; then the
 program runs phase 2, the rewritten map, whose results' offsets (the
-running sum of each element's count) are a scan on the device. A map that
-reads other host-computed sizes in its body (a selection of selected rows),
-a depth-3 map, or a count that itself reads host index arrays is left as
-it is (compiling it is refused naming it).
+running sum of each element's count) are a scan on the device. A count
+that reads another size computed in the body from the element
+(``ft.repeat(s, k)``, ``k`` an element of a zipped array) reads that size's
+value. A map that reads other host-computed sizes in its body (a selection
+of selected rows), a depth-3 map, a count that itself reads host index
+arrays, or one that is a size defined outside the body (copies counted by
+a size parameter) is left as it is (compiling it is refused naming it).
 
 .. autofunction:: zip_counted_lists
 """
