@@ -29,6 +29,7 @@ from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import (
     Reduce, get_variable_names, index_var, iter_subexpressions)
+from ftlazy.target.loopy.balance import block_bounded
 from ftlazy.target.loopy.expressions import C_FUNCTIONS
 from ftlazy.target.loopy.padding import (
     PADDED_BLOCK, padded_contraction, padding_bounds)
@@ -94,6 +95,9 @@ class ScanPlan:
         group's block may be partial (see :attr:`partial_last_block`).
     :attr single_item_groups: groups are single work items (CPUs): program
         order replaces work-group barriers.
+    :attr block_bounded: each group's time loop stops at the longest
+        element of its own block of rows (a row-blocked ragged scan, see
+        :mod:`.balance`), not at the scan's length.
     """
 
     length: Any
@@ -101,6 +105,7 @@ class ScanPlan:
     rows: Any = None
     rows_per_group: int = 1
     single_item_groups: bool = False
+    block_bounded: bool = False
     storage: StoragePlan = field(default_factory=StoragePlan, repr=False,
                                  compare=False)
 
@@ -123,7 +128,9 @@ class ScanPlan:
             text += (f", {self.rows} rows in blocks of {self.rows_per_group}"
                      + (" (the last partial)" if self.partial_last_block else "")
                      + (", one work item per group" if self.single_item_groups
-                        else ""))
+                        else "")
+                     + (", each group's loop bounded by its block's longest "
+                        "element" if self.block_bounded else ""))
         return text
 
 
@@ -631,7 +638,9 @@ def plan_scan(scan: Scan, profile: DeviceProfile, nested: bool = False
             and independent_rows(scan, vector_storage, profile) == batch):
         storage = vector_storage
     return ScanPlan(scan.length, "row_blocked", batch[0], batch[1],
-                    profile.kind == "cpu", storage=storage)
+                    profile.kind == "cpu",
+                    block_bounded(scan, "row_blocked", batch[0], nested),
+                    storage=storage)
 
 
 def _plan_scan_nest(plan: KernelPlan, scan: Scan, profile: DeviceProfile,

@@ -31,6 +31,7 @@ from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.fractal_tensor import RaggedScan
 from ftlazy.node import Node, topological_order
+from ftlazy.target.loopy.balance import BlockBoundedLoop
 from ftlazy.target.loopy.plan import partial_last_block
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
@@ -350,7 +351,13 @@ def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
     body = scan.body
     t = kb.parts.fresh("_ft_t")
     length = scan.length
-    kb.parts.add_domain([t], [length])
+    scan_plan = kb.plan.scans[scan]
+    outer_reader = _reader(kb, outer)
+    bounded = (BlockBoundedLoop(kb, scan, scan_plan,
+                                outer_reader(scan.offsets), t)
+               if scan_plan.block_bounded else None)
+    if bounded is None:
+        kb.parts.add_domain([t], [length])
     tvar = prim.Variable(t)
     around = outer.outer_inames
     inside = around + (t,)
@@ -361,14 +368,12 @@ def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
     for name, init in zip(carry_names, scan.inits):
         kb.parts.global_temporary(name, (2,) + init.shape, init.dtype)
 
-    scan_plan = kb.plan.scans[scan]
     body_plan = scan_plan.storage
     batch = scan_plan.batch
     single = scan_plan.single_item_groups
     local = Scope(body_plan, {}, {}, inside, "local", batch, single)
     prologue_scope = Scope(outer.plan, outer.names, outer.params, around,
                            "local", batch, single)
-    outer_reader = _reader(kb, outer)
 
     for k, name in enumerate(carry_names):
         local.params[k] = (lambda idx, name=name: prim.Subscript(
@@ -391,6 +396,9 @@ def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
                               frozenset(), (0,))
         insns += new
         pro_ids |= {i.id for i in new}
+    if bounded is not None:
+        insns.append(bounded.instruction)
+        pro_ids.add(bounded.instruction.id)
     pro_barrier = _local_barrier(kb, pro_ids, around, single)
     insns.append(pro_barrier)
 
@@ -452,10 +460,10 @@ def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
     if not scan.keep_all:
         for k, (name, init) in enumerate(zip(carry_names, scan.inits)):
             result_name = _scan_result_name(kb, scan, k, out_names)
-            parity = _parity(length)
-
-            def last(idx, name=name, parity=parity):
-                return prim.Subscript(prim.Variable(name), (parity,) + idx)
+            def last(idx, name=name):
+                slot = (_parity(length) if bounded is None
+                        else bounded.last_slot(idx))
+                return prim.Subscript(prim.Variable(name), (slot,) + idx)
             insns += kb.emit_copy(last, result_name, init.shape,
                                      prologue_scope,
                                      frozenset({end_barrier.id, pro_barrier.id}))
