@@ -238,6 +238,31 @@ def test_jagged_rnn_over_every_length_distribution():
                 np.testing.assert_allclose(g, w, **TOL)
 
 
+def test_jagged_fold_with_step_reductions():
+    # x @ W and the 0-d sum(x * x) per step: one packed row each
+    Wp, Up = placeholders()
+    xs = ft.make_jagged_placeholder("xs", (F,), np.float64, depth=2)
+    result = ft.map(lambda s: ft.fold(
+        lambda h, x: ft.tanh(x @ Wp + h @ Up + ft.sum(x * x)), s,
+        ft.ones(H)), xs)
+    dense = dict(jagged_lowering(result).dense.items())
+    (scan,) = scans(dense, GPU)
+    assert body_reductions(scan) == 1 and scan.num_ragged == 3
+    f = ft.compile(result)
+    for lengths in (JAGGED_LENGTHS["mixed"], JAGGED_LENGTHS["all_empty"]):
+        data = [RNG.standard_normal((n, F)) for n in lengths]
+        want = []
+        for seq in data:
+            h = np.ones(H)
+            for x in seq:
+                h = np.tanh(x @ W + h @ U + np.sum(x * x))
+            want.append(h)
+        for got in (f(xs=data, W=W, U=U),
+                    ft.evaluate_numpy(result, xs=data, W=W, U=U)):
+            np.testing.assert_allclose(got, np.array(want).reshape(-1, H),
+                                       **TOL)
+
+
 def test_nested_scans_hoist_the_inner_product():
     # each outer step folds an RNN over its row from the outer carry
     Wp, Up = placeholders()

@@ -238,7 +238,8 @@ def _batched(scan: Scan, nodes: list[Node]) -> list[Array]:
     params = [BodyParam(k - nc, p.shape, p.dtype)
               for k, p in enumerate(scan.body.params) if k >= nc]
     renumber = {k + nc: p for k, p in enumerate(params)}
-    outputs = tuple(_Substituter({}, renumber)(n) for n in nodes)
+    substitute = _Substituter({}, renumber)
+    outputs = tuple(substitute(n) for n in nodes)
     body = lower_to_index_lambdas(Body(tuple(params), outputs))
     inputs = list(scan.scanned) + list(scan.captured)
     values, _ = _batch_body(body, scan.length, inputs,
@@ -321,7 +322,8 @@ def _hoisted(scan: Scan, pays: Pays, where: str) -> Scan:
         renumber[k] = add(scan.body.params[k].shape, scan.body.params[k].dtype)
     for n in invariants:
         replace[n] = add(n.shape, n.dtype)
-    new_outputs = tuple(_Substituter(replace, renumber)(o) for o in outputs)
+    substitute = _Substituter(replace, renumber)
+    new_outputs = tuple(substitute(o) for o in outputs)
 
     per_step = (_packed(scan, step_nodes, kind, outside) if ragged
                 else _batched(scan, step_nodes))
