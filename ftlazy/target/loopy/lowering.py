@@ -480,7 +480,9 @@ def hoisting_pays(profile: DeviceProfile) -> Callable[[Scan, str], bool]:
     a scan whose rows evolve independently (a batch, a map's batched scan,
     the sequences of a FractalTensor) already runs each core's rows with
     their products in the loop: hoisting would only add the traffic of the
-    hoisted arrays (W6 measured 48 ms in the loop, 62 ms hoisted)."""
+    hoisted arrays (measured on PoCL with two cores: W6 20-50% slower
+    hoisted, an LSTM over a FractalTensor about 15% slower, while the RNN
+    of a single sequence runs 1.5-1.9x faster hoisted)."""
     if profile.kind != "cpu":
         return lambda scan, where: True
 
