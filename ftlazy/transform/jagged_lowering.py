@@ -69,6 +69,7 @@ from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
 from ftlazy.target.loopy.padding import UnreadPadding
+from ftlazy.target.loopy.ranges import segment_ids_binding
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.jagged_inner_maps import lower_inner_map
 from ftlazy.transform.jagged_nesting import flatten_document_map
@@ -170,9 +171,16 @@ class _BatchRewriter(ExprIdentityMapper):
         #: the element length symbols whose offsets it reads
         self.symbols: set[str] = set()
         if out_kind.what == "packed":
-            self.element = prim.Variable("_ft_seg")[index_var(0)]
+            self.element = prim.Variable(self.segment_ids_name())[index_var(0)]
         else:
             self.element = index_var(0)
+
+    def segment_ids_name(self) -> str:
+        """The binding of the segment ids of a packed output's rows (its
+        name says which extent and offsets, so that code generation can
+        drop lookups whose element it knows)."""
+        return segment_ids_binding(self.out_kind.form,
+                                   self.lowering.offsets_name(self.out_kind.symbol))
 
     def offsets(self, symbol: str) -> prim.Variable:
         """The offsets of the element length *symbol*, as the expression
@@ -458,11 +466,12 @@ class _MapLowering:
                 return node.copy(bindings=bindings), _HOISTED
             out_kind = _DENSE
         bindings["_ft_off"] = self.outer(self.offsets)
-        if out_kind.what == "packed":
-            bindings["_ft_seg"] = self.outer(self.host.segment_ids_for(
-                self.offsets_of(out_kind.symbol), out_kind.form))
         dtype_of = {name: b for name, b in node.bindings.items()}
         rewriter = _BatchRewriter(self, kinds, out_kind, dtype_of)
+        if out_kind.what == "packed":
+            bindings[rewriter.segment_ids_name()] = self.outer(
+                self.host.segment_ids_for(self.offsets_of(out_kind.symbol),
+                                          out_kind.form))
         expr = rewriter(node.expr)
         if padded:
             # positions past the element's own extent: never read by a

@@ -46,7 +46,9 @@ from ftlazy.target.loopy.target import FtlazyOpenCLTarget
 from ftlazy.target.loopy.contractions import (
     emit_blocked_contraction, emit_split_reduction)
 from ftlazy.target.loopy.plan import KernelPlan, local_size, plan_kernel
-from ftlazy.target.loopy.ranges import DataRange, data_dependent_range, reads_arrays
+from ftlazy.target.loopy.ranges import (
+    DataRange, ElementRows, data_dependent_range, element_rows, known_element,
+    parse_segment_ids_binding, reads_arrays)
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.segments import emit_segment_reduction
 from ftlazy.target.loopy.padding import (
@@ -63,9 +65,14 @@ class RangeTranslator(Translator):
     (no private scalar can hold them), the reduction stays masked."""
 
     def __init__(self, *args: Any, ranged_iname: Callable[[DataRange], str],
-                 **kwargs: Any) -> None:
+                 rows: list[ElementRows],
+                 storage: Callable[[Any], str | None], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.ranged_iname = ranged_iname
+        #: ranges known to run over one element's packed rows (shared by
+        #: the translators of one store, see :func:`~.ranges.known_element`)
+        self.rows = rows
+        self.storage = storage
         self.plain_iname = self.fresh_iname
         #: variables of the reductions being translated (outermost first)
         self.enclosing: list[str] = []
@@ -80,12 +87,37 @@ class RangeTranslator(Translator):
                 for b in rng.lower + rng.upper:
                     used |= get_variable_names(b)
             if not used & set(self.enclosing):
-                inames = {name: self.ranged_iname(DataRange(
-                    tuple(self.rec(b) for b in rng.lower),
-                    tuple(self.rec(b) for b in rng.upper)))
-                    for name, rng in ranges.items()}
-                return self._reduce(stripped, names, inames)
+                inames = {}
+                known = []
+                for name, rng in ranges.items():
+                    translated = DataRange(tuple(self.rec(b) for b in rng.lower),
+                                           tuple(self.rec(b) for b in rng.upper))
+                    inames[name] = self.ranged_iname(translated)
+                    known += element_rows(translated, inames[name])
+                self.rows.extend(known)
+                try:
+                    return self._reduce(stripped, names, inames)
+                finally:
+                    del self.rows[len(self.rows) - len(known):]
         return self._reduce(expr, names, {})
+
+    def map_subscript(self, expr: Any) -> Any:
+        # a segment id of a packed row that a ranged reduction over one
+        # element reads: that element, without the indirect load
+        seg = parse_segment_ids_binding(expr.aggregate.name) if self.rows else None
+        if seg is not None and len(expr.index_tuple) == 1:
+            form, offsets = seg
+            name = self.storage(self.bindings.get(offsets))
+            if name is not None:
+                outer, self.in_index = self.in_index, True
+                try:
+                    index = self.rec(expr.index_tuple[0])
+                finally:
+                    self.in_index = outer
+                element = known_element(self.rows, form, name, index)
+                if element is not None:
+                    return element
+        return super().map_subscript(expr)
 
     def _reduce(self, expr: Any, names: list[str], inames: dict[str, str]
                 ) -> Any:
@@ -127,6 +159,8 @@ class KernelBuilder:
         self.level: dict[Node, float] = {}
         #: private statements left in straight-line code (after rolling)
         self.private_statements = 0
+        #: ranges over one element's packed rows being translated
+        self.element_rows: list[ElementRows] = []
 
     # {{{ names and domains
 
@@ -199,7 +233,9 @@ class KernelBuilder:
         translator = RangeTranslator(
             index_map, node.bindings, lambda b, idx: self._read(b, idx, ctx),
             self.parts.fresh_reduction_iname, self.parts.params.add,
-            ranged_iname=lambda rng: self.ranged_iname(rng, ctx))
+            ranged_iname=lambda rng: self.ranged_iname(rng, ctx),
+            rows=self.element_rows,
+            storage=lambda b: ctx.scope.names.get(b) if b is not None else None)
         return translator(expr)
 
     def ranged_iname(self, rng: DataRange, ctx: StoreContext) -> str:

@@ -152,3 +152,152 @@ def _range_bound(cond: Any, names: set[str], bindings: Mapping[str, Any],
 
 def _has_reduce(expr: Any) -> bool:
     return any(isinstance(e, Reduce) for e in iter_subexpressions(expr))
+
+
+# {{{ packed rows of a known element
+
+def segment_ids_binding(form: tuple[int, int], offsets: str) -> str:
+    """The binding name under which a packed array reads the segment ids of
+    its rows: extent ``const + coeff*L`` of the element length whose
+    offsets it binds as *offsets* (see :func:`parse_segment_ids_binding`)."""
+    const, coeff = (f"m{-v}" if v < 0 else str(v) for v in form)
+    return f"_ft_seg_{const}_{coeff}_{offsets}"
+
+
+def parse_segment_ids_binding(name: str) -> tuple[tuple[int, int], str] | None:
+    """``(form, offsets binding)`` of a :func:`segment_ids_binding` name,
+    None for other names."""
+    if not name.startswith("_ft_seg_"):
+        return None
+    parts = name[len("_ft_seg_"):].split("_", 2)
+    if len(parts) != 3:
+        return None
+    try:
+        form = tuple(-int(p[1:]) if p.startswith("m") else int(p)
+                     for p in parts[:2])
+    except ValueError:
+        return None
+    return (form[0], form[1]), parts[2]
+
+
+def linear_form(expr: Any) -> dict[Any, int] | None:
+    """*expr* (a translated integer index) as ``{atom: coefficient}``
+    (key ``()`` for the constant), so that sums written in another order
+    compare equal; subscripts are atoms keyed by their linear indices.
+    None for what is not an integer-linear combination of atoms."""
+    if isinstance(expr, (bool, np.bool_)):
+        return None
+    if isinstance(expr, (int, np.integer)):
+        return {(): int(expr)} if expr else {}
+    if isinstance(expr, prim.Sum):
+        out: dict[Any, int] = {}
+        for child in expr.children:
+            part = linear_form(child)
+            if part is None:
+                return None
+            for k, v in part.items():
+                out[k] = out.get(k, 0) + v
+        return {k: v for k, v in out.items() if v}
+    if isinstance(expr, prim.Product):
+        scale, rest = 1, None
+        for child in expr.children:
+            if isinstance(child, (int, np.integer)) and not isinstance(child, bool):
+                scale *= int(child)
+            elif rest is None:
+                rest = child
+            else:
+                return None
+        if rest is None:
+            return {(): scale} if scale else {}
+        part = linear_form(rest)
+        return None if part is None else {k: scale * v for k, v in part.items()
+                                          if scale * v}
+    if isinstance(expr, prim.Subscript) and isinstance(expr.aggregate, prim.Variable):
+        index = tuple(linear_form(i) for i in expr.index_tuple)
+        if any(i is None for i in index):
+            return None
+        return {("sub", expr.aggregate.name,
+                 tuple(frozenset(i.items()) for i in index)): 1}
+    try:
+        hash(expr)
+    except TypeError:
+        return None
+    return {("atom", expr): 1}
+
+
+@dataclass(frozen=True)
+class ElementRows:
+    """A reduction variable *iname* known to run within
+    ``[0, const + coeff*(offsets[e+1] - offsets[e]))``: packed rows
+    ``const*e + coeff*offsets[e] + iname`` of that extent belong to
+    element *e* (a translated expression, *element_form* its
+    :func:`linear_form`)."""
+
+    offsets: str
+    element: Any
+    element_form: frozenset
+    form: tuple[int, int]
+    iname: str
+
+
+def element_rows(rng: DataRange, iname: str) -> list[ElementRows]:
+    """What a translated range of *iname* says about packed rows: one entry
+    per upper bound of the form ``const + coeff*(O[e+1] - O[e])`` (an
+    element's extent) when some lower bound is a non-negative constant."""
+    if not any(isinstance(b, (int, np.integer)) and b >= 0 for b in rng.lower):
+        return []
+    found = []
+    for bound in rng.upper:
+        form = linear_form(bound)
+        if form is None:
+            continue
+        const = form.pop((), 0)
+        subs = [(k, v) for k, v in form.items() if k[0] == "sub" and len(k[2]) == 1]
+        if len(subs) != 2 or len(form) != 2:
+            continue
+        (hi, a), (lo, b) = sorted(subs, key=lambda kv: -kv[1])
+        if a <= 0 or a != -b or hi[1] != lo[1]:
+            continue
+        step = dict(hi[2][0])
+        for k, v in lo[2][0]:
+            step[k] = step.get(k, 0) - v
+        if {k: v for k, v in step.items() if v} != {(): 1}:
+            continue
+        element = _subscript_index(bound, lo)
+        if element is not None:
+            found.append(ElementRows(lo[1], element, lo[2][0], (const, a), iname))
+    return found
+
+
+def _subscript_index(expr: Any, key: Any) -> Any:
+    """The index of the subscript in *expr* whose atom key is *key*."""
+    for e in iter_subexpressions(expr):
+        if isinstance(e, prim.Subscript):
+            form = linear_form(e)
+            if form is not None and set(form) == {key}:
+                return e.index_tuple[0]
+    return None
+
+
+def known_element(rows: list[ElementRows], form: tuple[int, int],
+                  offsets: str, index: Any) -> Any:
+    """The element whose packed row of extent *form* (placed by *offsets*,
+    the storage name) is *index*, if some entry of *rows* proves it
+    (``index == const*e + coeff*offsets[e] + iname``); else None."""
+    got = linear_form(index)
+    if got is None:
+        return None
+    for r in rows:
+        if r.offsets != offsets or r.form != form:
+            continue
+        const, coeff = form
+        want: dict[Any, int] = {("atom", prim.Variable(r.iname)): 1}
+        for k, v in r.element_form:
+            want[k] = want.get(k, 0) + const * v
+        key = ("sub", offsets, (r.element_form,))
+        want[key] = want.get(key, 0) + coeff
+        if {k: v for k, v in want.items() if v} == got:
+            return r.element
+    return None
+
+# }}}

@@ -23,7 +23,7 @@ import pymbolic.primitives as prim
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
 from ftlazy.target.loopy.plan import ArrayPlan
-from ftlazy.target.loopy.ranges import DataRange, data_dependent_range
+from ftlazy.target.loopy.ranges import DataRange, data_dependent_range, element_rows
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
 if TYPE_CHECKING:
@@ -49,10 +49,10 @@ def _emit_accumulated(kb: KernelBuilder, node: IndexLambda, name: str,
     inames0, index0 = kb.loop_nest(node.shape[:1], scope, cheap=False)
     ctx = StoreContext(scope, inames0, index0, None)
     outer_map = {"_0": index0[0]}
-    j = kb.ranged_iname(DataRange(
+    translated = DataRange(
         tuple(kb.translate_expr(b, node, outer_map, ctx) for b in rng.lower),
-        tuple(kb.translate_expr(b, node, outer_map, ctx) for b in rng.upper)),
-        ctx)
+        tuple(kb.translate_expr(b, node, outer_map, ctx) for b in rng.upper))
+    j = kb.ranged_iname(translated, ctx)
     trailing = tuple(node.shape[1:])
     roles: dict[str, list[str]] = {}
     for role in ("init", "store"):
@@ -82,7 +82,13 @@ def _emit_accumulated(kb: KernelBuilder, node: IndexLambda, name: str,
     index_map.update({f"_{d + 1}": idx for d, idx in enumerate(update_index)})
     index_map[rname] = prim.Variable(j)
     ctx.inames = list(inames0) + [j] + update
-    term = kb.translate_expr(reduction.inner, node, index_map, ctx)
+    # (the range's own element is known for the packed rows it reads)
+    known = element_rows(translated, j)
+    kb.element_rows.extend(known)
+    try:
+        term = kb.translate_expr(reduction.inner, node, index_map, ctx)
+    finally:
+        del kb.element_rows[len(kb.element_rows) - len(known):]
     if lanes > 1:
         kb._row_width = lanes
         term = kb._vector_calls(term, ctx, node.dtype)
