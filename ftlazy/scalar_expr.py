@@ -21,6 +21,7 @@ need not re-derive numpy's promotion rules.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -99,9 +100,15 @@ class ExprStringifier(StringifyMapper):
 class ExprIdentityMapper(IdentityMapper):
     """pymbolic identity mapper that also knows ftlazy's nodes."""
 
-    def map_type_cast(self, expr: TypeCast, *args, **kwargs):
+    def map_type_cast(self, expr: Any, *args, **kwargs):
         child = self.rec(expr.child, *args, **kwargs)
-        return expr if child is expr.child else TypeCast(expr.dtype, child)
+        if child is expr.child:
+            return expr
+        if isinstance(expr, TypeCast):
+            return TypeCast(expr.dtype, child)
+        # loopy's TypeCast (code generation maps translated expressions
+        # with these mappers too): same mapper method, its type is .type
+        return type(expr)(expr.type, child)
 
     def map_reduce(self, expr: Reduce, *args, **kwargs):
         inner = self.rec(expr.inner, *args, **kwargs)

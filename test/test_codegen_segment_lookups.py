@@ -125,3 +125,28 @@ def test_known_element_needs_the_row_the_range_proves():
     # a range that may start below the element's first row proves nothing
     assert _rows(lower=prim.Variable("s")) == []
     assert linear_form(2 * (i + j) - j) == linear_form(2 * i + j)
+
+
+def test_float32_softmax_with_a_float64_initial_row():
+    # the float64 -inf row is cast to float32 inside vectorized math calls,
+    # which map loopy's own TypeCast nodes (this used to raise AttributeError)
+    xs = ft.make_jagged_placeholder("xs", (8,), np.float32, depth=2)
+
+    def softmax(s):
+        m = ft.amax(ft.concatenate([s, np.full((1, 8), -np.inf)]), axis=0)
+        e = ft.exp(s - m)
+        return e / ft.sum(e, axis=0)
+
+    result = ft.map(softmax, xs)
+    lowering = jagged_lowering(result)
+    for width in (4, 8):
+        ft.generate_loopy(lowering.dense,
+                          profile=synthetic_profile("cpu", vector_width=width))
+    data = [np.random.default_rng(n).random((n, 8)).astype(np.float32)
+            for n in (3, 0, 17)]
+    got = ft.compile(result)(xs=data)
+    assert got.lengths().tolist() == [3, 0, 17]
+    for s, g in zip(data, got.tolist()):
+        if len(s):
+            e = np.exp(s - s.max(axis=0))
+            np.testing.assert_allclose(g, e / e.sum(axis=0), rtol=1e-5)
