@@ -394,7 +394,8 @@ class KernelBuilder:
         size = self._local_size(shape, scope, cheap)
         inames: list[str] = []
         index: list[Any] = []
-        if scope.batch is not None:
+        if scope.batch is not None or scope.single_item_groups:
+            # row blocks, or a scan one work item runs (CPUs)
             return batched_loop_nest(self, shape, scope, lanes)
         if not shape:
             group, item = self.parts.fresh("_ft_z"), self.parts.fresh("_ft_z")

@@ -49,8 +49,9 @@ class ArrayPlan:
         a data-dependent range, see :mod:`.segments`), ``"padded_contraction"``
         (a register-blocked contraction over axes bounded by data, see
         :mod:`.padding`), ``"row_blocked_product"``
-        (in a scan whose rows are independent) or ``"empty"`` (statically
-        empty: nothing runs).
+        (in a scan whose rows are independent), ``"one_item_product"`` (the
+        same accumulation over all rows, in a whole-group scan one work
+        item runs) or ``"empty"`` (statically empty: nothing runs).
     :attr local_size: work items per work group along the parallel axis.
     :attr l0_axis: the array axis whose consecutive indices go to
         consecutive work items (``l.0``); ``None`` when a work item computes
@@ -59,7 +60,8 @@ class ArrayPlan:
     :attr block: the register block of a contraction ``(rows, columns)``,
         the accumulators of a split reduction ``(lanes,)``, the private
         accumulator of a CPU segment reduction ``(elements,)``, or the rows per
-        group and reduction unroll of a row-blocked product.
+        group (one-item products: all rows, one for a vector) and reduction
+        unroll of a row-blocked product.
     """
 
     strategy: str
@@ -87,14 +89,17 @@ class ScanPlan:
     """How a scan runs: always a sequential time loop in a kernel of its own.
 
     :attr flavour: ``"whole_group"`` (one work group runs the loop; body
-        arrays spread over its work items) or ``"row_blocked"`` (the carries'
-        rows evolve independently: each group runs the loop for its own
-        block of rows, with no synchronization between groups).
+        arrays spread over its work items, or on CPUs one work item runs it
+        all) or ``"row_blocked"`` (the carries' rows evolve independently:
+        each group runs the loop for its own block of rows, with no
+        synchronization between groups).
     :attr rows: the carries' common row count (row-blocked scans).
     :attr rows_per_group: rows of each work group's block; the last
         group's block may be partial (see :attr:`partial_last_block`).
     :attr single_item_groups: groups are single work items (CPUs): program
-        order replaces work-group barriers.
+        order replaces work-group barriers, and each item's loops over
+        contiguous last axes vectorize (a whole-group scan's products then
+        accumulate all their rows at once: ``"one_item_product"``).
     :attr block_bounded: each group's time loop stops at the longest
         element of its own block of rows (a row-blocked ragged scan, see
         :mod:`.balance`), not at the scan's length.
@@ -131,6 +136,8 @@ class ScanPlan:
                         else "")
                      + (", each group's loop bounded by its block's longest "
                         "element" if self.block_bounded else ""))
+        elif self.single_item_groups:
+            text += ", one work item"
         return text
 
 
@@ -519,19 +526,29 @@ def _subexpressions(expr: Any) -> list[Any]:
 
 
 def row_blockable(node: IndexLambda, scan_plan: ScanPlan,
-                  profile: DeviceProfile) -> Any:
-    """The reduction if *node* is ``sum_k f(b, j, k)`` over rows ``b`` of a
-    row-blocked scan, with a concrete number of columns (a private
-    accumulator's size)."""
+                  profile: DeviceProfile) -> tuple[Any, int] | None:
+    """The reduction and the accumulator's rows if *node* is
+    ``sum_k f(b, j, k)`` over rows ``b`` of a row-blocked scan, with a
+    concrete number of columns (a private accumulator's size), or, in a whole-group scan one work item runs,
+    ``sum_k f(j, k)`` or ``sum_k f(b, j, k)`` over concrete rows (the
+    item's accumulator holds them all)."""
     expr = node.expr
-    ncols = node.shape[1] if node.ndim == 2 else None
-    if (scan_plan.flavour != "row_blocked" or node.ndim != 2
-            or not isinstance(expr, Reduce) or expr.op != "sum"
-            or len(expr.bounds) != 1 or has_reduce(expr.inner)
-            or scan_plan.rows_per_group == 1 or not isinstance(ncols, int)
-            or ncols * scan_plan.rows_per_group > profile.max_private_accumulator):
+    if scan_plan.flavour == "row_blocked" and node.ndim == 2:
+        rows = scan_plan.rows_per_group
+        if rows == 1:
+            return None  # no weight to reuse across rows
+    elif (scan_plan.flavour == "whole_group" and scan_plan.single_item_groups
+          and node.ndim in (1, 2)):
+        rows = node.shape[0] if node.ndim == 2 else 1
+    else:
         return None
-    return expr
+    ncols = node.shape[-1]
+    if (not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or has_reduce(expr.inner)
+            or not isinstance(rows, int) or not isinstance(ncols, int)
+            or ncols * rows > profile.max_private_accumulator):
+        return None
+    return expr, rows
 
 # }}}
 
@@ -543,19 +560,23 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
     if 0 in node.shape:
         return ArrayPlan("empty", node.shape, node.dtype, 1, None)
     if scan_plan is not None:
-        if row_blockable(node, scan_plan, profile) is not None:
+        blocked = row_blockable(node, scan_plan, profile)
+        if blocked is not None:
+            rows = blocked[1]
             if profile.kind == "cpu":
                 kext = node.expr.bounds[0][2]
                 unroll = (profile.scan_k_unroll if isinstance(kext, int)
                           and kext % profile.scan_k_unroll == 0 else 1)
-                return ArrayPlan("row_blocked_product", node.shape, node.dtype,
-                                 1, None, 1, (scan_plan.rows_per_group, unroll))
+                strategy = ("row_blocked_product" if scan_plan.batch
+                            else "one_item_product")
+                return ArrayPlan(strategy, node.shape, node.dtype,
+                                 1, None, 1, (rows, unroll))
             size = (min(profile.scan_local_size, node.shape[1])
                     if isinstance(node.shape[1], int) else profile.scan_local_size)
             return ArrayPlan("row_blocked_product", node.shape, node.dtype,
-                             size, 1, 1, (scan_plan.rows_per_group, 1))
+                             size, 1, 1, (rows, 1))
         cheap = not has_reduce(node.expr)
-        if scan_plan.flavour == "row_blocked":
+        if scan_plan.flavour == "row_blocked" or scan_plan.single_item_groups:
             gpu_columns = not scan_plan.single_item_groups and node.ndim > 1
             last = node.shape[-1] if node.shape else 1
             columns = (min(profile.scan_local_size, last) if isinstance(last, int)
@@ -626,12 +647,17 @@ def plan_scan(scan: Scan, profile: DeviceProfile, nested: bool = False
     """The flavour of *scan* (see :class:`ScanPlan`). A scan *nested* in a
     scan body, and one whose body holds a scan, run in one work group."""
     storage = decide_storage(list(scan.body.outputs))
+    # on CPUs one work item runs a whole-group scan: barriers cost more
+    # than the parallelism of one step gains, and its loops vectorize
+    whole_group = ScanPlan(scan.length, "whole_group",
+                           single_item_groups=profile.kind == "cpu",
+                           storage=storage)
     if nested or any(isinstance(n, Scan)
                      for n in topological_order(list(scan.body.outputs))):
-        return ScanPlan(scan.length, "whole_group", storage=storage)
+        return whole_group
     batch = independent_rows(scan, storage, profile)
     if batch is None:
-        return ScanPlan(scan.length, "whole_group", storage=storage)
+        return whole_group
     vector_storage = vector_math_storage(list(scan.body.outputs), storage,
                                          profile)
     if (vector_storage is not storage

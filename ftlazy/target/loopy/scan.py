@@ -6,7 +6,8 @@ slot ``(t+1) % 2``); the body's stored arrays are computed inside the loop
 with work-group barriers between dependency levels and at the end of each
 step, all instructions state their inames, and loop priorities keep the time
 loop outermost. The scan's flavour comes from its plan
-(:class:`~ftlazy.target.loopy.plan.ScanPlan`): one work group runs the loop,
+(:class:`~ftlazy.target.loopy.plan.ScanPlan`): one work group runs the loop
+(on CPUs a single work item, whose loops vectorize and need no barriers),
 or, where the carry rows evolve independently, each group runs it for its
 own block of rows.
 
@@ -42,29 +43,37 @@ if TYPE_CHECKING:
 def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
                           scope: Scope, reduction: Any
                           ) -> tuple[list[Any], set[Node]]:
-    """``out[b, j] = sum_k f(b, j, k)`` in a row-partitioned scan on a CPU:
-    the group's single work item keeps a ``rows x columns`` accumulator
-    and runs ``for k: for row: for j: acc[row, j] += f(row, j, k)``, whose
+    """``out[b, j] = sum_k f(b, j, k)`` in a scan whose groups are single
+    work items (CPUs): the item keeps a ``rows x columns`` accumulator and
+    runs ``for k: for row: for j: acc[row, j] += f(row, j, k)``, whose
     contiguous innermost loop the OpenCL compiler vectorizes, and which
-    reads each weight row once per group and step."""
-    rows, per_group = scope.batch
+    reads each weight row once per group and step. In a row-partitioned
+    scan the rows are the group's block; in a whole-group scan the item
+    owns every row (``out[j] = sum_k f(j, k)`` is one row)."""
+    if scope.batch is not None:
+        rows, per_group = scope.batch
+        group: str | None = kb.parts.fresh("_ft_bg")
+        kb.parts.add_blocks_domain(group, per_group, rows)
+        kb.parts.iname_tags[group] = "g.0"
+        first_row: Any = prim.Variable(group) * per_group
+    else:
+        rows = per_group = node.shape[0] if node.ndim == 2 else 1
+        group, first_row = None, 0
     (rname, _, kext), = reduction.bounds
-    ncols = node.shape[1]
+    ncols = node.shape[-1]
     # k steps summed per accumulator update: fewer loads and stores of
     # the accumulator per multiply-add
     unroll = kb.plan.arrays[node].block[1]
-    group, item, k = (kb.parts.fresh(p) for p in ("_ft_bg", "_ft_z", "_ft_k"))
-    kb.parts.add_blocks_domain(group, per_group, rows)
+    item, k = kb.parts.fresh("_ft_z"), kb.parts.fresh("_ft_k")
     kb.parts.add_domain([item], [1])
     kb.parts.add_domain([k], [kext // unroll if unroll > 1 else kext])
-    kb.parts.iname_tags[group] = "g.0"
     kb.parts.iname_tags[item] = "l.0"
     loops = {}
     r, j = kb.parts.fresh("_ft_rr"), kb.parts.fresh("_ft_jj")
     # zeroing and storing the block run over it as one flat loop (the
     # group's rows are contiguous in the row-major result)
     block = per_group * ncols
-    partial = partial_last_block(rows, per_group)
+    partial = group is not None and partial_last_block(rows, per_group)
     if partial:
         # the last group's rows stop at the row count
         kb.parts.add_guarded_domain([r, j], [per_group, ncols],
@@ -87,27 +96,33 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
         loops[role] = (flat,)
         kb.parts.priorities.extend((t, flat) for t in scope.outer_inames)
 
-    def row(role):
-        return prim.Variable(group) * per_group + prim.Variable(loops[role][0])
+    def element(row: Any, col: Any) -> tuple:
+        # (a one-dimensional result is a single row)
+        return (first_row + row, col) if node.ndim == 2 else (col,)
+
+    def split(flat: Any) -> tuple:
+        return (flat // ncols, flat % ncols) if per_group > 1 else (0, flat)
 
     def at(role):
         if role == "update":
             return prim.Subscript(prim.Variable(acc), (
                 prim.Variable(r), prim.Variable(j)))
-        flat = prim.Variable(loops[role][0])
-        return prim.Subscript(prim.Variable(acc), (flat // ncols, flat % ncols))
-    col = {"update": prim.Variable(j)}
-    ctx = StoreContext(scope, [group, item], (row("update"), col["update"]))
+        return prim.Subscript(prim.Variable(acc),
+                              split(prim.Variable(loops[role][0])))
+    here = element(prim.Variable(r), prim.Variable(j))
+    hardware = [i for i in (group, item) if i is not None]
+    ctx = StoreContext(scope, hardware, here)
     terms = tuple(
         kb.translate_expr(
             reduction.inner, node,
-            {"_0": row("update"), "_1": col["update"],
+            {**{f"_{d}": i for d, i in enumerate(here)},
              rname: (prim.Variable(k) * unroll + step if unroll > 1
                      else prim.Variable(k))}, ctx)
         for step in range(unroll))
     acc = kb.parts.private_array("_ft_acc", node.dtype, (per_group, ncols))
-    base = frozenset(scope.outer_inames) | {group, item}
+    base = frozenset(scope.outer_inames) | set(hardware)
     init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
+    stored = prim.Variable(loops["store"][0])
     insns = [
         lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
                       within_inames=base | set(loops["init"]),
@@ -116,10 +131,8 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
                       within_inames=base | {k, *loops["update"]},
                       within_inames_is_final=True,
                       depends_on=frozenset(ctx.deps) | {init_id}),
-        lp.Assignment(prim.Subscript(prim.Variable(name), (
-                          (prim.Variable(group) * per_group
-                           + prim.Variable(loops["store"][0]) // ncols),
-                          prim.Variable(loops["store"][0]) % ncols)),
+        lp.Assignment(prim.Subscript(prim.Variable(name), element(
+                          *split(stored))),
                       at("store"), id=kb.parts.fresh(name + "_store"),
                       within_inames=base | set(loops["store"]),
                       within_inames_is_final=True,
@@ -221,19 +234,29 @@ def flat_row_block_nest(kb: KernelBuilder, shape: tuple, scope: Scope
 
 def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope,
                       lanes: int = 1) -> tuple[list[str], tuple]:
-    """A loop nest in a row-partitioned scan: axis 0 (the rows) splits
-    into the work group (g.0) and a sequential loop over its rows; the
-    last axis is spread over the group's work items (l.0)."""
-    rows, per_group = scope.batch
-    group, row = kb.parts.fresh("_ft_bg"), kb.parts.fresh("_ft_br")
-    kb.parts.add_split_domain(group, row, per_group, rows)
-    kb.parts.iname_tags[group] = "g.0"
-    inames = [group, row]
-    index: list[Any] = [prim.Variable(group) * per_group + prim.Variable(row)]
-    sequential = [row]
+    """A loop nest in a scan whose work groups are row blocks or single
+    work items. In a row-partitioned scan axis 0 (the rows) splits into the
+    work group (g.0) and a sequential loop over its rows; in a whole-group
+    scan one work item runs (CPUs) every axis is a sequential loop. The
+    last axis is spread over the group's work items (l.0, GPUs) or, with one
+    work item per group (CPUs), a sequential loop whose *lanes* run math
+    calls on vectors."""
+    inames: list[str] = []
+    index: list[Any] = []
+    sequential: list[str] = []
+    first = 0
+    if scope.batch is not None:
+        rows, per_group = scope.batch
+        group, row = kb.parts.fresh("_ft_bg"), kb.parts.fresh("_ft_br")
+        kb.parts.add_split_domain(group, row, per_group, rows)
+        kb.parts.iname_tags[group] = "g.0"
+        inames += [group, row]
+        index.append(prim.Variable(group) * per_group + prim.Variable(row))
+        sequential.append(row)
+        first = 1
     # one work item per group (CPUs): its contiguous loops vectorize
     cpu = scope.single_item_groups
-    for d, extent in enumerate(shape[1:], start=1):
+    for d, extent in enumerate(shape[first:], start=first):
         if d == len(shape) - 1 and not cpu:
             scan_size = kb.profile.scan_local_size
             size = (min(scan_size, extent) if isinstance(extent, int)
@@ -252,7 +275,6 @@ def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope,
             index.append(idx)
             sequential.extend(names)
     if len(shape) == 1 or cpu:
-        # one work item per group on CPUs: its contiguous loops vectorize
         item = kb.parts.fresh("_ft_z")
         kb.parts.add_domain([item], [1])
         kb.parts.iname_tags[item] = "l.0"
@@ -413,7 +435,8 @@ def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
         elif isinstance(n, IndexLambda) and n in local.plan.stored:
             name = kb.storage_name(n)
             kb.parts.global_temporary(name, n.shape, n.dtype)
-            if kb.plan.arrays[n].strategy == "row_blocked_product":
+            if kb.plan.arrays[n].strategy in ("row_blocked_product",
+                                              "one_item_product"):
                 emit = _emit_row_blocked_cpu if single else _emit_row_blocked
                 new, reads = emit(kb, n, name, local, n.expr)
             else:
