@@ -58,8 +58,12 @@ def xs():
     return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
 
 
+def ragged_scans(compiled):
+    return [s for s in compiled.plan.scans if isinstance(s, RaggedScan)]
+
+
 def ragged_scan_plans(compiled):
-    return [p for s, p in compiled.plan.scans.items() if isinstance(s, RaggedScan)]
+    return [compiled.plan.scans[s] for s in ragged_scans(compiled)]
 
 
 def check_all(result, reference, **more):
@@ -101,6 +105,9 @@ def test_linear_recurrence_over_skewed_lengths(xs):
     compiled = check_all(result, lambda s: recurrence_numpy(s)[0], a=A)
     (plan,) = ragged_scan_plans(compiled)
     assert plan.block_bounded and plan.rows_per_group >= 1
+    # the carries' gate scans the step index alone: no (steps, n) array
+    (scan,) = ragged_scans(compiled)
+    assert [x.shape for x in scan.scanned[scan.num_ragged:]] == [(scan.length,)]
 
 
 def test_fold_of_a_captured_init_over_skewed_lengths(xs):

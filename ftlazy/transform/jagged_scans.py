@@ -13,12 +13,12 @@ as :mod:`ftlazy.transform.batch` does for dense maps, with carries
   a size the host derives from the offsets. Step ``t`` reads row ``t`` of
   every element straight from the packed rows and writes stacked results
   straight to packed rows (no time-major copies); element ``i``'s carry is
-  updated only while ``t < f(L_i)``: a scanned step mask gates each new
-  carry, so a fold returns each element's own last carry (its init for an
+  updated only while ``t < f(L_i)``: the step index, scanned time-major,
+  compared with the extent read from the offsets gates each new carry, so a fold returns each element's own last carry (its init for an
   empty element). The scan's body is lowered as the map's body is, so it
   may read whole elements (attention to the sequence at every step), and a
   fold's carry may have the element's length (a per-query online softmax):
-  such a carry stays packed, each row gated by its element's mask. Where
+  such a carry stays packed, each row gated by its element's extent. Where
   the map has several element length symbols (see
   :mod:`ftlazy.transform.jagged_element_reads`), the scan runs over the
   offsets of its own length's symbol, and its body may read packed arrays
@@ -64,7 +64,7 @@ __all__ = ["lower_scan", "unroll_element_scans", "MAX_UNROLLED_STEPS"]
 #: the longest static scan that :func:`unroll_element_scans` copies out
 MAX_UNROLLED_STEPS = 64
 
-_BOOL = np.dtype(np.bool_)
+_INT64 = np.dtype(np.int64)
 
 
 def _read(name: str, index: tuple) -> Any:
@@ -78,29 +78,29 @@ def _element_indices(first: int, ndim: int) -> tuple:
 
 # {{{ a scan over the element's rows
 
-def _step_mask(lowering: _MapLowering, offsets: Array, form: tuple[int, int],
-               steps: Any) -> IndexLambda:
-    """``(T, n)`` bool: whether step ``t`` belongs to element ``i`` (of
-    extent *form* of the lengths that *offsets* give)."""
-    t, i = index_var(0), index_var(1)
-    off = prim.Variable("_ft_off")
-    const, coeff = form
-    expr = prim.Comparison(t, "<", const + coeff * (off[i + 1] - off[i]))
-    return IndexLambda(expr, (steps, lowering.n), _BOOL, {"_ft_off": offsets})
+def _step_index(steps: Any) -> IndexLambda:
+    """``(T,)``: the step index, scanned time-major so that the body can
+    compare it with each element's extent (a ``(T, n)`` mask would cost
+    ``n`` times the longest extent, however short the other elements)."""
+    return IndexLambda(index_var(0), (steps,), _INT64, {})
 
 
-def _gated(carry: BodyParam, new: Array, mask: BodyParam,
-           segment_ids: Array | None) -> IndexLambda:
-    """The new batched carry where the element is still running, else the
+def _gated(carry: BodyParam, new: Array, step: BodyParam, offsets: BodyParam,
+           form: tuple[int, int], segment_ids: Array | None) -> IndexLambda:
+    """The new batched carry where the element is still running (*step*
+    below its extent, *form* of the lengths that *offsets* give), else the
     old one; a packed carry's row finds its element in *segment_ids*."""
     idx = _element_indices(0, carry.ndim)
     element = (index_var(0) if segment_ids is None
                else prim.Subscript(prim.Variable("_seg"), (index_var(0),)))
-    bindings = {"_mask": mask, "_new": new, "_old": carry}
+    bindings = {"_step": step, "_off": offsets, "_new": new, "_old": carry}
     if segment_ids is not None:
         bindings["_seg"] = segment_ids
-    expr = prim.If(prim.Subscript(prim.Variable("_mask"), (element,)),
-                   _read("_new", idx), _read("_old", idx))
+    off = prim.Variable("_off")
+    const, coeff = form
+    running = prim.Comparison(prim.Variable("_step"), "<", const + coeff * (
+        off[element + 1] - off[element]))
+    expr = prim.If(running, _read("_new", idx), _read("_old", idx))
     return IndexLambda(expr, carry.shape, carry.dtype, bindings)
 
 
@@ -150,8 +150,8 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, symbol: str,
             shape = value.shape
         new_inputs.append(value)
         params.append((BodyParam(new_index, shape, value.dtype), kind))
-    mask = BodyParam(nc + ns, (n,), _BOOL)
-    new_inputs.insert(nc + ns, _step_mask(lowering, offsets, form, steps))
+    step = BodyParam(nc + ns, (), _INT64)
+    new_inputs.insert(nc + ns, _step_index(steps))
     # the body is lowered as the map's body is, its reads of the offsets
     # and segment ids captured
     captures = _Captures(len(new_inputs))
@@ -169,9 +169,10 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, symbol: str,
                 lowering.offsets_of(carry_kind.symbol), carry_kind.form))
         elif kind.what == "hoisted":
             value = _broadcast_batch(value, n)
-        gated.append(_gated(carry, value, mask, segment_ids))
+        gated.append(_gated(carry, value, step, captures(offsets), form,
+                            segment_ids))
     offsets_index = captures(offsets).index
-    body_params = sorted([p for p, _ in params] + [mask]
+    body_params = sorted([p for p, _ in params] + [step]
                          + list(captures.params.values()), key=lambda p: p.index)
     batched_scan = RaggedScan(Body(tuple(body_params), tuple(gated)),
                               tuple(new_inputs) + tuple(captures.params),
