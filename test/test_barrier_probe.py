@@ -46,6 +46,22 @@ def test_the_fallbacks_build_the_miscompiled_form_correctly(cl_queue, build):
     assert bp.run_probe_kernel(cl_queue, build, DIVISION_FORM, n=7, steps=6)
 
 
+@pytest.mark.parametrize("build", ["optnone", "separate"])
+def test_the_fallbacks_run_the_nested_probe_kernel(cl_queue, build):
+    # a scan nested in a scan's step: PoCL 3.0 miscompiles it optimized
+    _needs_probe_device(cl_queue)
+    for n in (1, 5, 200):
+        assert bp.run_nested_probe_kernel(cl_queue, build, n), n
+
+
+def test_the_nested_probe_kernel_decides_too(cl_queue, monkeypatch):
+    # a build that runs the flat probe but not the nested one is not chosen
+    _needs_probe_device(cl_queue)
+    monkeypatch.setattr(bp, "run_nested_probe_kernel",
+                        lambda queue, build, n=5: build == "separate")
+    assert bp._choose(cl_queue.device) == ("separate", True)
+
+
 def test_the_first_build_that_runs_correctly_is_chosen(cl_queue, monkeypatch):
     _needs_probe_device(cl_queue)
     device = cl_queue.device
@@ -119,10 +135,19 @@ def _program_builds(program, context):
                   for names, options in builds.values())
 
 
-@pytest.mark.parametrize("kind,build", [("cpu", "optnone"), ("cpu", "separate"),
-                                        ("gpu", "separate")])
-def test_each_build_scopes_itself_to_the_barrier_loops(cl_queue, kind, build):
-    profile = synthetic_profile(kind, 1, barrier_loop_build=build)
+def test_cpu_folds_have_no_barrier_loops():
+    # CPU plans run a whole-group fold in one work item, without barriers
+    program = ft.generate_loopy(FOLD_AND_CONTRACTION, profile=synthetic_profile(
+        "cpu", 1, barrier_loop_build="separate"))
+    import loopy as lp
+    linearized = lp.linearize(lp.preprocess_program(program.program))
+    assert not bp.barrier_loop_kernels(linearized.default_entrypoint)
+    assert bp.OPT_DISABLE not in program.source
+
+
+@pytest.mark.parametrize("build", ["optnone", "separate"])
+def test_each_build_scopes_itself_to_the_barrier_loops(cl_queue, build):
+    profile = synthetic_profile("gpu", 1, barrier_loop_build=build)
     program = ft.generate_loopy(FOLD_AND_CONTRACTION, profile=profile)
     import loopy as lp
     linearized = lp.linearize(lp.preprocess_program(program.program))
@@ -168,5 +193,5 @@ def test_programs_without_barriers_in_loops_are_built_as_one():
 def test_an_unknown_build_is_refused():
     with pytest.raises(ValueError, match="unknown barrier loop build 'fast'"):
         bp.program_sources(ft.generate_loopy(
-            FOLD_AND_CONTRACTION, profile=synthetic_profile("cpu", 1)).program,
+            FOLD_AND_CONTRACTION, profile=synthetic_profile("gpu", 1)).program,
             "fast")

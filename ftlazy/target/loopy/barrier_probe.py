@@ -7,9 +7,11 @@ whose body is separated by work-group barriers, its carry kept in global
 memory. PoCL 3.0 (LLVM 14), optimizing, dropped every global store of such
 a kernel when its carry slot was written ``t - 2*(t/2)`` (loopy's form of
 ``t % 2``): the carries never changed. Scans now index their slots
-``t & 1``, which it builds correctly. :func:`barrier_loop_build` runs a
-small kernel of that shape, as ftlazy writes it, once per device, and
-chooses the first build of :data:`BARRIER_LOOP_BUILDS` that runs it
+``t & 1``, which it builds correctly for one loop, but not for a scan
+nested in a scan's step (loops of barrier-separated stages inside such a
+loop): the carries came out wrong. :func:`barrier_loop_build` runs small
+kernels of both shapes, as ftlazy writes them, once per device, and
+chooses the first build of :data:`BARRIER_LOOP_BUILDS` that runs both
 correctly:
 
 * ``"optimize"``: like every other kernel;
@@ -40,6 +42,7 @@ from loopy.target.pyopencl_execution import (
 from pytools import memoize_method
 
 __all__ = ["BARRIER_LOOP_BUILDS", "barrier_loop_build", "barrier_loop_kernels",
+           "run_probe_kernel", "run_nested_probe_kernel",
            "opencl_programs", "program_executor", "program_sources",
            "BarrierLoopExecutor"]
 
@@ -97,6 +100,78 @@ probe(__global double *out, long const n, long const steps,
 """
 
 
+#: a scan nested in a scan's step as ftlazy writes it for the GPU flavour (a
+#: fold over each sequence's rows whose step folds over two rows, inner
+#: carry ``+`` row): loops of barrier-separated stages inside such a loop.
+#: PoCL 3.0 optimizing returned wrong carries for it even with ``t & 1``
+#: slots, which :data:`PROBE_SOURCE` alone runs correctly
+NESTED_PROBE_SOURCE = """
+#define lid(N) ((int) get_local_id(N))
+__kernel void __attribute__ ((reqd_work_group_size(256, 1, 1))) probe_nested(__global double const *__restrict__ _ft_in0, __global long const *__restrict__ _ft_in1, __global double *_ft_out0, long const _ft_n0, long const _ft_n1, long const _ft_n2, __global double *_ft_carry11, __global double *_ft_carry24, __global double const *__restrict__ _ft_t1, __global double *_ft_t17, __global double *_ft_t30, __global double *_ft_t41, __global double *_ft_t46, __global long const *__restrict__ _ft_t6)
+{
+  double _ft_v50;
+
+  if (-1 + -1 * lid(0) + _ft_n0 >= 0)
+    for (int _ft_i1_14 = 0; _ft_i1_14 <= 2; ++_ft_i1_14)
+      for (int _ft_o12 = 0; _ft_o12 <= -1 + -1 * lid(0) + (255 + _ft_n0 + 255 * lid(0)) / 256; ++_ft_o12)
+        _ft_carry11[3 * (256 * _ft_o12 + lid(0)) + _ft_i1_14] = _ft_t1[3 * (256 * _ft_o12 + lid(0)) + _ft_i1_14];
+  barrier(CLK_GLOBAL_MEM_FENCE) /* Barrier inserted due to _ft_scan64__ft_lbarrier16 */;
+  for (int _ft_t10 = 0; _ft_t10 <= -1 + _ft_n2; ++_ft_t10)
+  {
+    if (1 + -1 * lid(0) >= 0)
+      for (int _ft_i1_20 = 0; _ft_i1_20 <= -1 + _ft_n0; ++_ft_i1_20)
+        for (int _ft_i2_21 = 0; _ft_i2_21 <= 2; ++_ft_i2_21)
+        {
+          int const _ft_o18 = 0;
+
+          _ft_t17[3 * _ft_n0 * lid(0) + 3 * _ft_i1_20 + _ft_i2_21] = ((_ft_o18 * 2 + lid(0) == 0) ? ((_ft_t10 < 0 + 1 * (_ft_in1[1 + _ft_i1_20] + -1 * _ft_in1[_ft_i1_20])) ? _ft_in0[3 * min(_ft_in1[_ft_i1_20] + _ft_t10, _ft_n1 + -1) + _ft_i2_21] : (double) (0.0)) : _ft_carry11[3 * _ft_n0 * (_ft_t10 & 1) + 3 * _ft_i1_20 + _ft_i2_21]);
+        }
+    barrier(CLK_GLOBAL_MEM_FENCE) /* Barrier inserted due to _ft_scan64__ft_lbarrier52 */;
+    if (-1 + -1 * lid(0) + _ft_n0 >= 0)
+      for (int _ft_i1_27 = 0; _ft_i1_27 <= 2; ++_ft_i1_27)
+        for (int _ft_o25 = 0; _ft_o25 <= -1 + -1 * lid(0) + (255 + _ft_n0 + 255 * lid(0)) / 256; ++_ft_o25)
+          _ft_carry24[3 * (256 * _ft_o25 + lid(0)) + _ft_i1_27] = _ft_carry11[3 * _ft_n0 * (_ft_t10 & 1) + 3 * (256 * _ft_o25 + lid(0)) + _ft_i1_27];
+    barrier(CLK_GLOBAL_MEM_FENCE) /* Barrier inserted due to _ft_scan64__ft_lbarrier29 */;
+    for (int _ft_t23 = 0; _ft_t23 <= 1; ++_ft_t23)
+    {
+      if (-1 + -1 * lid(0) + _ft_n0 >= 0)
+        for (int _ft_i1_33 = 0; _ft_i1_33 <= 2; ++_ft_i1_33)
+          for (int _ft_o31 = 0; _ft_o31 <= -1 + -1 * lid(0) + (255 + _ft_n0 + 255 * lid(0)) / 256; ++_ft_o31)
+            _ft_t30[3 * (256 * _ft_o31 + lid(0)) + _ft_i1_33] = (_ft_carry24[3 * _ft_n0 * (_ft_t23 & 1) + 3 * (256 * _ft_o31 + lid(0)) + _ft_i1_33] + _ft_t17[3 * _ft_n0 * _ft_t23 + 3 * (256 * _ft_o31 + lid(0)) + _ft_i1_33]);
+      barrier(CLK_GLOBAL_MEM_FENCE) /* Barrier inserted due to _ft_scan64__ft_lbarrier35 */;
+      if (-1 + -1 * lid(0) + _ft_n0 >= 0)
+        for (int _ft_i1_38 = 0; _ft_i1_38 <= 2; ++_ft_i1_38)
+          for (int _ft_o36 = 0; _ft_o36 <= -1 + -1 * lid(0) + (255 + _ft_n0 + 255 * lid(0)) / 256; ++_ft_o36)
+            _ft_carry24[3 * _ft_n0 * (_ft_t23 + 1 & 1) + 3 * (256 * _ft_o36 + lid(0)) + _ft_i1_38] = _ft_t30[3 * (256 * _ft_o36 + lid(0)) + _ft_i1_38];
+      barrier(CLK_GLOBAL_MEM_FENCE) /* Barrier inserted due to _ft_scan64__ft_lbarrier40 */;
+    }
+    if (-1 + -1 * lid(0) + _ft_n0 >= 0)
+      for (int _ft_i1_44 = 0; _ft_i1_44 <= 2; ++_ft_i1_44)
+        for (int _ft_o42 = 0; _ft_o42 <= -1 + -1 * lid(0) + (255 + _ft_n0 + 255 * lid(0)) / 256; ++_ft_o42)
+          _ft_t41[3 * (256 * _ft_o42 + lid(0)) + _ft_i1_44] = _ft_carry24[3 * _ft_n0 * (2 & 1) + 3 * (256 * _ft_o42 + lid(0)) + _ft_i1_44];
+    barrier(CLK_GLOBAL_MEM_FENCE) /* Barrier inserted due to _ft_scan64__ft_lbarrier53 */;
+    if (-1 + -1 * lid(0) + _ft_n0 >= 0)
+      for (int _ft_i1_49 = 0; _ft_i1_49 <= 2; ++_ft_i1_49)
+        for (int _ft_o47 = 0; _ft_o47 <= -1 + -1 * lid(0) + (255 + _ft_n0 + 255 * lid(0)) / 256; ++_ft_o47)
+        {
+          _ft_v50 = _ft_t41[3 * (256 * _ft_o47 + lid(0)) + _ft_i1_49];
+          _ft_t46[3 * (256 * _ft_o47 + lid(0)) + _ft_i1_49] = ((_ft_t6[_ft_t10] < 0l + 1l * (_ft_in1[1 + 256 * _ft_o47 + lid(0)] + -1l * _ft_in1[256 * _ft_o47 + lid(0)])) ? _ft_v50 : _ft_carry11[3 * _ft_n0 * (_ft_t10 & 1) + 3 * (256 * _ft_o47 + lid(0)) + _ft_i1_49]);
+        }
+    barrier(CLK_GLOBAL_MEM_FENCE) /* Barrier inserted due to _ft_scan64__ft_lbarrier54 */;
+    if (-1 + -1 * lid(0) + _ft_n0 >= 0)
+      for (int _ft_i1_57 = 0; _ft_i1_57 <= 2; ++_ft_i1_57)
+        for (int _ft_o55 = 0; _ft_o55 <= -1 + -1 * lid(0) + (255 + _ft_n0 + 255 * lid(0)) / 256; ++_ft_o55)
+          _ft_carry11[3 * _ft_n0 * (_ft_t10 + 1 & 1) + 3 * (256 * _ft_o55 + lid(0)) + _ft_i1_57] = _ft_t46[3 * (256 * _ft_o55 + lid(0)) + _ft_i1_57];
+    barrier(CLK_GLOBAL_MEM_FENCE) /* Barrier inserted due to _ft_scan64__ft_lbarrier59 */;
+  }
+  if (-1 + -1 * lid(0) + _ft_n0 >= 0)
+    for (int _ft_i1_62 = 0; _ft_i1_62 <= 2; ++_ft_i1_62)
+      for (int _ft_o60 = 0; _ft_o60 <= -1 + -1 * lid(0) + (255 + _ft_n0 + 255 * lid(0)) / 256; ++_ft_o60)
+        _ft_out0[3 * (256 * _ft_o60 + lid(0)) + _ft_i1_62] = _ft_carry11[3 * _ft_n0 * (_ft_n2 & 1) + 3 * (256 * _ft_o60 + lid(0)) + _ft_i1_62];
+}
+"""
+
+
 # {{{ the probe
 
 _RESULTS: dict[Any, str] = {}
@@ -118,7 +193,8 @@ def run_probe_kernel(queue: Any, build: str, source: str | None = None,
                      n: int = 5, steps: int = 5) -> bool:
     """Whether the probe kernel (or *source*, of its signature), built as
     *build* builds barrier loops, adds 1 to every carry element per step
-    (*n* carry rows, at most 256: one per work item)."""
+    (*n* carry rows, at most 256: one per work item). Without *source*,
+    the nested probe (:func:`run_nested_probe_kernel`) must pass too."""
     import pyopencl as cl
     import pyopencl.array as cla
     kernel = cl.Program(queue.context, probe_source(build, source)).build(
@@ -131,7 +207,37 @@ def run_probe_kernel(queue: Any, build: str, source: str | None = None,
     b = cla.zeros(queue, (n, 3), np.float64)
     kernel(queue, (256,), (256,), out.data, np.int64(n), np.int64(steps),
            carry.data, init.data, mask.data, a.data, b.data)
-    return bool(np.array_equal(out.get(), np.full((n, 3), 1.0 + steps)))
+    flat = bool(np.array_equal(out.get(), np.full((n, 3), 1.0 + steps)))
+    return flat and (source is not None
+                     or run_nested_probe_kernel(queue, build, n))
+
+
+def run_nested_probe_kernel(queue: Any, build: str, n: int = 5) -> bool:
+    """Whether :data:`NESTED_PROBE_SOURCE`, built as *build* builds
+    barrier loops, folds *n* sequences (at most 256) of lengths ``i % 4``
+    whose rows are all ones with the step ``h = (h + x) + h``: each
+    sequence of length ``L`` ends at ``2**L - 1``."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+    kernel = cl.Program(queue.context, probe_source(
+        build, NESTED_PROBE_SOURCE.replace("probe_nested", "probe", 1))).build(
+        options=build_options(build)).probe
+    lengths = np.arange(n) % 4
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    nnz, steps = int(offsets[-1]), int(lengths.max(initial=0))
+
+    def zeros(*shape: int) -> Any:
+        return cla.zeros(queue, shape, np.float64).data
+
+    out = cla.zeros(queue, (n, 3), np.float64)
+    kernel(queue, (256,), (256,),
+           cla.to_device(queue, np.ones((max(nnz, 1), 3))).data,
+           cla.to_device(queue, offsets).data, out.data, np.int64(n),
+           np.int64(nnz), np.int64(steps), zeros(2, n, 3), zeros(2, n, 3),
+           zeros(n, 3), zeros(2, n, 3), zeros(n, 3), zeros(n, 3), zeros(n, 3),
+           cla.to_device(queue, np.arange(max(steps, 1), dtype=np.int64)).data)
+    want = np.repeat((2.0 ** lengths - 1)[:, None], 3, axis=1)
+    return bool(np.array_equal(out.get(), want))
 
 
 def _choose(device: Any) -> tuple[str, bool]:
@@ -158,7 +264,8 @@ def _cache_file() -> pathlib.Path:
 
 def _disk_key(device: Any) -> str:
     digest = hashlib.sha256(
-        "\0".join((PROBE_SOURCE, OPTNONE, *BARRIER_LOOP_BUILDS)).encode()
+        "\0".join((PROBE_SOURCE, NESTED_PROBE_SOURCE, OPTNONE,
+                   *BARRIER_LOOP_BUILDS)).encode()
     ).hexdigest()[:16]
     return " | ".join((f"{device.platform.name} {device.platform.version}".strip(),
                        device.name, device.driver_version, f"probe {digest}"))
