@@ -350,17 +350,17 @@ def opencl_programs(codegen_result: Any, looping: frozenset[str], build: str
     """``(source, build options)`` of each OpenCL program that loopy's
     *codegen_result* is built as, the kernels named in *looping* (see
     :func:`barrier_loop_kernels`) built as *build* says."""
-    import cgen
     from loopy.codegen.result import process_preambles
     programs = list(codegen_result.device_programs)
     if build == "optimize" or not any(p.name in looping for p in programs):
         return [(codegen_result.device_code(), [])]
     preamble = "".join(process_preambles(codegen_result.device_preambles)) + "\n"
     if build == "optnone":
-        asts = [cgen.FunctionBody(cgen.DeclSpecifier(p.ast.fdecl, OPTNONE),
-                                  p.ast.body) if p.name in looping else p.ast
-                for p in programs]
-        return [(preamble + "\n\n".join(map(str, asts)), [])]
+        # (a program's AST may be a cgen Collection around the function: the
+        # declaration is marked in its text, as in the probe)
+        texts = [str(p.ast).replace("__kernel", f"{OPTNONE} __kernel", 1)
+                 if p.name in looping else str(p.ast) for p in programs]
+        return [(preamble + "\n\n".join(texts), [])]
     if build != "separate":
         raise ValueError(f"unknown barrier loop build {build!r}; known: "
                          f"{BARRIER_LOOP_BUILDS}")
@@ -407,9 +407,11 @@ class BarrierLoopExecutor(PyOpenCLExecutor):
         import pyopencl as cl
         from loopy.codegen import generate_code_v2
         t_unit = self.get_typed_and_scheduled_translation_unit(arg_to_dtype)
+        looping = barrier_loop_kernels(t_unit[self.entrypoint])
+        if not looping:     # built as loopy builds it
+            return super().translation_unit_info(arg_to_dtype)
         codegen_result = generate_code_v2(t_unit)
         kernels = _Kernels()
-        looping = barrier_loop_kernels(t_unit[self.entrypoint])
         for source, options in opencl_programs(codegen_result, looping,
                                                self.build):
             program = cl.Program(self.context, source).build(options=options)
