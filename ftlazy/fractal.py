@@ -143,6 +143,30 @@ class Loop(Node):
         raise NotImplementedError
 
 
+class CarryLoop(Loop):
+    """Base of sequential loops whose results are their carries: inputs
+    begin with the :attr:`num_carries` initial carries; with ``keep_all``
+    result ``k`` stacks carry ``k`` after each of the :attr:`length`
+    steps, else it is the last carry."""
+
+    __slots__ = ()
+
+    @property
+    def inits(self) -> tuple[Array, ...]:
+        return self.inputs[:self.num_carries]
+
+    @property
+    def num_outputs(self) -> int:
+        return self.num_carries
+
+    def output_shape(self, index: int) -> Shape:
+        shape = self.inits[index].shape
+        return ((self.length,) + shape) if self.keep_all else shape
+
+    def output_dtype(self, index: int) -> np.dtype:
+        return self.inits[index].dtype
+
+
 def _check_lengths(arrays: tuple[Array, ...], what: str) -> ShapeComponent:
     for a in arrays:
         if a.ndim == 0:
@@ -199,7 +223,7 @@ class Map(Loop):
 
 
 @node(children=("inputs",), bodies=("body",))
-class Scan(Loop):
+class Scan(CarryLoop):
     """A sequential loop. Inputs are the :attr:`num_carries` initial carries,
     then :attr:`num_scanned` sequences (read element by element along axis
     0), then captured arrays; body parameters come in the same order and the
@@ -227,10 +251,6 @@ class Scan(Loop):
         check_carries(self.inits, self.body.outputs, "scan")
 
     @property
-    def inits(self) -> tuple[Array, ...]:
-        return self.inputs[:self.num_carries]
-
-    @property
     def scanned(self) -> tuple[Array, ...]:
         return self.inputs[self.num_carries:self.num_carries + self.num_scanned]
 
@@ -241,17 +261,6 @@ class Scan(Loop):
     @property
     def length(self) -> ShapeComponent:
         return self.scanned[0].shape[0]
-
-    @property
-    def num_outputs(self) -> int:
-        return self.num_carries
-
-    def output_shape(self, index: int) -> Shape:
-        shape = self.inits[index].shape
-        return ((self.length,) + shape) if self.keep_all else shape
-
-    def output_dtype(self, index: int) -> np.dtype:
-        return self.inits[index].dtype
 
 
 def check_carries(inits: Any, outputs: Any, what: str) -> None:

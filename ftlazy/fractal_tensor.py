@@ -544,6 +544,14 @@ def _element_params(depth: int, values: Array, symbols: tuple[str, ...]
             ((sh.add(prim.Variable(symbols[0]), 1),), np.dtype(np.int64))]
 
 
+def element_symbols(depth: int, level: int) -> tuple[str, ...]:
+    """The body size parameters of one element of a FractalTensor of
+    *depth* traced at map/scan nesting *level*: ``(L,)`` at depth 2 (its
+    length), ``(m, T)`` at depth 3 (its numbers of sequences and leaves)."""
+    names = ("L",) if depth == 2 else ("m", "T")
+    return tuple(f"{ELEMENT_SIZE_PREFIX}{level}_{s}" for s in names)
+
+
 def element_views(params: Any, depths: Any) -> list[Any]:
     """The elements a traced body gets from its flat *params*, one per
     input of *depths*: a depth-3 element is a depth-2 :class:`Jagged` over
@@ -587,9 +595,7 @@ def jagged_map(f: Callable, *xs: Any,
                                  "depths 2 and 3 are supported")
             if first_jagged is None:
                 first_jagged = x
-                names = (("L",) if x.depth == 2 else ("m", "T"))
-                first_symbols = tuple(f"{ELEMENT_SIZE_PREFIX}{level}_{s}"
-                                      for s in names)
+                first_symbols = element_symbols(x.depth, level)
             elif x.depth != first_jagged.depth:
                 raise ValueError(f"map zips FractalTensors of different depths: "
                                  f"{first_jagged!r} and {x!r}")

@@ -34,10 +34,10 @@ import numpy as np
 from ftlazy import shapes as sh
 from ftlazy.array import Array
 from ftlazy.fractal import (
-    Body, Loop, LoopResult, _trace, check_carries, tree_flatten,
+    Body, CarryLoop, LoopResult, _trace, check_carries, tree_flatten,
     tree_leaves_like, tree_unflatten)
 from ftlazy.fractal_tensor import (
-    ELEMENT_SIZE_PREFIX, Jagged, _element_params, _map_nesting, element_views)
+    Jagged, _element_params, _map_nesting, element_symbols, element_views)
 from ftlazy.node import node
 from ftlazy.shapes import Shape, ShapeComponent
 
@@ -45,7 +45,7 @@ __all__ = ["JaggedScan", "jagged_scan", "has_jagged_sequence"]
 
 
 @node(children=("inputs",), bodies=("body",))
-class JaggedScan(Loop):
+class JaggedScan(CarryLoop):
     """A sequential loop over the outer list of FractalTensors.
 
     :attr:`inputs` hold the :attr:`num_carries` initial carries, then, for
@@ -91,10 +91,6 @@ class JaggedScan(Loop):
                     "element inside the body)")
         check_carries(self.inits, self.body.outputs, self.what)
 
-    @property
-    def inits(self) -> tuple[Array, ...]:
-        return self.inputs[:self.num_carries]
-
     def mapped_parts(self) -> list[tuple[int, tuple[Array, ...]]]:
         """``(depth, arrays)`` of each scanned input."""
         result, pos = [], self.num_carries
@@ -114,17 +110,6 @@ class JaggedScan(Loop):
             if depth > 1:
                 return sh.sub(arrays[1].shape[0], 1)
         raise AssertionError("no FractalTensor is scanned")
-
-    @property
-    def num_outputs(self) -> int:
-        return self.num_carries
-
-    def output_shape(self, index: int) -> Shape:
-        shape = self.inits[index].shape
-        return ((self.length,) + shape) if self.keep_all else shape
-
-    def output_dtype(self, index: int) -> np.dtype:
-        return self.inits[index].dtype
 
 
 def has_jagged_sequence(xs: Any) -> bool:
@@ -165,9 +150,7 @@ def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
                                  "depths 2 and 3 are supported")
             if first is None:
                 first = leaf
-                names = ("L",) if leaf.depth == 2 else ("m", "T")
-                symbols = tuple(f"{ELEMENT_SIZE_PREFIX}{level}_{s}"
-                                for s in names)
+                symbols = element_symbols(leaf.depth, level)
             elif leaf.depth != first.depth:
                 raise ValueError(f"{full_what} zips FractalTensors of different "
                                  f"depths: {first!r} and {leaf!r}")

@@ -177,11 +177,15 @@ __kernel void __attribute__ ((reqd_work_group_size(256, 1, 1))) probe_nested(__g
 _RESULTS: dict[Any, str] = {}
 
 
+def _with_optnone(source: str) -> str:
+    """*source* with its first kernel declared :data:`OPTNONE`."""
+    return source.replace("__kernel", f"{OPTNONE} __kernel", 1)
+
+
 def probe_source(build: str, source: str | None = None) -> str:
     """*source* (default: the probe kernel), as *build* declares it."""
     source = PROBE_SOURCE if source is None else source
-    return (source.replace("__kernel", f"{OPTNONE} __kernel", 1)
-            if build == "optnone" else source)
+    return _with_optnone(source) if build == "optnone" else source
 
 
 def build_options(build: str) -> list[str]:
@@ -358,8 +362,8 @@ def opencl_programs(codegen_result: Any, looping: frozenset[str], build: str
     if build == "optnone":
         # (a program's AST may be a cgen Collection around the function: the
         # declaration is marked in its text, as in the probe)
-        texts = [str(p.ast).replace("__kernel", f"{OPTNONE} __kernel", 1)
-                 if p.name in looping else str(p.ast) for p in programs]
+        texts = [_with_optnone(str(p.ast)) if p.name in looping
+                 else str(p.ast) for p in programs]
         return [(preamble + "\n\n".join(texts), [])]
     if build != "separate":
         raise ValueError(f"unknown barrier loop build {build!r}; known: "
