@@ -157,9 +157,49 @@ def test_decoder_scan_attending_over_the_source(xs, ys):
     check_all_pairs(ft.map(decoder, ys, pair_index(ys)), decoder_numpy)
 
 
-def test_other_indices_are_refused(xs, ys):
-    # the pair's neighbour is not the map's own index
-    out = ft.map(lambda y, i: y + ft.sum(xs[ft.maximum(i - 1, 0)], axis=0), ys,
-                 pair_index(ys))
-    with pytest.raises(NotImplementedError, match=r"xs\[i\]"):
+def test_elements_at_computed_indices(xs, ys):
+    # a neighbour (index from the pair index) and an index computed from
+    # the target's data (its count of rows with a positive first entry):
+    # each a gather of xs zipped in, the index checked on the host
+    def body(y, i):
+        before = xs[ft.maximum(i - 1, 0)]
+        picked = xs[ft.sum(y[:, 0] > 0)]
+        return (y + ft.sum(before, axis=0)) * ft.amax(picked, axis=0,
+                                                      initial=-1.0)
+
+    def reference(x, y):
+        return [(b + x[max(i - 1, 0)].sum(axis=0))
+                * np.max(x[int((b[:, 0] > 0).sum())], axis=0, initial=-1.0)
+                for i, b in enumerate(y)]
+
+    out = ft.map(body, ys, pair_index(ys))
+    compiled = ft.compile(out)
+    for name, pairs in PAIRS.items():
+        # (a source per pair and three more: every count is in range)
+        x, y = pairs_data(pairs + [(2, 0), (0, 0), (3, 0)])
+        y = y[:len(pairs)]
+        want = reference(x, y)
+        for got in (compiled(xs=x, ys=y), ft.evaluate_numpy(out, xs=x, ys=y)):
+            got = got.tolist()
+            assert len(got) == len(want), name
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12,
+                                           err_msg=name)
+    # out of range: IndexError from both, before any kernel reads
+    x, y = pairs_data([(1, 2), (2, 1), (1, 1)])
+    for run in (compiled, lambda **a: ft.evaluate_numpy(out, **a)):
+        with pytest.raises(IndexError, match="FractalTensor index: index 1 is "
+                           "out of range for an outer list of 1 elements"):
+            run(xs=x[:1], ys=y)
+
+
+def test_reads_at_a_nested_loops_steps_are_refused(xs, ys):
+    # the index changes with the fold's steps: not a zip
+    def body(y, i):
+        return ft.fold(lambda h, j: h + ft.sum(xs[ft.minimum(i, j)], axis=0),
+                       ft.arange(3), ft.sum(y, axis=0))
+
+    out = ft.map(body, ys, pair_index(ys))
+    with pytest.raises(NotImplementedError, match=r"inside the body of a map, "
+                       "scan or fold"):
         ft.compile(out)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Another FractalTensor's element read at a map's own index, as a zip.
+"""Another FractalTensor's element read in a map's body, as a zip.
 
 FractalTensor's per-pair zip of two lists whose elements have different
 lengths (a source and its target) is written as a map over one of them
@@ -10,23 +10,34 @@ index::
 
 ``enc[i]`` has a data-dependent length, defined in the body per element,
 which a compiled program cannot compute. :func:`zip_element_reads` rewrites
-such a map, before anything else is lowered, into a map that zips ``enc``
-with its inputs: ``enc`` becomes one more mapped input whose element
-length is a symbol of its own, ``M`` (the body's ``enc[i]`` is that input's
-element, and ``M`` replaces its length in every shape of the body and of
-the loops nested in it). :mod:`ftlazy.transform.jagged_lowering` then lowers
-it with ``enc``'s own offsets: arrays of length ``M_i`` are packed along
-``enc``'s rows, reductions over them run over ``enc``'s own ranges, and
-axes of extent ``M_i`` are padded to the longest. At run time ``enc`` must
-have as many elements as the map (:class:`ValueError` naming both).
+such a map, before anything else is lowered, into a map that zips a list
+of the read elements with its inputs: that list becomes one more mapped
+input whose element length is a symbol of its own, ``M`` (the body's
+``enc[i]`` is that input's element, and ``M`` replaces its length in every
+shape of the body and of the loops nested in it).
+:mod:`ftlazy.transform.jagged_lowering` then lowers it with the list's own
+offsets: arrays of length ``M_i`` are packed along its rows, reductions
+over them run over its own ranges, and axes of extent ``M_i`` are padded
+to the longest.
 
-A read is recognized when it is ``xs[i]`` as
+One mechanism serves every index. The list is ``enc`` itself where the
+index is the map's own (at run time ``enc`` must then have as many
+elements as the map: :class:`ValueError` naming both); for any other index
+computed in the body (a neighbour ``ft.maximum(i - 1, 0)``, a count of the
+element's rows), it is ``ft.gather(enc, J)``, ``J`` the index computed by a
+map over the same elements (run first on the device,
+:mod:`ftlazy.target.loopy.jagged_first_phase`) and checked on the host: an
+index out of range raises :class:`IndexError` as the reference does, before
+any kernel reads.
+
+A read is recognized when it is ``xs[j]`` as
 :func:`~ftlazy.fractal_access.getitem` builds it
 (:func:`~ftlazy.fractal_access.element_read`), ``xs`` a depth-2
-FractalTensor the body closes over, and ``i`` the element of a mapped
-``ft.arange`` over the map's elements (the map's own index). Other reads
-(another index, a read inside a nested loop's body) stay as they are, and
-compiling them is refused naming them.
+FractalTensor the body closes over. Reads whose index is loop-invariant in
+a loop nested in the body are built outside that loop when it is traced;
+reads whose index changes with a nested loop's steps, and indices that
+themselves read another element's size, stay as they are, and compiling
+them is refused naming them.
 
 .. autofunction:: zip_element_reads
 """
@@ -39,14 +50,20 @@ import pymbolic.primitives as prim
 
 from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam
-from ftlazy.fractal_access import DerivedSize, element_read
-from ftlazy.fractal_tensor import JaggedMap
+from ftlazy import shapes as sh
+from ftlazy.fractal_access import (
+    DerivedSize, HostIndexArray, _checked, _select, element_read)
+from ftlazy.fractal_tensor import Jagged, JaggedMap
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import TypeCast, index_var
 from ftlazy.target.loopy.canonical import _rename_value, _RenameSizes
 from ftlazy.transform.mappers import CopyMapper
 
 __all__ = ["zip_element_reads"]
+
+#: a read FractalTensor: the body parameters of its values and offsets, and
+#: the index node of a read at another index than the map's own (else None)
+_Source = tuple[int, int, Any]
 
 
 def _is_own_index(array: Array) -> bool:
@@ -61,10 +78,10 @@ def _is_own_index(array: Array) -> bool:
     return expr == index_var(0)
 
 
-def _element_reads(jmap: JaggedMap) -> dict[Array, tuple[int, int]]:
+def _element_reads(jmap: JaggedMap) -> dict[Array, _Source]:
     """The reads in *jmap*'s body of an element of a FractalTensor it
-    closes over at the map's own index: node -> the body parameters of its
-    values and offsets."""
+    closes over: node -> the body parameters of its values and offsets, and
+    its index node where that is not the map's own index (else None)."""
     params = jmap.body.params
     n_elements = len(jmap.depths)
     index_params = {params[k] for k, (depth, arrays)
@@ -77,9 +94,18 @@ def _element_reads(jmap: JaggedMap) -> dict[Array, tuple[int, int]]:
         if found is None:
             continue
         values, offsets, index = found
-        if index in index_params and values in captured and offsets in captured:
-            reads[node] = (values.index, offsets.index)
+        if values in captured and offsets in captured and not _reads_host_values(
+                index):
+            reads[node] = (values.index, offsets.index,
+                           None if index in index_params else index)
     return reads
+
+
+def _reads_host_values(index: Array) -> bool:
+    """Whether computing *index* needs a size or index array computed on
+    the host in the body (an index read from another element)."""
+    return any(isinstance(n, (DerivedSize, HostIndexArray))
+               for n in topological_order([index]))
 
 
 class _BodyRewriter(CopyMapper):
@@ -132,9 +158,9 @@ class _BodyRewriter(CopyMapper):
         return expr.copy(**changes) if changes else expr
 
 
-def _zipped(jmap: JaggedMap, reads: dict[Array, tuple[int, int]]) -> JaggedMap:
-    """*jmap* with each FractalTensor whose element it reads at its own
-    index zipped in as one more mapped input (see the module docs)."""
+def _zipped(jmap: JaggedMap, reads: dict[Array, _Source]) -> JaggedMap:
+    """*jmap* with each FractalTensor whose element it reads zipped in as
+    one more mapped input (see the module docs)."""
     parts = jmap.mapped_parts()
     n_elements = len(parts)
     n_mapped = sum(len(arrays) for _, arrays in parts)
@@ -159,12 +185,28 @@ def _zipped(jmap: JaggedMap, reads: dict[Array, tuple[int, int]]) -> JaggedMap:
     def outer(param_index: int) -> Array:
         return jmap.inputs[n_mapped + param_index - n_elements]
 
-    zipped = [a for values, offsets in sources for a in (outer(values),
-                                                         outer(offsets))]
+    zipped = [a for source in sources for a in _read_list(jmap, source, outer)]
     return JaggedMap(
         body, jmap.inputs[:n_mapped] + tuple(zipped) + jmap.captured,
         jmap.depths + (2,) * len(sources),
         jmap.symbols + tuple((s,) for s in symbols), jmap.what)
+
+
+def _read_list(jmap: JaggedMap, source: _Source, outer: Any
+               ) -> tuple[Array, Array]:
+    """The values and offsets of the FractalTensor whose element ``i`` the
+    body reads as element ``i`` of the map: the read FractalTensor itself
+    at the map's own index, else its elements at the indices that a map
+    over the same elements computes (checked at run time:
+    :class:`IndexError` as the reference raises it)."""
+    from ftlazy.transform.jagged_counted import _over_elements
+    values, offsets, index = (outer(source[0]), outer(source[1]), source[2])
+    if index is None:
+        return values, offsets
+    n = sh.sub(offsets.shape[0], 1)
+    picked = _select(Jagged(values, (offsets,)), _checked(
+        _over_elements(jmap, index), n, "FractalTensor index"))
+    return picked.values, picked.offsets[0]
 
 
 class _Zipper(CopyMapper):
