@@ -103,7 +103,7 @@ def test_document_data_zipped_along(docs):
     np.testing.assert_allclose(ft.evaluate_numpy(result, docs=data, scale=c), want)
 
 
-def test_tokens_read_directly_and_what_does_not_compile_yet(docs):
+def test_tokens_read_directly(docs):
     data = documents("mixed")
     # the document's tokens read directly: a map over each document's tokens
     tokens = ft.map(lambda doc: ft.sum(ft.flatten(doc), axis=0), docs)
@@ -112,9 +112,58 @@ def test_tokens_read_directly_and_what_does_not_compile_yet(docs):
     np.testing.assert_allclose(ft.evaluate_numpy(tokens, docs=data), want)
     np.testing.assert_allclose(ft.compile(tokens)(docs=data), want,
                                rtol=1e-12, atol=1e-12)
-    # per-document data used inside the map over sentences
+
+
+def test_maps_over_sentences_capture_document_data(docs):
+    # per-document data (zipped along, from the tokens, from the sentences)
+    # used inside the map over the document's sentences: one row per
+    # sentence, its document's
     scale = ft.make_placeholder("scale", (ft.make_size_param("n"),), np.float64)
-    inside = ft.map(lambda doc, c: ft.sum(ft.map(lambda s: ft.sum(s) * c, doc)),
-                    docs, scale)
-    with pytest.raises(NotImplementedError, match="depth 3"):
-        ft.compile(inside)(docs=data, scale=np.ones(len(data)))
+
+    def token_mean(doc):
+        tokens = ft.flatten(doc)
+        return ft.sum(tokens, axis=0) / ft.maximum(tokens.shape[0], 1)
+
+    def context(doc):       # the mean sentence embedding
+        emb = ft.map(lambda s: ft.tanh(ft.sum(s @ W, axis=0)), doc)
+        return ft.sum(emb, axis=0) / ft.maximum(emb.shape[0], 1)
+
+    centered = ft.map(lambda doc: ft.map(lambda s: s - token_mean(doc), doc),
+                      docs)
+    program = ft.DictOfNamedArrays({
+        "scaled": ft.map(lambda doc, c: ft.sum(ft.map(
+            lambda s: ft.sum(s) * c, doc)), docs, scale),
+        "attended": ft.map(lambda doc: ft.sum(ft.map(
+            lambda s: ft.sum(s @ context(doc)), doc)), docs),
+        "values": centered.values, "offsets0": centered.offsets[0],
+        "offsets1": centered.offsets[1]})
+
+    def np_context(doc):
+        emb = [np.tanh((s @ W).sum(axis=0)) for s in doc]
+        return sum(emb, np.zeros(H)) / max(len(doc), 1)
+
+    def np_mean(doc):
+        tokens = np.concatenate(doc).reshape(-1, H) if doc else np.zeros((0, H))
+        return tokens.sum(axis=0) / max(len(tokens), 1)
+
+    f = ft.compile(program)
+    for key in DOCS:
+        data = documents(key)
+        c = np.arange(1.0, len(data) + 1)
+        want = {
+            "scaled": [ci * sum(s.sum() for s in d) for ci, d in zip(c, data)],
+            "attended": [sum((s @ np_context(d)).sum() for s in d)
+                         for d in data],
+        }
+        centered_want = [[s - np_mean(d) for s in d] for d in data]
+        for out in (f(docs=data, scale=c),
+                    ft.evaluate_numpy(program, docs=data, scale=c)):
+            for name, w in want.items():
+                np.testing.assert_allclose(out[name], np.array(w).reshape(-1),
+                                           rtol=1e-12, atol=1e-12)
+            got = ft.JaggedArray(out["values"], out["offsets0"], out["offsets1"])
+            assert len(got) == len(data)
+            for g, w in zip(got.tolist(), centered_want):
+                assert len(g) == len(w)
+                for gs, ws in zip(g, w):
+                    np.testing.assert_allclose(gs, ws, rtol=1e-12, atol=1e-12)

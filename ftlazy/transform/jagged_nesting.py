@@ -31,6 +31,13 @@ tokens) reads each document through two views:
   over the tokens plus a sum over per-sentence results) is computed there
   with one row per document and zipped into the map of step 2.
 
+A map over sentences that captures per-document data computed in the body
+(the document's mean token subtracted from each sentence, a context vector
+from the sentences, a dense value zipped along) gets it as a mapped input
+of step 1, one row per sentence: the data is computed for all documents
+first (by the same rewrite, recursively), then read at each sentence's
+document, whose index the host derives from ``offsets0`` (segment ids).
+
 :func:`flatten_document_map` performs this rewrite on the map's body.
 Zipped depth-3 FractalTensors are mapped together in each view; their
 structure is checked at run time, level by level, as the reference
@@ -39,8 +46,8 @@ evaluator does. What the views do not express raises
 it): the rebased sentence offsets read directly (``ft.lengths(doc)``,
 ``ft.join``), tokens read in the same node as the sentence structure,
 per-sentence results of other lengths (``s[1:]``) combined in the
-document, and maps over sentences that capture data computed from the
-document.
+document, and maps over sentences that capture data of the document's
+sizes (its tokens).
 
 .. autofunction:: flatten_document_map
 """
@@ -87,8 +94,12 @@ class _DocumentMap:
     """The parameters of a map over depth-3 FractalTensors *jmap*: which
     body parameters hold each document's values and rebased offsets."""
 
-    def __init__(self, jmap: JaggedMap) -> None:
+    def __init__(self, jmap: JaggedMap, host: Any = None) -> None:
         self.jmap = jmap
+        self.host = host
+        #: per-document data captured by maps over sentences -> its rows
+        #: over all sentences
+        self.sentence_rows: dict[Node, Array] = {}
         self.parts = jmap.mapped_parts()
         if any(d == 2 for d, _ in self.parts):
             raise _refuse("zips FractalTensors of depth 2")
@@ -108,18 +119,18 @@ class _DocumentMap:
         self.outer_input = {self.num_mapped_params + k: a
                             for k, a in enumerate(jmap.captured)}
 
-    def views(self, outputs: list[Array], sources: Any
+    def views(self, outputs: list[Array], per_sentence: Any, sources: Any
               ) -> dict[Node, tuple[bool, bool]]:
-        """For each node of the body's *outputs*: whether it reads the
+        """For each node of the body's *outputs* (not entering the results
+        *per_sentence* of maps over sentences): whether it reads the
         documents' sentence structure (their rebased offsets or their
         number of sentences, also through a map over their sentences), and
         whether it reads their tokens (their values or number of tokens,
         or the per-sentence results *sources*, one row per token)."""
-        result: dict[Node, tuple[bool, bool]] = {}
-        for node in topological_order(outputs):
-            if node in sources:
-                result[node] = (False, True)
-                continue
+        result: dict[Node, tuple[bool, bool]] = {
+            node: (node not in sources, node.loop.is_jagged_output(node.index))
+            for node in per_sentence}
+        for node in topological_order(outputs, skip=per_sentence):
             sizes: frozenset[str] = frozenset()
             if isinstance(node, SizeParam):
                 sizes = frozenset([node.name])
@@ -135,6 +146,33 @@ class _DocumentMap:
                 tokens = tokens or result[c][1]
             result[node] = (structure, tokens)
         return result
+
+    def rows_per_sentence(self, a: Array) -> Array:
+        """The per-document array *a* that the body computes (no axis of the
+        document's sizes), for each sentence of all documents its
+        document's: ``(num_sentences, ...)``."""
+        if a not in self.sentence_rows:
+            if {self.m, self.T} & set().union(
+                    *(sh.size_param_names(c) for c in a.shape)):
+                raise _refuse(
+                    "maps over sentences capturing data of the document's "
+                    f"sizes (shape {sh.shape_str(a.shape)}; capture "
+                    "per-document data with a static shape)")
+            if self.host is None:
+                raise _refuse("maps over sentences capturing per-document "
+                              "data (no host derivations to place it)")
+            per_document = _flatten(self, [a])[0]
+            _, offsets0, offsets1 = self.parts[self.docs[0]][1]
+            # (each sentence's document: segment ids of the documents'
+            # sentences, computed on the host)
+            seg = self.host.segment_ids_for(offsets0, (0, 1))
+            rest = tuple(index_var(k) for k in range(1, a.ndim + 1))
+            read = prim.Variable("_in0")[
+                (prim.Variable("_seg")[index_var(0)],) + rest]
+            self.sentence_rows[a] = IndexLambda(
+                read, (sh.sub(offsets1.shape[0], 1),) + a.shape, a.dtype,
+                {"_in0": per_document, "_seg": seg})
+        return self.sentence_rows[a]
 
     def rebuilt_map(self, outputs: list[Array], mapped: list[tuple]
                     ) -> JaggedMap:
@@ -202,15 +240,16 @@ def _token_map(doc: _DocumentMap, outputs: list[Array],
 
 
 def _token_pieces(doc: _DocumentMap, outputs: list[Array],
-                  views: dict[Node, tuple[bool, bool]]) -> list[Array]:
+                  views: dict[Node, tuple[bool, bool]], per_sentence: Any
+                  ) -> list[Array]:
     """The largest parts of *outputs* (which read the sentence structure)
     that read the documents' tokens but not their structure, and that have
     one row per document (no axis of the document's number of tokens): a
     map over the tokens computes them."""
     pieces: dict[Node, None] = {}
-    for node in topological_order(outputs):
-        if not views[node][0] or isinstance(node, JaggedMap):
-            continue        # (a map over sentences captures no document data)
+    for node in topological_order(outputs, skip=per_sentence):
+        if not views[node][0]:
+            continue
         for c in iter_children(node):
             if (views[c] == (False, True) and isinstance(c, Array)
                     and not any(doc.T in sh.size_param_names(x) for x in c.shape)):
@@ -223,34 +262,54 @@ def _sentence_maps(doc: _DocumentMap, outputs: list[Array]
     """Each map over the documents' sentences that *outputs* read, over
     all sentences of all documents: its results in the body -> theirs."""
     doc_params = set(doc.values_params) | set(doc.offsets_params)
-    num_mapped = doc.num_mapped_params
     per_sentence: dict[Node, Array] = {}
     for inner in topological_order(outputs):
         if not isinstance(inner, JaggedMap) or not any(
                 isinstance(a, BodyParam) and a.index in doc_params
                 for a in inner.inputs):
             continue
-        inputs: list[Array] = []
-        for depth, arrays in inner.mapped_parts():
-            if not (depth == 2 and all(isinstance(a, BodyParam) for a in arrays)
-                    and arrays[0].index in doc.values_params
-                    and arrays[1].index == arrays[0].index + 1):
-                raise _refuse("maps over its document zipped with other data")
-            values, _, offsets1 = doc.parts[doc.values_params[arrays[0].index]][1]
-            inputs += [values, offsets1]
-        for a in inner.captured:
-            if isinstance(a, BodyParam) and a.index >= num_mapped:
-                inputs.append(doc.outer_input[a.index])
-            elif isinstance(a, BodyParam) or _depends_on_params(a):
-                raise _refuse("maps over sentences with data computed from the "
-                              "document")
-            else:
-                inputs.append(a)
-        flat = JaggedMap(inner.body, tuple(inputs), inner.depths, inner.symbols,
-                         inner.what)
+        flat = _flat_sentence_map(doc, inner)
         for k in range(inner.num_outputs):
             per_sentence[LoopResult(inner, k)] = LoopResult(flat, k)
     return per_sentence
+
+
+def _flat_sentence_map(doc: _DocumentMap, inner: JaggedMap) -> JaggedMap:
+    """The map over the sentences of the document, *inner*, over all
+    sentences of all documents. What it captures from the document's
+    computations (per-document data) is mapped along, one row per
+    sentence."""
+    inputs: list[Array] = []
+    for depth, arrays in inner.mapped_parts():
+        if not (depth == 2 and all(isinstance(a, BodyParam) for a in arrays)
+                and arrays[0].index in doc.values_params
+                and arrays[1].index == arrays[0].index + 1):
+            raise _refuse("maps over its document zipped with other data")
+        values, _, offsets1 = doc.parts[doc.values_params[arrays[0].index]][1]
+        inputs += [values, offsets1]
+    num_mapped = len(inner.depths)      # (one parameter per sentence)
+    captured = list(zip(inner.body.params[num_mapped:], inner.captured))
+    kept: list[tuple[BodyParam, Array]] = []
+    along: list[tuple[BodyParam, Array]] = []
+    for p, a in captured:
+        if isinstance(a, BodyParam) and a.index >= doc.num_mapped_params:
+            kept.append((p, doc.outer_input[a.index]))
+        elif _depends_on_params(a):
+            along.append((p, doc.rows_per_sentence(a)))
+        else:
+            kept.append((p, a))
+    body = inner.body
+    if along:
+        # (the mapped parameters come first: renumbered)
+        order = list(body.params[:num_mapped]) + [p for p, _ in along + kept]
+        replace: dict[Node, Array] = {
+            p: BodyParam(k, p.shape, p.dtype) for k, p in enumerate(order)}
+        rebuild = _Rebuilder(replace)
+        body = Body(tuple(replace[p] for p in order),
+                    tuple(rebuild(o) for o in body.outputs))
+    return JaggedMap(body, tuple(inputs) + tuple(a for _, a in along + kept),
+                     inner.depths + (1,) * len(along),
+                     inner.symbols + ((),) * len(along), inner.what)
 
 
 def _check_sentence_view(doc: _DocumentMap, outputs: list[Array],
@@ -304,19 +363,29 @@ def flatten_document_map(jmap: JaggedMap, host: Any = None) -> list[Array]:
     *jmap* zips several inputs, a run-time check of their structure, level
     by level, is added to *host* (a
     :class:`~ftlazy.transform.jagged_lowering.HostDerivations`)."""
-    doc = _DocumentMap(jmap)
+    doc = _DocumentMap(jmap, host)
     if host is not None and len(doc.parts) > 1:
         host.zipped.append((jmap.what,
                             tuple(tuple(doc.parts[k][1][1:]) for k in doc.docs),
                             tuple(a[0] for d, a in doc.parts if d == 1)))
-    outputs = list(jmap.body.outputs)
+    results = _flatten(doc, list(jmap.body.outputs))
+    for k, r in enumerate(results):
+        if not sh.shapes_equal(r.shape, jmap.output_shape(k)):
+            raise _refuse(f"gives result {k} a shape that its view of the "
+                          "document does not give")
+    return results
+
+
+def _flatten(doc: _DocumentMap, outputs: list[Array]) -> list[Array]:
+    """The map of the body's *outputs* over the documents (see
+    :func:`flatten_document_map`), by maps over depth 2."""
     # 1. the maps over sentences, over all sentences
     per_sentence = _sentence_maps(doc, outputs)
     # (their results of the sentence's length are token-aligned)
     sources = {old: new for old, new in per_sentence.items()
                if old.loop.is_jagged_output(old.index)
                and sh.prove_equal(old.shape[0], prim.Variable(doc.T))}
-    views = doc.views(outputs, sources)
+    views = doc.views(outputs, per_sentence, sources)
     results: list[Any] = [None] * len(outputs)
     for k, o in enumerate(outputs):
         if o in per_sentence and o.loop.is_jagged_output(o.index):
@@ -327,7 +396,8 @@ def flatten_document_map(jmap: JaggedMap, host: Any = None) -> list[Array]:
               if results[k] is None and not views[o][0]]
     sentences = [k for k, o in enumerate(outputs)
                  if results[k] is None and views[o][0]]
-    pieces = _token_pieces(doc, [outputs[k] for k in sentences], views)
+    pieces = _token_pieces(doc, [outputs[k] for k in sentences], views,
+                           per_sentence)
     # 2. what reads the tokens, by a map over each document's tokens
     piece_values: dict[Node, Array] = {}
     if tokens or pieces:
@@ -341,14 +411,10 @@ def flatten_document_map(jmap: JaggedMap, host: Any = None) -> list[Array]:
     # 3. the rest, over documents of per-sentence results
     if sentences:
         rest = [outputs[k] for k in sentences]
-        _check_sentence_view(doc, rest, piece_values)
+        _check_sentence_view(doc, rest, {**piece_values, **per_sentence})
         regrouped = _regrouped(doc, rest, per_sentence, piece_values)
         for j, k in enumerate(sentences):
             results[k] = LoopResult(regrouped, j)
-    for k, r in enumerate(results):
-        if not sh.shapes_equal(r.shape, jmap.output_shape(k)):
-            raise _refuse(f"gives result {k} a shape that its view of the "
-                          "document does not give")
     return results
 
 
