@@ -39,8 +39,10 @@ out every name whose definition is reachable):
   others are not compiled yet (:class:`NotImplementedError`). A map over
   FractalTensors whose results have such a length returns FractalTensors
   (``ft.map(lambda s: ft.filter(p, s), xs)``: the kept rows per element);
-  other loops with such results are refused by both
-  (:func:`check_body_results`): reduce inside the body.
+  so does a map over an array's rows (:func:`map_rows_as_lists`: an array
+  ``(n, m, ...)`` mapped is a FractalTensor of ``n`` elements of length
+  ``m``). Other loops with such results (a map over bundles of arrays) are
+  refused by both (:func:`check_body_results`): reduce inside the body.
 
 The one exception: element ``i`` of a depth-2 FractalTensor read inside a
 map at the map's own index ``i`` (``ft.map(lambda y, i: ... xs[i] ...,
@@ -77,6 +79,7 @@ and values directly.
 .. autofunction:: derived_size
 .. autofunction:: element_read
 .. autofunction:: check_body_results
+.. autofunction:: map_rows_as_lists
 .. autofunction:: getitem
 .. autofunction:: gather
 .. autofunction:: join
@@ -106,7 +109,8 @@ from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = ["DerivedSize", "HostIndexArray", "ElementRead", "DERIVED_SIZE_PREFIX",
-           "derived_size", "element_read", "check_body_results", "getitem", "gather", "join",
+           "derived_size", "element_read", "check_body_results",
+           "map_rows_as_lists", "getitem", "gather", "join",
            "product", "repeat", "filter"]
 
 #: prefix of the names of data-dependent sizes
@@ -239,24 +243,64 @@ def _check_range(indices: np.ndarray, n: int, what: str) -> None:
 # }}}
 
 
-def check_body_results(body: Any, what: str) -> None:
-    """:class:`NotImplementedError` if a result of the loop *body* has a
-    shape that uses a data-dependent size defined inside the body (a map
-    whose results have per-iteration lengths, e.g. ``ft.filter`` in
-    ``ft.map``): stacking or nesting such results is not supported yet."""
+def _local_length_results(body: Any) -> list[int]:
+    """The results of the loop *body* whose shape uses a data-dependent
+    size defined inside the body (a list of per-iteration length)."""
     from ftlazy.node import topological_order
     local = {n.name for n in topological_order(list(body.outputs))
              if isinstance(n, DerivedSize)}
-    if not local:
-        return
-    for k, out in enumerate(body.outputs):
-        if any(local & sh.size_param_names(c) for c in out.shape):
-            raise NotImplementedError(
-                f"{what}: result {k} has shape {sh.shape_str(out.shape)}, a "
-                "length computed inside the body (ft.filter, an element or a "
-                "slice of a FractalTensor); results of data-dependent length "
-                "per iteration are not supported yet: reduce them inside the "
-                "body")
+    return [k for k, out in enumerate(body.outputs)
+            if local and any(local & sh.size_param_names(c) for c in out.shape)]
+
+
+def check_body_results(body: Any, what: str) -> None:
+    """:class:`NotImplementedError` if a result of the loop *body* has a
+    shape that uses a data-dependent size defined inside the body (a scan
+    whose carries have per-step lengths): stacking such results is not
+    supported. (Maps return them as FractalTensors: over FractalTensors
+    through :mod:`ftlazy.transform.jagged_counted`, over an array's rows
+    through :func:`map_rows_as_lists`.)"""
+    for k in _local_length_results(body):
+        out = body.outputs[k]
+        raise NotImplementedError(
+            f"{what}: result {k} has shape {sh.shape_str(out.shape)}, a "
+            "length computed inside the body (ft.filter, an element or a "
+            "slice of a FractalTensor); results of data-dependent length "
+            "per iteration are not supported here: reduce them inside the "
+            "body")
+
+
+def map_rows_as_lists(f: Callable, xs: tuple, body: Any) -> Any:
+    """``ft.map(f, *xs)`` over arrays, whose traced *body* returns lists of
+    a length computed per element (``ft.filter`` of each row's entries):
+    mapped as FractalTensors, so those results are FractalTensors (depth
+    2), as over a FractalTensor's elements. Each mapped array ``(n, m,
+    ...)`` of the first one's ``m`` is a FractalTensor of ``n`` elements
+    of length ``m`` (offsets ``m * arange(n + 1)``); other arrays are
+    zipped along. None where *body* has no such result."""
+    if not _local_length_results(body):
+        return None
+    if not all(isinstance(x, Array) for x in xs):
+        return None     # (bundles of arrays: refused where evaluated)
+    rows = [x for x in xs if x.ndim >= 2]
+    if not rows:
+        return None     # (no element has rows: nothing to make a list of)
+    m = rows[0].shape[1]
+
+    def as_list(x: Array) -> Array | Jagged:
+        if x.ndim < 2 or not sh.prove_equal(x.shape[1], m):
+            return x
+        mm, p = _scalar_expr(m), index_var(0)
+        rest = tuple(index_var(k + 1) for k in range(x.ndim - 2))
+        values = _lam(prim.Variable("_in0")[(prim.FloorDiv(p, mm),
+                                             prim.Remainder(p, mm)) + rest],
+                      (_size(_scalar_expr(x.shape[0]) * mm),) + x.shape[2:],
+                      x.dtype, {"_in0": x})
+        # (the offsets bind the array, so that the host that evaluates them
+        # reads its sizes from it)
+        return Jagged(values, (_lam(mm * p, (sh.add(x.shape[0], 1),), _INT64,
+                                    {"_ft_rows": x}),))
+    return jagged_map(f, *(as_list(x) for x in xs), what="map")
 
 
 # {{{ building blocks

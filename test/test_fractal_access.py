@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ftlazy as ft
+from ftlazy.fractal_tensor import Jagged
 
 J = ft.JaggedArray
 
@@ -479,10 +480,42 @@ def test_map_results_of_data_dependent_length():
     result = ft.map(lambda s: ft.filter(lambda v: v > 0, s), xs)
     got = ft.evaluate_numpy(result, xs=[np.array([1.0, -2.0]), np.array([3.0])])
     assert [g.tolist() for g in got.tolist()] == [[1.0], [3.0]]
-    # over an array's rows: refused
+    # over a bundle of arrays: refused
     xs = ft.make_placeholder("xs", (2, 3), np.float64)
-    result = ft.map(lambda s: ft.filter(lambda v: v > 0, s), xs)
+    result = ft.map(lambda d: ft.filter(lambda v: v > 0, d["a"]), {"a": xs})
     with pytest.raises(NotImplementedError, match="result 0 has shape"):
         ft.evaluate_numpy(result, xs=np.ones((2, 3)))
+
+
+def test_map_over_rows_returning_lists_of_data_dependent_length():
+    # over an array (n, m, H): a FractalTensor of n elements of length m,
+    # so the kept rows of each are a FractalTensor (a zipped per-row
+    # threshold, and a dense result next to it)
+    H = 2
+    n, m = ft.make_size_param("n"), ft.make_size_param("m")
+    xs = ft.make_placeholder("xs", (n, m, H), np.float64)
+    w = ft.make_placeholder("w", (n,), np.float64)
+
+    def body(s, wi):
+        kept = ft.filter(lambda r: ft.sum(r) > wi, s)
+        return kept * 2.0, ft.sum(kept, axis=0)
+    lists, sums = ft.map(body, xs, w)
+    assert isinstance(lists, Jagged) and lists.depth == 2
+    result = ft.make_dict_of_named_arrays(
+        {"values": lists.values, "offsets": lists.offsets[0], "sums": sums})
+    compiled = ft.compile(result)
+    rng = np.random.default_rng(4)
+    for shape in [(4, 5), (1, 1), (0, 3), (3, 0)]:
+        x = rng.standard_normal(shape + (H,))
+        wx = rng.standard_normal(shape[0]) * 0.5
+        want = [r[r.sum(axis=1) > t] for r, t in zip(x, wx)]
+        for got in (compiled(xs=x, w=wx), ft.evaluate_numpy(result, xs=x, w=wx)):
+            np.testing.assert_allclose(
+                got["values"], 2.0 * np.concatenate(want + [np.zeros((0, H))]))
+            np.testing.assert_array_equal(
+                got["offsets"], np.cumsum([0] + [len(k) for k in want]))
+            np.testing.assert_allclose(
+                got["sums"], np.reshape([k.sum(axis=0) for k in want],
+                                        (shape[0], H)))
 
 # }}}
