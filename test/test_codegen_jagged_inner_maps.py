@@ -202,13 +202,24 @@ def test_refused_inner_fractal_tensors(xs, inner, message):
         ft.compile(ft.map(inner, xs))
 
 
-def test_refused_inside_a_scan_body(xs):
+def test_dilated_map_inside_a_fold_over_the_rows(xs):
     # a fold over the element's rows whose carry is the whole sequence,
-    # dilated-mapped at each step
+    # dilated-mapped at each step (a reduction over each subsequence)
     ys = ft.map(lambda s: ft.fold(
-        lambda c, x: ft.dilated_map(lambda sub: sub + x, c, 2), s, s), xs)
-    with pytest.raises(NotImplementedError, match="inside the body of a scan"):
-        ft.compile(ys)
+        lambda c, x: ft.dilated_map(
+            lambda sub: ft.tanh(sub @ U + x) + ft.sum(sub, axis=0), c, 2),
+        s, s), xs)
+
+    def reference(s):
+        c = s.copy()
+        for x in s:
+            new = np.empty_like(c)
+            for r in range(2):
+                sub = c[r::2]
+                new[r::2] = np.tanh(sub @ U + x) + sub.sum(axis=0)
+            c = new
+        return c
+    check(ys, reference)
 
 
 def test_refused_reading_the_whole_element(xs):

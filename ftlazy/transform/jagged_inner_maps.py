@@ -31,8 +31,14 @@ Not lowered (:class:`NotImplementedError` naming it): an inner
 FractalTensor of depth 3 or whose number of elements depends on ``L``,
 zipped inner FractalTensors of different offsets, inner offsets computed
 from the element's data, inner maps capturing arrays of the element's
-length or using ``L`` itself, and inner maps in the body of a scan inside
-the outer map.
+length or using ``L`` itself.
+
+In the body of a scan over the element's rows (a fold whose carry is the
+sequence, dilated-mapped at each step), the inner offsets depend on the
+elements' lengths, not on the steps: they are computed outside the scan
+(the scan's captured parameters replaced by what they capture), the host
+derives segment ids and extents from them as for a map's body, and the
+flattened map's lowered nodes read them through the scan's captures.
 
 .. autofunction:: lower_inner_map
 """
@@ -48,10 +54,11 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import Body, BodyParam, Loop, LoopResult
 from ftlazy.fractal_tensor import JaggedMap
-from ftlazy.node import topological_order
+from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.tags import ImplementationStrategy, ImplStored
 from ftlazy.transform.jagged_scans import _Substituter
+from ftlazy.transform.mappers import CopyMapper
 
 if TYPE_CHECKING:
     from ftlazy.transform.jagged_lowering import (
@@ -198,8 +205,8 @@ def lower_inner_map(lowering: _MapLowering, jmap: JaggedMap,
     batching kind; *inputs* are the batched values of ``jmap.inputs`` (see
     the module docs)."""
     from ftlazy.transform.jagged_lowering import _DENSE, _MapLowering
-    if "outer" in vars(lowering):
-        raise _refuse("inside the body of a scan")
+    # (in a scan's body, outer arrays are read through the scan's captures)
+    captures = vars(lowering).get("outer")
     if 3 in jmap.depths:
         raise _refuse("of depth 3")
     host = lowering.host
@@ -223,6 +230,8 @@ def lower_inner_map(lowering: _MapLowering, jmap: JaggedMap,
     n = lowering.n
     if inner_kind.what == "hoisted":
         inner = _broadcast(inner, n)
+    if captures is not None:
+        inner = _outside(inner, captures)
 
     new_inputs: list[Array] = []
     depths: list[int] = []
@@ -279,7 +288,10 @@ def lower_inner_map(lowering: _MapLowering, jmap: JaggedMap,
     flat = JaggedMap(body, tuple(new_inputs), tuple(depths), tuple(symbols),
                      jmap.what)
     zipped = len(host.zipped)
-    results = _MapLowering(flat, new_inputs, host).run()
+    flat_lowering = _MapLowering(flat, new_inputs, host)
+    if captures is not None:
+        flat_lowering.outer = captures
+    results = flat_lowering.run()
     # (the flattened inputs are zipped by construction: nothing to check)
     del host.zipped[zipped:]
     lowered = []
@@ -292,6 +304,33 @@ def lower_inner_map(lowering: _MapLowering, jmap: JaggedMap,
             # (a static number of rows per outer element, stored in order)
             lowered.append((_split_rows(result, n, shape[0]), _DENSE))
     return lowered
+
+
+class _Uncaptured(CopyMapper):
+    """Copies nodes of a scan's body with the scan's captured parameters
+    replaced by the arrays outside that they capture; other parameters
+    (carries, steps) are refused."""
+
+    def __init__(self, captured: dict[BodyParam, Array]) -> None:
+        super().__init__()
+        self.captured = captured
+
+    def map_body_param(self, expr: BodyParam) -> Array:
+        if expr not in self.captured:
+            raise _refuse("inside the body of a scan, whose inner offsets "
+                          "change with the scan's steps")
+        return self.captured[expr]
+
+    def map_body(self, body: Node) -> Node:
+        return body
+
+
+def _outside(inner: Array, captures: Any) -> Array:
+    """*inner* (each outer element's inner offsets, batched in a scan's
+    body) as computed outside the scan: the inner offsets of all elements
+    are then derived on the host as for a map's body (they depend on the
+    elements' lengths, not on the scan's steps)."""
+    return _Uncaptured({p: node for node, p in captures.params.items()})(inner)
 
 
 def _broadcast(array: Array, n: Any) -> IndexLambda:
