@@ -49,7 +49,7 @@ from typing import Any
 import pymbolic.primitives as prim
 
 from ftlazy.array import Array, IndexLambda, SizeParam
-from ftlazy.fractal import Body, BodyParam
+from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy import shapes as sh
 from ftlazy.fractal_access import (
     DerivedSize, HostIndexArray, _checked, _select, element_read)
@@ -185,27 +185,39 @@ def _zipped(jmap: JaggedMap, reads: dict[Array, _Source]) -> JaggedMap:
     def outer(param_index: int) -> Array:
         return jmap.inputs[n_mapped + param_index - n_elements]
 
-    zipped = [a for source in sources for a in _read_list(jmap, source, outer)]
+    # (the indices of reads at other indices than the map's own, computed
+    # by one map over the same elements)
+    indices = [index for _, _, index in sources if index is not None]
+    computed = dict(zip(indices, _over_elements(jmap, indices)))
+    zipped = [a for values, offsets, index in sources
+              for a in _read_list(outer(values), outer(offsets),
+                                  computed.get(index))]
     return JaggedMap(
         body, jmap.inputs[:n_mapped] + tuple(zipped) + jmap.captured,
         jmap.depths + (2,) * len(sources),
         jmap.symbols + tuple((s,) for s in symbols), jmap.what)
 
 
-def _read_list(jmap: JaggedMap, source: _Source, outer: Any
+def _over_elements(jmap: JaggedMap, outputs: list[Array]) -> list[LoopResult]:
+    """*outputs* (arrays of *jmap*'s body) computed by one map over the
+    same elements."""
+    loop = JaggedMap(Body(jmap.body.params, tuple(outputs)), jmap.inputs,
+                     jmap.depths, jmap.symbols, jmap.what)
+    return [LoopResult(loop, k) for k in range(len(outputs))]
+
+
+def _read_list(values: Array, offsets: Array, indices: Array | None
                ) -> tuple[Array, Array]:
     """The values and offsets of the FractalTensor whose element ``i`` the
     body reads as element ``i`` of the map: the read FractalTensor itself
-    at the map's own index, else its elements at the indices that a map
-    over the same elements computes (checked at run time:
-    :class:`IndexError` as the reference raises it)."""
-    from ftlazy.transform.jagged_counted import _over_elements
-    values, offsets, index = (outer(source[0]), outer(source[1]), source[2])
-    if index is None:
+    at the map's own index (*indices* None), else its elements at
+    *indices* (checked at run time: :class:`IndexError` as the reference
+    raises it)."""
+    if indices is None:
         return values, offsets
     n = sh.sub(offsets.shape[0], 1)
-    picked = _select(Jagged(values, (offsets,)), _checked(
-        _over_elements(jmap, index), n, "FractalTensor index"))
+    picked = _select(Jagged(values, (offsets,)),
+                     _checked(indices, n, "FractalTensor index"))
     return picked.values, picked.offsets[0]
 
 
