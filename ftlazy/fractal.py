@@ -787,17 +787,13 @@ def map(f: Callable, *xs: Any) -> Any:
 def _scan_node(f: Callable, xs: Any, init: Any, keep_all: bool, what: str) -> Any:
     if not callable(f):
         raise TypeError(f"{what}: f must be callable, got {type(f).__name__}")
-    from ftlazy.fractal_carry import has_jagged_leaf, unrolled_fold
+    from ftlazy.fractal_carry import fractal_carry_loop, has_jagged_leaf
     from ftlazy.jagged_scan_outer import has_jagged_sequence, jagged_scan
     if has_jagged_sequence(xs):
         # over the outer list of a FractalTensor
         return jagged_scan(f, xs, init, keep_all, what)
     if has_jagged_leaf(init):
-        if keep_all:
-            raise NotImplementedError(
-                "scan with a FractalTensor carry is not supported (its result "
-                "would nest one level deeper); ft.fold returns the last carry")
-        return unrolled_fold(f, xs, init, what)
+        return fractal_carry_loop(f, xs, init, keep_all, what)
     init_leaves, init_structure = tree_flatten(init, f"{what} initial carries")
     inits = _as_arrays(init_leaves, f"{what} initial carries")
     x_leaves, x_structure = tree_flatten(xs, f"{what} sequences")

@@ -129,12 +129,10 @@ def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
     from ftlazy.ops import asarray
     full_what = f"{what} over a FractalTensor"
     init_leaves, init_structure = tree_flatten(init, f"{what} initial carries")
-    for leaf in init_leaves:
-        if isinstance(leaf, Jagged):
-            raise NotImplementedError(
-                f"{full_what}: a carry that is itself a FractalTensor "
-                f"({leaf!r}) is not supported; carries of a {what} over the "
-                "elements of a FractalTensor are arrays of static shape")
+    if any(isinstance(leaf, Jagged) for leaf in init_leaves):
+        # (a FractalTensor carry whose structure the body keeps: its values)
+        from ftlazy.fractal_carry import outer_list_carry_loop
+        return outer_list_carry_loop(f, xs, init, keep_all, what)
     inits = _as_arrays(init_leaves, f"{what} initial carries")
     x_leaves, x_structure = tree_flatten(xs, f"{what} sequences")
     level = _map_nesting[0]
