@@ -166,15 +166,39 @@ def test_results_from_tokens_and_sentences_together():
                     rtol=1e-12, atol=1e-12)
 
 
+def test_sentence_offsets_read_in_the_document():
+    # ft.lengths(doc) and ft.join read the rebased sentence offsets: each
+    # sentence's end in its document, zipped into the map over documents
+    docs, more = docs_placeholder(), docs_placeholder("more")
+
+    def weighted(doc):
+        sums = ft.map(lambda s: ft.sum(s), doc)
+        return ft.sum(sums * ft.lengths(doc)) + ft.amax(ft.lengths(doc),
+                                                        initial=0)
+    program = ft.DictOfNamedArrays({
+        "weighted": ft.map(weighted, docs),
+        **as_parts({
+            "lengths": ft.map(ft.lengths, docs),
+            "joined": ft.map(lambda d, e: ft.join(d, e * 2), docs, more)})})
+    f = ft.compile(program)
+    for key in DOCS:
+        a, b = documents(DOCS[key], 1), documents(DOCS[key], 2)
+        want = [sum((s.sum() * len(s) for s in d), 0.0)
+                + max((len(s) for s in d), default=0) for d in a]
+        for out in (f(docs=a, more=b),
+                    ft.evaluate_numpy(program, docs=a, more=b)):
+            np.testing.assert_allclose(out["weighted"], np.array(want),
+                                       rtol=1e-12, atol=1e-12)
+            assert_nested(from_parts(out, "lengths", 2),
+                          [np.array([len(s) for s in d], dtype=np.int64)
+                           for d in a], 2)
+            assert_nested(from_parts(out, "joined", 3),
+                          [x + [t * 2 for t in y] for x, y in zip(a, b)], 3)
+
+
 def test_bodies_that_do_not_compile_say_so():
     docs = docs_placeholder()
     data = documents(DOCS["mixed"])
-    # offsets that are not an affine function of the sentence offsets,
-    # computed from the document's tokens and sentences together
-    joined = ft.map(lambda doc: ft.join(doc, doc * 2), docs)
-    with pytest.raises(NotImplementedError, match="depth 3.*sentence offsets "
-                                                  "directly"):
-        ft.compile(joined)(docs=data)
     # per-sentence results of another length than the sentence's, combined
     # in the document (not aligned with its tokens)
     combined = ft.map(lambda doc: ft.sum(ft.flatten(ft.map(

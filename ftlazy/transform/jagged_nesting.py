@@ -31,6 +31,13 @@ tokens) reads each document through two views:
   over the tokens plus a sum over per-sentence results) is computed there
   with one row per document and zipped into the map of step 2.
 
+Reads ``P[e]`` of a document's rebased sentence offsets ``P`` (``(m +
+1,)``: ``ft.lengths(doc)``, the offsets of ``ft.join``) become reads of
+its ends ``E = P[1:]``, one per sentence (``0 if e == 0 else E[e - 1]``):
+``E`` over all documents is ``offsets1[j + 1] - offsets1[offsets0[d]]``
+for sentence ``j`` of document ``d``, mapped along the per-sentence
+results of step 2.
+
 A map over sentences that captures per-document data computed in the body
 (the document's mean token subtracted from each sentence, a context vector
 from the sentences, a dense value zipped along) gets it as a mapped input
@@ -43,8 +50,7 @@ Zipped depth-3 FractalTensors are mapped together in each view; their
 structure is checked at run time, level by level, as the reference
 evaluator does. What the views do not express raises
 :class:`NotImplementedError` naming it (``ft.evaluate_numpy`` evaluates
-it): the rebased sentence offsets read directly (``ft.lengths(doc)``,
-``ft.join``), tokens read in the same node as the sentence structure,
+it): tokens read in the same node as the sentence structure (``doc[i]``),
 per-sentence results of other lengths (``s[1:]``) combined in the
 document, and maps over sentences that capture data of the document's
 sizes (its tokens).
@@ -64,7 +70,8 @@ from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, iter_children, topological_order
-from ftlazy.scalar_expr import index_var
+from ftlazy.scalar_expr import ExprIdentityMapper, index_var
+from ftlazy.transform.lower import LOWERABLE, to_index_lambda
 from ftlazy.transform.mappers import CopyMapper
 
 __all__ = ["flatten_document_map"]
@@ -88,6 +95,69 @@ class _Rebuilder(CopyMapper):
 
     def map_body(self, body: Node) -> Node:
         return body
+
+
+class _EndsReads(ExprIdentityMapper):
+    """Rewrites reads ``P[e]`` of the bindings *names* (rebased sentence
+    offsets, ``(m + 1,)``) as reads of their ends ``E = P[1:]``, ``(m,)``:
+    ``0 if e == 0 else E[e - 1]``; another use of them is :attr:`opaque`."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.opaque = False
+
+    def map_variable(self, expr: prim.Variable) -> Any:
+        self.opaque = self.opaque or expr.name in self.names
+        return expr
+
+    def map_subscript(self, expr: prim.Subscript) -> Any:
+        name = getattr(expr.aggregate, "name", None)
+        if name not in self.names:
+            return super().map_subscript(expr)
+        if len(expr.index_tuple) != 1:
+            self.opaque = True
+            return expr
+        e = self.rec(expr.index_tuple[0])
+        # (the read is clamped too: loopy proves reads in bounds)
+        last = prim.Max((e - np.int64(1), np.int64(0)))
+        return prim.If(prim.Comparison(e, "==", 0), np.int64(0),
+                       prim.Subscript(expr.aggregate, last))
+
+
+class _OffsetsRewriter(_Rebuilder):
+    """Copies the body's nodes (but those of *keep*) with the
+    IndexLambdas that read rebased sentence offsets (*ends*: offsets
+    parameter -> a stand-in for its ends) reading their ends instead."""
+
+    def __init__(self, ends: dict[Node, Array], keep: Any) -> None:
+        super().__init__({n: n for n in keep})
+        self.ends = ends
+
+    def __call__(self, root: Array) -> Any:
+        if root in self.ends:       # (the offsets returned as they are)
+            root = IndexLambda(prim.Variable("_in0")[index_var(0)], root.shape,
+                               root.dtype, {"_in0": root})
+        return super().__call__(root)
+
+    def map_array(self, expr: Array) -> Node:
+        if isinstance(expr, LOWERABLE) and any(
+                c in self.ends for c in iter_children(expr)):
+            # (a slice, a gather, ... of the offsets: as it reads them)
+            return self.map_index_lambda(to_index_lambda(expr))
+        return self.map_node(expr)
+
+    def map_index_lambda(self, expr: IndexLambda) -> Node:
+        names = {n for n, a in expr.bindings.items() if a in self.ends}
+        if not names:
+            return self.map_node(expr)
+        reads = _EndsReads(names)
+        new = reads(expr.expr)
+        if reads.opaque:
+            raise _refuse("reads the document's sentence offsets other than "
+                          "by index (P[i])")
+        return expr.copy(expr=new, bindings={
+            n: self.ends[a] if n in names else self.rec(a)
+            for n, a in expr.bindings.items()})
 
 
 class _DocumentMap:
@@ -158,21 +228,39 @@ class _DocumentMap:
                     "maps over sentences capturing data of the document's "
                     f"sizes (shape {sh.shape_str(a.shape)}; capture "
                     "per-document data with a static shape)")
-            if self.host is None:
-                raise _refuse("maps over sentences capturing per-document "
-                              "data (no host derivations to place it)")
             per_document = _flatten(self, [a])[0]
-            _, offsets0, offsets1 = self.parts[self.docs[0]][1]
-            # (each sentence's document: segment ids of the documents'
-            # sentences, computed on the host)
-            seg = self.host.segment_ids_for(offsets0, (0, 1))
             rest = tuple(index_var(k) for k in range(1, a.ndim + 1))
             read = prim.Variable("_in0")[
                 (prim.Variable("_seg")[index_var(0)],) + rest]
             self.sentence_rows[a] = IndexLambda(
-                read, (sh.sub(offsets1.shape[0], 1),) + a.shape, a.dtype,
-                {"_in0": per_document, "_seg": seg})
+                read, (self.num_sentences,) + a.shape, a.dtype,
+                {"_in0": per_document, "_seg": self.sentence_documents(
+                    "maps over sentences capturing per-document data")})
         return self.sentence_rows[a]
+
+    @property
+    def num_sentences(self) -> Any:
+        return sh.sub(self.parts[self.docs[0]][1][2].shape[0], 1)
+
+    def sentence_documents(self, what: str) -> Array:
+        """Each sentence's document ``(num_sentences,)``: segment ids of
+        the documents' sentences, computed on the host (for *what*)."""
+        if self.host is None:
+            raise _refuse(f"{what} (without host derivations)")
+        return self.host.segment_ids_for(self.parts[self.docs[0]][1][1], (0, 1))
+
+    def sentence_ends(self) -> IndexLambda:
+        """``P[j + 1]`` of each sentence ``j`` of all documents, ``P`` its
+        document's rebased sentence offsets: ``(num_sentences,)``."""
+        _, offsets0, offsets1 = self.parts[self.docs[0]][1]
+        o0, o1 = prim.Variable("_off0"), prim.Variable("_off1")
+        j = index_var(0)
+        seg = prim.Variable("_seg")[j]
+        return IndexLambda(o1[j + 1] - o1[o0[seg]], (self.num_sentences,),
+                           np.dtype(np.int64), {
+                               "_off0": offsets0, "_off1": offsets1,
+                               "_seg": self.sentence_documents(
+                                   "reads the rebased sentence offsets")})
 
     def rebuilt_map(self, outputs: list[Array], mapped: list[tuple]
                     ) -> JaggedMap:
@@ -327,8 +415,8 @@ def _check_sentence_view(doc: _DocumentMap, outputs: list[Array],
             continue
         if any(isinstance(c, BodyParam) and c.index in doc_params
                for c in iter_children(node)):
-            what = ("sentence offsets directly (for ft.lengths(doc), map "
-                    "over the sentences: ft.map(lambda s: s.shape[0], doc))"
+            what = ("sentence offsets other than by index, as ft.lengths "
+                    "and ft.join do"
                     if any(isinstance(c, BodyParam) and c.index in
                            doc.offsets_params for c in iter_children(node))
                     else "tokens where it also reads its sentence structure")
@@ -341,15 +429,20 @@ def _check_sentence_view(doc: _DocumentMap, outputs: list[Array],
 
 
 def _regrouped(doc: _DocumentMap, outputs: list[Array],
-               per_sentence: dict[Node, Array], pieces: dict[Node, Array]
-               ) -> JaggedMap:
+               per_sentence: dict[Node, Array], pieces: dict[Node, Array],
+               ends: list[Array]) -> JaggedMap:
     """The map of *outputs* over documents of the dense *per_sentence*
-    results, zipped with the *pieces* the tokens give (body node -> its
-    values ``(n, ...)``)."""
+    results and of the sentence offsets' *ends* (stand-ins in *outputs*),
+    zipped with the *pieces* the tokens give (body node -> its values
+    ``(n, ...)``)."""
     _, offsets0, offsets1 = doc.parts[doc.docs[0]][1]
     mapped = [(old, (new, offsets0), 2, (doc.m,))
               for old, new in per_sentence.items()
               if not old.loop.is_jagged_output(old.index)]
+    if ends:
+        # (zipped documents have equal offsets: the same ends)
+        sentence_ends = doc.sentence_ends()
+        mapped += [(e, (sentence_ends, offsets0), 2, (doc.m,)) for e in ends]
     if not mapped:
         # (the number of sentences is read, but no per-sentence result)
         mapped.append((None, (segment_lengths(offsets1), offsets0), 2, (doc.m,)))
@@ -410,9 +503,20 @@ def _flatten(doc: _DocumentMap, outputs: list[Array]) -> list[Array]:
                         for j, p in enumerate(pieces)}
     # 3. the rest, over documents of per-sentence results
     if sentences:
+        skip = {**piece_values, **per_sentence}
         rest = [outputs[k] for k in sentences]
-        _check_sentence_view(doc, rest, {**piece_values, **per_sentence})
-        regrouped = _regrouped(doc, rest, per_sentence, piece_values)
+        # (the rebased sentence offsets, read by index: one end per sentence)
+        read = set(topological_order(rest, skip=skip))
+        ends = {p: BodyParam(-2 - k, (prim.Variable(doc.m),), p.dtype)
+                for p in doc.jmap.body.params
+                if p.index in doc.offsets_params and p in read
+                for k in [doc.offsets_params[p.index]]}
+        if ends:
+            rewrite = _OffsetsRewriter(ends, skip)
+            rest = [rewrite(o) for o in rest]
+        _check_sentence_view(doc, rest, skip)
+        regrouped = _regrouped(doc, rest, per_sentence, piece_values,
+                               list(ends.values()))
         for j, k in enumerate(sentences):
             results[k] = LoopResult(regrouped, j)
     return results
