@@ -12,6 +12,7 @@ pass and no code generation or OpenCL build.
 from __future__ import annotations
 
 import hashlib
+import math
 import pathlib
 import time
 from dataclasses import dataclass, field
@@ -86,6 +87,7 @@ class CompiledArtifact:
     #: how kernels with barriers inside loops are built (see barrier_probe)
     barrier_loop_build: str = "optimize"
     executors: dict = field(default_factory=dict)
+    launchers: dict = field(default_factory=dict)
 
     @property
     def vector_width(self) -> int:
@@ -139,6 +141,61 @@ class CompiledArtifact:
             self.timings.opencl_build = time.perf_counter() - start
             self.executors[context] = ex
         return ex
+
+    def launcher(self, context: cl.Context) -> _Launcher:
+        """The kernels built for *context* (see :meth:`executor`) and the
+        host function of loopy's invoker that enqueues them."""
+        launch = self.launchers.get(context)
+        if launch is None:
+            ex = self.executor(context)
+            info = ex.translation_unit_info(ex.arg_to_dtype({}))
+            launch = self.launchers[context] = _Launcher(
+                info.cl_kernels, _host_function(self.t_unit, info.invoker))
+        return launch
+
+    @cached_property
+    def output_specs(self) -> dict[str, ArgSpec]:
+        """The kernel's output arguments by name."""
+        return {o.name: o for o in self.outputs}
+
+    @cached_property
+    def output_dtypes(self) -> dict[str, np.dtype]:
+        """The dtype of each output argument's buffer (booleans are
+        stored as int8)."""
+        arg_dict = self.t_unit.default_entrypoint.arg_dict
+        return {o.name: arg_dict[o.name].dtype.numpy_dtype for o in self.outputs}
+
+
+@dataclass(frozen=True)
+class _Launcher:
+    """A compiled program's kernels on one context and the host function
+    of loopy's invoker, which allocates the global temporaries and
+    enqueues every kernel, given buffers and size values by argument name:
+    the invoker's per-call checks and conversions of arrays (dtypes,
+    shapes, strides, transfers), which ftlazy does itself, are skipped."""
+
+    kernels: Any
+    host: Any
+
+    def __call__(self, queue: cl.CommandQueue, allocator: Any,
+                 wait_for: list | None, args: dict[str, Any]) -> cl.Event:
+        return self.host(self.kernels, queue, wait_for=wait_for,
+                         allocator=allocator, **args)
+
+
+def _host_function(t_unit: lp.TranslationUnit, invoker: Any) -> Any:
+    """The host function (loopy's "host program") that *invoker*, loopy's
+    generated invoker of *t_unit*, calls after its checks."""
+    entry = t_unit.default_entrypoint
+    name = (t_unit.target.host_program_name_prefix + entry.name
+            + entry.target.host_program_name_suffix)
+    host = getattr(getattr(invoker, "module", None), "mod_globals", {}).get(name)
+    if host is None:
+        raise RuntimeError(
+            f"loopy's invoker of kernel {entry.name!r} has no host function "
+            f"{name!r}: this version of loopy generates invokers ftlazy "
+            "does not know")
+    return host
 
 
 #: what pyopencl says when PoCL serves a program from a half-written cache
@@ -369,78 +426,118 @@ _HOST_ALIGNMENT = 128
 ZERO_COPY_OUTPUTS = True
 
 
-def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def _aligned_empty(shape: int | tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """``np.empty(shape, dtype)`` at an address that is a multiple of
     :data:`_HOST_ALIGNMENT`."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + _HOST_ALIGNMENT, np.uint8)
     start = -raw.ctypes.data % _HOST_ALIGNMENT
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
-def _fetch_host_outputs(queue: cl.CommandQueue, results: dict[str, Any],
-                        host_outputs: dict[str, tuple[np.ndarray, cla.Array]]
-                        ) -> dict[str, Any]:
-    """*results* with the outputs written to host memory as their numpy
-    arrays, made current by mapping their buffers (which waits for the
-    kernels; on a device that shares the memory, no copy), and any other
-    output fetched."""
-    fetched = {}
-    for name, value in results.items():
-        if name not in host_outputs:
-            fetched[name] = value.get() if isinstance(value, cla.Array) else value
-            continue
-        host, dev = host_outputs[name]
-        mapped, _ = cl.enqueue_map_buffer(
-            queue, dev.base_data, cl.map_flags.READ, 0, host.shape,
-            host.dtype, is_blocking=True)
-        if mapped.ctypes.data != host.ctypes.data:
-            host[...] = mapped
-        mapped.base.release(queue)
-        fetched[name] = host
-    return fetched
-
-
-def _host_buffer_array(queue: cl.CommandQueue, value: np.ndarray,
-                       alignment: int, writable: bool = False
-                       ) -> cla.Array | None:
-    """*value* as a device array over its own host memory
-    (``CL_MEM_USE_HOST_PTR``; read-only unless *writable*), or None where it
-    cannot be: empty, not C-contiguous, or its address not a multiple of
-    *alignment* bytes (the kernels' loads assume their element type's
-    alignment: PoCL's code for a ``float8`` argument crashes on an address
-    that is a multiple of 16 but not of 32). The buffer holds *value*
-    (pyopencl keeps a view of it) while it lives."""
+def _host_buffer(queue: cl.CommandQueue, value: np.ndarray, alignment: int,
+                 writable: bool = False) -> cl.Buffer | None:
+    """A buffer over *value*'s own host memory (``CL_MEM_USE_HOST_PTR``;
+    read-only unless *writable*), or None where it cannot be: empty, not
+    C-contiguous, or its address not a multiple of *alignment* bytes (the
+    kernels' loads assume their element type's alignment: PoCL's code for a
+    ``float8`` argument crashes on an address that is a multiple of 16 but
+    not of 32). The buffer holds *value* (pyopencl keeps a view of it)
+    while it lives."""
     if (value.size == 0 or not value.flags.c_contiguous
             or not value.flags.aligned or value.ctypes.data % alignment):
         return None
     mf = cl.mem_flags
-    buf = cl.Buffer(queue.context, (mf.READ_WRITE if writable else mf.READ_ONLY)
-                    | mf.USE_HOST_PTR, hostbuf=value)
-    return cla.Array(queue, value.shape, value.dtype, data=buf)
+    return cl.Buffer(queue.context, (mf.READ_WRITE if writable else mf.READ_ONLY)
+                     | mf.USE_HOST_PTR, hostbuf=value)
 
 
-def _share_host_arrays(queue: cl.CommandQueue, args: dict[str, Any],
-                       vector_args: tuple[str, ...], vector_width: int) -> bool:
-    """Replace the numpy arrays of *args* by device arrays over their host
-    memory where the device shares it (CPU devices such as PoCL's): the
-    kernels then read the inputs in place instead of the invoker copying
-    each to a device buffer at every call. Returns whether any was
-    replaced. Kernels never write their inputs (results are separate
-    arguments), and the buffers are read-only."""
-    if not ZERO_COPY_INPUTS or not _shares_host_memory(queue.device):
-        return False
-    shared = False
-    for name, value in args.items():
-        if not isinstance(value, np.ndarray):
-            continue
-        lanes = vector_width if name in vector_args else 1
-        wrapped = _host_buffer_array(queue, value, value.dtype.itemsize * lanes)
-        if wrapped is not None:
-            args[name] = wrapped
-            shared = True
-    return shared
+# {{{ what a call derives from its inputs' shapes and dtypes alone
+
+@dataclass(frozen=True)
+class _Output:
+    """An output argument's buffer in a call: shape and dtype as the kernel
+    writes it (a 0-d result has one element, booleans are int8)."""
+
+    arg: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        strides, step = [], self.dtype.itemsize
+        for n in reversed(self.shape):
+            strides.append(step)
+            step *= n
+        return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class _CallLayout:
+    """What a call of a :class:`BoundProgram` derives from the shapes,
+    dtypes and types of its inputs and the values of its size parameters
+    alone (see :func:`_layout_key`), every input validated: calls with
+    inputs alike reuse it and check only what their values decide (the
+    kernels' run-time checks, and for FractalTensors the offsets)."""
+
+    #: canonical size parameter -> value (derived ones included)
+    env: dict[str, int]
+    #: (user name, canonical name) of the inputs the kernels read, packed
+    #: ones included
+    inputs: tuple[tuple[str, str], ...]
+    #: the kernels' size arguments
+    sizes: dict[str, int]
+    outputs: tuple[_Output, ...]
+    #: whether every output is empty (nothing to launch)
+    empty: bool
+
+
+#: layouts a program keeps (the most recent shapes a loop alternates over)
+_LAYOUT_LIMIT = 32
+
+
+def _layout_key(inputs: dict[str, Any]) -> tuple | None:
+    """What a call's :class:`_CallLayout` depends on: each input's name,
+    type, and shape and dtype (an array) or value (an integer, which may be
+    a size parameter); None where an input is neither (a list: converted
+    and checked at every call)."""
+    key = []
+    for name, value in inputs.items():
+        if isinstance(value, (int, np.integer)) and not isinstance(
+                value, (bool, np.bool_)):
+            key.append((name, type(value), int(value)))
+        elif isinstance(value, (bool, float, complex)):
+            key.append((name, type(value)))
+        elif isinstance(value, (np.ndarray, np.generic, cla.Array)):
+            key.append((name, type(value), value.shape, value.dtype))
+        else:
+            return None
+    return tuple(key)
+
+# }}}
+
+
+def _map_host_outputs(queue: cl.CommandQueue,
+                      host_outputs: dict[str, tuple[np.ndarray, cl.Buffer]]
+                      ) -> None:
+    """Make the numpy outputs that the kernels wrote in place current: map
+    their buffers (the maps wait for the kernels, in one wait; on a device
+    that shares the memory, nothing is copied)."""
+    mapped = [(host, *cl.enqueue_map_buffer(
+        queue, buf, cl.map_flags.READ, 0, host.shape, host.dtype,
+        is_blocking=False)) for host, buf in host_outputs.values()]
+    mapped[-1][2].wait()
+    for host, view, _ in mapped:
+        if view.ctypes.data != host.ctypes.data:
+            host[...] = view
+        view.base.release(queue)
 
 
 class BoundProgram:
@@ -455,6 +552,12 @@ class BoundProgram:
     :data:`ZERO_COPY_INPUTS`), and numpy outputs are written in place (see
     :data:`ZERO_COPY_OUTPUTS`); inputs are never written, and outputs are
     always fresh arrays.
+
+    What a call derives from its inputs' shapes and dtypes (size
+    parameters, checks of sizes and allocations, output shapes) is kept
+    per program for the most recent kinds of inputs (see
+    :class:`_CallLayout`); the kernels are enqueued by loopy's host code
+    with buffers (see :class:`_Launcher`).
 
     .. attribute:: program
 
@@ -472,6 +575,7 @@ class BoundProgram:
         self.from_cache = from_cache
         self.context = context
         self._pools: dict = {}
+        self._layouts: dict[tuple, _CallLayout] = {}
 
     @property
     def program(self) -> lp.TranslationUnit:
@@ -539,14 +643,28 @@ class BoundProgram:
                   if name in self._kernel_args})
         return kept, [name for name in canon.size_names if name not in own]
 
-    def kernel_arguments(self, queue: cl.CommandQueue, inputs: dict[str, Any]
-                         ) -> tuple[dict[str, Any], dict[str, int]]:
+    def _layout(self, device: cl.Device, inputs: dict[str, Any]) -> _CallLayout:
+        """The :class:`_CallLayout` of a call with *inputs*: kept from an
+        earlier call with inputs alike, else computed (validating every
+        input: errors are never kept, so bad inputs raise at every call)."""
+        key = _layout_key(inputs)
+        layout = self._layouts.get(key) if key is not None else None
+        if layout is None:
+            layout = self._new_layout(device, inputs)
+            if key is not None:
+                if len(self._layouts) >= _LAYOUT_LIMIT:
+                    self._layouts.pop(next(iter(self._layouts)))
+                self._layouts[key] = layout
+        return layout
+
+    def _new_layout(self, device: cl.Device, inputs: dict[str, Any]
+                    ) -> _CallLayout:
         """Validate user *inputs* and the sizes they imply (no negative
         shape, no max/min reduction over nothing, no buffer larger than the
-        device allocates); return the kernel arguments and the values of the
-        (canonically named) size parameters."""
+        device allocates) and return the call's :class:`_CallLayout`."""
         canon = self.canon
-        checks = self.artifact.checks
+        art = self.artifact
+        checks = art.checks
         user_inputs, size_names = self._bound_inputs(set(inputs))
         env, arrays = bind_inputs(user_inputs, inputs, size_names)
         canon_env = {canon.size_names[k]: v for k, v in env.items()
@@ -555,28 +673,103 @@ class BoundProgram:
             checks.sizes.check(canon_env, {v: k for k, v in
                                            canon.size_names.items()})
         canon_env.update(derived_sizes(checks.derived, canon_env))
-        _check_allocations(self, queue.device, canon_env, arrays)
-        args: dict[str, Any] = {}
+        _check_allocations(self, device, canon_env, arrays)
+        read = self._kernel_args | art.packed_inputs
+        outputs = tuple(
+            _Output(o.name, sh.evaluate_shape(o.shape, canon_env) or (1,),
+                    art.output_dtypes[o.name]) for o in art.outputs)
+        return _CallLayout(
+            canon_env,
+            tuple((user, canon.input_names[user]) for user in arrays
+                  if canon.input_names[user] in read),
+            {name: value for name, value in canon_env.items()
+             if name in self._kernel_args},
+            outputs,
+            all(0 in sh.evaluate_shape(o.shape, canon_env)
+                for o in art.outputs))
+
+    def _kernel_values(self, queue: cl.CommandQueue, layout: _CallLayout,
+                       inputs: dict[str, Any]) -> dict[str, Any]:
+        """The array arguments of the kernels (numpy or device arrays in
+        the kernel's form, packs assembled) by argument name."""
         packed = self.artifact.packed_inputs
-        kernel_args = self._kernel_args
-        for user_name, value in arrays.items():
-            name = canon.input_names[user_name]
+        values: dict[str, Any] = {}
+        for user, name in layout.inputs:
+            value = inputs[user]
+            if not hasattr(value, "dtype"):
+                value = np.asarray(value)
             if name in packed:
-                args[name] = value
-            elif name in kernel_args:
-                args[name] = _to_kernel_form(value, queue)
-        for name, data in canon.data.items():
-            if name in kernel_args:
-                args[name] = _to_kernel_form(data, queue)
-        for name in self.artifact.vector_args:
-            if name in args:
-                args[name] = args[name].reshape(-1, self.artifact.vector_width)
+                values[name] = value
+                continue
+            if isinstance(value, cla.Array) and not value.flags.c_contiguous:
+                raise ValueError(
+                    f"input {user!r} is a non-contiguous device array "
+                    f"(strides {value.strides}), which the kernels cannot "
+                    "read; pass a contiguous one")
+            values[name] = _to_kernel_form(value, queue)
+        for name, data in self.canon.data.items():
+            if name in self._kernel_args:
+                values[name] = _to_kernel_form(data, queue)
         for pack, members in self.artifact.packs.items():
-            args[pack] = _pack([args.pop(name) for name, _, _ in members], queue)
-        for name, value in canon_env.items():
-            if name in kernel_args:
-                args[name] = np.int64(value)
-        return args, canon_env
+            values[pack] = _pack([values.pop(name) for name, _, _ in members],
+                                 queue)
+        return values
+
+    def _input_buffers(self, queue: cl.CommandQueue, values: dict[str, Any],
+                       allocator: Any) -> tuple[dict[str, Any], list, bool]:
+        """Buffers of the array arguments *values*, the events of device
+        arrays among them, and whether a numpy array is read in place: on a
+        device that shares the host's memory (CPU devices such as PoCL's),
+        numpy arrays are wrapped, not copied to a device buffer (see
+        :data:`ZERO_COPY_INPUTS`; kernels never write their inputs, and
+        the buffers are read-only)."""
+        art = self.artifact
+        share = ZERO_COPY_INPUTS and _shares_host_memory(queue.device)
+        buffers: dict[str, Any] = {}
+        events: list = []
+        shared = False
+        for name, value in values.items():
+            if isinstance(value, np.ndarray):
+                buf = None
+                if share:
+                    lanes = art.vector_width if name in art.vector_args else 1
+                    buf = _host_buffer(queue, value, value.dtype.itemsize * lanes)
+                    shared = shared or buf is not None
+                if buf is None:
+                    buf = cla.to_device(queue, value, allocator=allocator).base_data
+                buffers[name] = buf
+            else:
+                events.extend(value.events)
+                buffers[name] = value.base_data
+        return buffers, events, shared
+
+    def _output_buffers(self, queue: cl.CommandQueue, layout: _CallLayout,
+                        out_host: bool, allocator: Any
+                        ) -> tuple[dict[str, Any], dict, dict]:
+        """Buffers of the output arguments, the numpy outputs that the
+        kernels write in place (with their buffers; see
+        :data:`ZERO_COPY_OUTPUTS`) and the device arrays of the others."""
+        in_place = (out_host and ZERO_COPY_OUTPUTS
+                    and _shares_host_memory(queue.device))
+        buffers: dict[str, Any] = {}
+        host: dict[str, tuple[np.ndarray, cl.Buffer]] = {}
+        device: dict[str, cla.Array] = {}
+        for out in layout.outputs:
+            if in_place:
+                array = _aligned_empty(out.shape, out.dtype)
+                buf = _host_buffer(queue, array, _HOST_ALIGNMENT, writable=True)
+                if buf is not None:
+                    host[out.arg] = (array, buf)
+                    buffers[out.arg] = buf
+                    continue
+            size = out.size
+            dev = cla.Array(None, out.shape, out.dtype, strides=out.strides,
+                            data=allocator(size * out.dtype.itemsize),
+                            allocator=allocator, _fast=True, _size=size,
+                            _context=queue.context, _queue=queue)
+            device[out.arg] = dev
+            buffers[out.arg] = dev.base_data
+        return buffers, host, device
 
     def __call__(self, queue: cl.CommandQueue, /, **inputs: Any
                  ) -> tuple[Any, Any]:
@@ -588,32 +781,36 @@ class BoundProgram:
         """A call (see the class docs); *out_host* True asks for numpy
         outputs whatever the inputs are."""
         art = self.artifact
-        args, canon_env = self.kernel_arguments(queue, inputs)
+        layout = self._layout(queue.device, inputs)
+        values = self._kernel_values(queue, layout, inputs)
         if out_host is None:
-            out_host = not any(isinstance(v, cla.Array) for v in args.values())
-        if all(0 in sh.evaluate_shape(o.shape, canon_env) for o in art.outputs):
-            results = {o.name: self._empty(o, canon_env, queue, out_host)
+            out_host = not any(isinstance(v, cla.Array) for v in values.values())
+        if layout.empty:
+            results = {o.name: self._empty(o, layout.env, queue, out_host)
                        for o in art.outputs}
             evt = None
         else:
-            shared = _share_host_arrays(queue, args, art.vector_args,
-                                        art.vector_width)
-            host_outputs = (self._host_outputs(queue, canon_env)
-                            if out_host and ZERO_COPY_OUTPUTS
-                            and _shares_host_memory(queue.device) else {})
-            args.update((name, dev) for name, (_, dev) in host_outputs.items())
-            ex = art.executor(queue.context)
-            evt, results = ex(queue, allocator=self._allocator(queue),
-                              out_host=out_host and not host_outputs, **args)
-            if host_outputs:
-                results = _fetch_host_outputs(queue, results, host_outputs)
-            elif shared and not out_host and evt is not None:
+            allocator = self._allocator(queue)
+            args, events, shared = self._input_buffers(queue, values, allocator)
+            outputs, host, device = self._output_buffers(
+                queue, layout, out_host, allocator)
+            args.update(outputs)
+            args.update(layout.sizes)
+            evt = art.launcher(queue.context)(queue, allocator, events or None,
+                                              args)
+            for dev in device.values():
+                dev.add_event(evt)
+            if host:
+                _map_host_outputs(queue, host)
+            elif shared and not out_host:
                 # the kernels read the host memory of numpy inputs, which
                 # this call's buffers keep alive only until it returns:
-                # device results wait for them (numpy results were fetched,
-                # after the kernels, already)
+                # device results wait for them
                 evt.wait()
-        self._check(results, canon_env)
+            results = {name: array for name, (array, _) in host.items()}
+            results.update((name, dev.get() if out_host else dev)
+                           for name, dev in device.items())
+        self._check(results, layout.env)
         outputs = {}
         for key, arg in art.output_args.items():
             if _is_check_key(key):
@@ -623,36 +820,14 @@ class BoundProgram:
             return evt, (outputs[None],)
         return evt, outputs
 
-    def _host_outputs(self, queue: cl.CommandQueue, env: dict[str, int]
-                      ) -> dict[str, tuple[np.ndarray, cla.Array]]:
-        """Fresh numpy arrays for the kernel's outputs, each with a device
-        array over its memory (see :func:`_host_buffer_array`)."""
-        art = self.artifact
-        arg_dict = art.t_unit.default_entrypoint.arg_dict
-        result = {}
-        for spec in art.outputs:
-            # (0-d results are kernel arguments of one element)
-            shape = sh.evaluate_shape(spec.shape, env) or (1,)
-            dtype = arg_dict[spec.name].dtype.numpy_dtype
-            host = _aligned_empty(shape, dtype)
-            if spec.name in art.vector_args:
-                host = host.reshape(-1, art.vector_width)
-            dev = _host_buffer_array(queue, host, _HOST_ALIGNMENT, writable=True)
-            if dev is not None:
-                result[spec.name] = (host, dev)
-        return result
-
     def _empty(self, spec: ArgSpec, env: dict, queue, out_host: bool) -> Any:
         shape = sh.evaluate_shape(spec.shape, env)
         if out_host:
             return np.empty(shape, spec.dtype)
         return cla.empty(queue, shape, spec.dtype)
 
-    def _spec(self, arg: str) -> ArgSpec:
-        return next(o for o in self.artifact.outputs if o.name == arg)
-
     def _from_kernel_form(self, value: Any, arg: str) -> Any:
-        spec = self._spec(arg)
+        spec = self.artifact.output_specs[arg]
         if arg in self.artifact.vector_args:
             value = value.reshape(-1)
         if spec.dtype == np.bool_ and value.dtype != np.bool_:
