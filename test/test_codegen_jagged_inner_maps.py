@@ -222,19 +222,43 @@ def test_dilated_map_inside_a_fold_over_the_rows(xs):
     check(ys, reference)
 
 
-def test_refused_reading_the_whole_element(xs):
-    # each subsequence attends to the whole sequence
-    ys = ft.map(lambda s: ft.dilated_map(lambda sub: (sub @ s.T) @ s, s, 2), xs)
-    with pytest.raises(NotImplementedError,
-                       match="reads an array of the outer element's length"):
-        ft.compile(ys)
-    data = BATCHES[0]
-    got = ft.evaluate_numpy(ys, xs=data)
-    for g, s in zip(got.tolist(), data):
+def test_subsequences_attending_to_the_whole_element(xs):
+    # each subsequence attends to the whole sequence: the inner map zips
+    # the outer element in (inner element i*2 + r reads outer element i);
+    # (L_sub, L) scores padded to the longest, a max and a sum over L; the
+    # second inner map reads only s.T (the outer offsets zipped in alone)
+    def attend(sub, s):
+        scores = sub @ s.T
+        e = ft.exp(scores - ft.amax(scores, axis=1, keepdims=True,
+                                    initial=-np.inf))
+        return (e @ s) / ft.maximum(ft.sum(e, axis=1, keepdims=True), 1e-300)
+
+    def scaled(sub, s):
+        return sub * ft.amax(sub @ s.T, axis=1, keepdims=True, initial=-1.0)
+    ys = ft.map(lambda s: ft.dilated_map(lambda sub: attend(sub, s), s, 2)
+                + ft.dilated_map(lambda sub: scaled(sub, s), s, 2), xs)
+
+    def reference(s):
         want = np.zeros_like(s)
-        for r in range(2):
-            want[r::2] = (s[r::2] @ s.T) @ s
-        np.testing.assert_allclose(g, want, rtol=1e-12)
+        for r in range(min(2, len(s))):
+            sub = s[r::2]
+            scores = sub @ s.T
+            e = np.exp(scores - scores.max(axis=1, keepdims=True))
+            want[r::2] = ((e @ s) / e.sum(axis=1, keepdims=True)
+                          + sub * np.max(scores, axis=1, keepdims=True,
+                                         initial=-1.0))
+        return want
+    check(ys, reference)
+
+
+def test_refused_computing_outer_length_arrays_per_subsequence(xs):
+    # an array of the outer element's length computed per subsequence
+    ys = ft.map(lambda s: ft.dilated_map(
+        lambda sub: sub + ft.sum(s * ft.sum(sub), axis=0), s, 2), xs)
+    with pytest.raises(NotImplementedError,
+                       match="array of the outer element's length"):
+        ft.compile(ys)
+
 
 # }}}
 

@@ -27,11 +27,21 @@ in the outer body's batched layout: a jagged result's rows of inner element
 ``i*K + r`` start where the outer element ``i``'s packed rows put them, and
 a dense result ``(n*K, ...)`` is read as ``(n, K, ...)``.
 
+An inner map may read its outer element's arrays of length ``L`` (each
+subsequence attending to the whole sequence): the outer element is zipped
+in as one more FractalTensor of the flattened map, with the outer offsets,
+whose element ``i*K + r`` is outer element ``i``
+(:attr:`~ftlazy.transform.jagged_lowering._MapLowering.repeats`), so its
+rows are read where the outer body stored them (no copies), reductions
+over them run over outer element ``i``'s range and axes of extent ``L``
+are padded to the longest outer element.
+
 Not lowered (:class:`NotImplementedError` naming it): an inner
 FractalTensor of depth 3 or whose number of elements depends on ``L``,
 zipped inner FractalTensors of different offsets, inner offsets computed
-from the element's data, inner maps capturing arrays of the element's
-length or using ``L`` itself.
+from the element's data, inner bodies computing arrays of the outer
+length ``L`` per inner element, or reading outer arrays whose rows are
+not the element's own (``c + a*L`` rows).
 
 In the body of a scan over the element's rows (a fold whose carry is the
 sequence, dilated-mapped at each step), the inner offsets depend on the
@@ -265,18 +275,40 @@ def lower_inner_map(lowering: _MapLowering, jmap: JaggedMap,
     # captured arrays that differ per outer element are mapped along
     captured = list(zip(range(len(parts), len(params)), inputs[pos:]))
     kept = []
+    # (the outer element's arrays are zipped in as one more FractalTensor
+    # whose element i*K + r is outer element i: see _MapLowering.repeats)
+    packed = {kind.symbol for _, (_, kind) in captured if kind.what == "packed"}
+    padded = {symbol for index, _ in captured
+              for _, symbol, _ in lowering.padded_axes(
+                  jmap.inputs[pos + index - len(parts)].shape)}
+    repeated = packed | padded
     for index, (value, kind) in captured:
-        if kind.what == "packed" or lowering.padded_axes(
-                jmap.inputs[pos + index - len(parts)].shape):
+        if kind.what == "packed" and kind.form != (0, 1):
             raise _refuse("whose body reads an array of the outer element's "
-                          "length")
-        if kind.what == "dense":
+                          "length computed with other rows than the "
+                          "element's")
+        if kind.what == "packed":
+            renumber[index] = params[index].copy(index=len(renumber))
+            new_inputs += [_stored(value), lowering.offsets_of(kind.symbol)]
+            depths.append(2)
+            symbols.append((kind.symbol,))
+        elif kind.what == "dense":
             renumber[index] = params[index].copy(index=len(renumber))
             new_inputs.append(_repeated(value, count))
             depths.append(1)
             symbols.append(())
         else:
             kept.append((index, value))
+    for k, symbol in enumerate(sorted(padded - packed)):
+        # (only axes after the first have the outer length: the outer
+        # offsets zipped in with rows that the body does not read)
+        rows = lowering.segments[symbol][1]
+        renumber[-1 - k] = BodyParam(len(renumber), (prim.Variable(symbol),),
+                                     np.dtype(np.int8))
+        new_inputs += [IndexLambda(0, (rows,), np.int8, {}),
+                       lowering.offsets_of(symbol)]
+        depths.append(2)
+        symbols.append((symbol,))
     for index, value in kept:
         renumber[index] = params[index].copy(index=len(renumber))
         new_inputs.append(value)
@@ -287,13 +319,15 @@ def lower_inner_map(lowering: _MapLowering, jmap: JaggedMap,
                     tuple(rebuild(o) for o in body.outputs))
     flat = JaggedMap(body, tuple(new_inputs), tuple(depths), tuple(symbols),
                      jmap.what)
-    zipped = len(host.zipped)
+    zipped, same_count = len(host.zipped), len(host.same_count)
     flat_lowering = _MapLowering(flat, new_inputs, host)
     if captures is not None:
         flat_lowering.outer = captures
+    flat_lowering.repeats.update((symbol, count) for symbol in repeated)
     results = flat_lowering.run()
     # (the flattened inputs are zipped by construction: nothing to check)
     del host.zipped[zipped:]
+    del host.same_count[same_count:]
     lowered = []
     for k, result in enumerate(results):
         shape = LoopResult(jmap, k).shape

@@ -188,15 +188,24 @@ class _BatchRewriter(ExprIdentityMapper):
         self.symbols.add(symbol)
         return prim.Variable(self.lowering.offsets_name(symbol))
 
+    def element_of(self, symbol: str) -> Any:
+        """The element of *symbol*'s offsets that the element reads (the
+        outer element of an inner one, see ``_MapLowering.repeats``)."""
+        repeats = self.lowering.repeats.get(symbol)
+        return (self.element if repeats is None
+                else prim.FloorDiv(self.element, repeats))
+
     def start(self, form: tuple[int, int], symbol: str) -> Any:
         """First packed row of the element for extent *form* of *symbol*."""
         const, coeff = form
-        off = self.offsets(symbol)[self.element]
-        return const * self.element + coeff * off if coeff != 1 or const else off
+        element = self.element_of(symbol)
+        off = self.offsets(symbol)[element]
+        return const * element + coeff * off if coeff != 1 or const else off
 
     def length(self, symbol: str) -> Any:
         off = self.offsets(symbol)
-        return off[self.element + 1] - off[self.element]
+        element = self.element_of(symbol)
+        return off[element + 1] - off[element]
 
     def extent(self, form: tuple[int, int], symbol: str) -> Any:
         const, coeff = form
@@ -321,6 +330,11 @@ class _MapLowering:
                 self.segments.setdefault(symbol, (new[1], new[0].shape[0]))
                 zipped.setdefault(symbol, []).append(new[1])
         self.params += [(a, _HOISTED) for a in inputs[pos:]]
+        #: element length symbol -> K where element ``i`` reads element
+        #: ``i // K`` of its offsets (inner maps reading their outer
+        #: element: :mod:`ftlazy.transform.jagged_inner_maps`); arrays of
+        #: that length are read, not computed
+        self.repeats: dict[str, int] = {}
         #: the first FractalTensor's length symbol and offsets
         self.symbol = next(iter(self.segments))
         self.offsets = self.segments[self.symbol][0]
@@ -349,14 +363,46 @@ class _MapLowering:
         if not names:
             return None
         form = sh.to_affine(c)
-        if set(form.coeffs) != names or len(names) > 1:
+        if set(form.coeffs) != names:
             raise NotImplementedError(
                 f"an extent {c} mixes an element's length with other sizes")
+        if len(names) > 1:
+            return self._mixed_extent(form), (0, 1)
         (symbol,) = names
         return symbol, (form.const, form.coeffs[symbol])
 
+    def _mixed_extent(self, form: Any) -> str:
+        """A symbol for an extent affine in several element lengths (``T -
+        m`` of a document's tokens and sentences): an element length of
+        its own, whose offsets are the running sums of the extent (the
+        same affine function of the lengths' offsets)."""
+        key = f"_ft_mixed({form.to_expr()})"
+        if key not in self.segments:
+            if set(form.coeffs) & set(self.repeats):
+                raise NotImplementedError(
+                    f"an extent {form.to_expr()} mixes an outer element's "
+                    "length with other element lengths")
+            expr: Any = form.const * index_var(0)
+            nnz: Any = sh.mul(self.n, form.const)
+            bindings = {}
+            for k, (name, coeff) in enumerate(sorted(form.coeffs.items())):
+                offsets, rows = self.segments[name]
+                bindings[f"_in{k}"] = offsets
+                expr = expr + coeff * prim.Variable(f"_in{k}")[index_var(0)]
+                nnz = sh.add(nnz, sh.mul(rows, coeff))
+            self.segments[key] = (IndexLambda(
+                expr, (sh.add(self.n, 1),), _INT64, bindings), nnz)
+        return key
+
     def kind_of_shape(self, shape: tuple) -> _Kind | None:
         extent = self.extent_of(shape[0]) if shape else None
+        if extent is not None and extent[0] in self.repeats:
+            raise NotImplementedError(
+                "compiling a map over a FractalTensor inside a map over a "
+                "FractalTensor whose body computes an array of the outer "
+                f"element's length {sh.shape_str(shape)} per inner element "
+                "(or scans over its rows) is not supported (it may read the "
+                "outer element's arrays and reduce over them)")
         return None if extent is None else _Kind("packed", extent[1], extent[0])
 
     def padded_axes(self, shape: tuple
@@ -411,13 +457,13 @@ class _MapLowering:
             if isinstance(node, BodyParam):
                 values[node] = param_value(node)
             elif isinstance(node, SizeParam) and node.name in self.segments:
-                values[node] = (self.outer(segment_lengths(
-                    self.offsets_of(node.name))), _DENSE)
+                values[node] = (self.outer(self._lengths(node.name)), _DENSE)
             elif isinstance(node, IndexLambda):
                 values[node] = self._index_lambda(node, values)
             elif isinstance(node, Gather):
                 values[node] = self._gather(node, values)
             elif isinstance(node, Scan):
+                self.kind_of_shape((node.length,))
                 values[node] = lower_scan(self, node,
                                           [values[a] for a in node.inputs])
             elif isinstance(node, JaggedMap):
@@ -433,6 +479,16 @@ class _MapLowering:
             else:
                 values[node] = (node, _HOISTED)
         return values
+
+    def _lengths(self, symbol: str) -> Array:
+        """Each element's length *symbol* (``(n,)``)."""
+        lengths = segment_lengths(self.offsets_of(symbol))
+        repeats = self.repeats.get(symbol)
+        if repeats is None:
+            return lengths
+        return IndexLambda(
+            prim.Variable("_in0")[prim.FloorDiv(index_var(0), repeats)],
+            (self.n,), lengths.dtype, {"_in0": lengths})
 
     def _gather(self, node: Gather, values: dict) -> tuple[Array, _Kind]:
         """A lookup in a table the body does not compute (an embedding)
