@@ -196,18 +196,75 @@ def test_sentence_offsets_read_in_the_document():
                           [x + [t * 2 for t in y] for x, y in zip(a, b)], 3)
 
 
+def test_per_sentence_results_of_other_lengths_and_tokens_with_sentences():
+    # per-sentence results of L + 1 and 2L rows combined in the document
+    # (each document's m + T and 2T rows of them), and the tokens read in
+    # the same node as the number of sentences
+    docs = docs_placeholder()
+
+    def started(s):         # a running sum from a start row: L + 1 rows
+        return cumsum_scan(ft.concatenate([ft.ones((1, H)), s]))
+
+    def combined(doc):
+        rows = ft.flatten(ft.map(started, doc))
+        twice = ft.flatten(ft.map(lambda s: ft.concatenate([s, s * 2]), doc))
+        return (ft.sum(rows * 2, axis=0) / ft.maximum(rows.shape[0], 1)
+                + ft.amax(twice, axis=0, initial=0.0) * doc.length)
+
+    program = ft.DictOfNamedArrays({
+        "combined": ft.map(combined, docs),
+        **as_parts({"scaled": ft.map(
+            lambda doc: ft.flatten(doc) / ft.maximum(doc.length, 1), docs)})})
+
+    def np_combined(d):
+        rows = [np.cumsum(np.concatenate([np.ones((1, H)), s]), axis=0)
+                for s in d]
+        rows = np.concatenate(rows) if rows else np.zeros((0, H))
+        twice = [np.concatenate([s, s * 2]) for s in d]
+        peak = np.max(np.concatenate([np.zeros((1, H))] + twice), axis=0)
+        return (rows * 2).sum(axis=0) / max(len(rows), 1) + peak * len(d)
+
+    f = ft.compile(program)
+    for key in DOCS:
+        data = documents(DOCS[key])
+        for out in (f(docs=data), ft.evaluate_numpy(program, docs=data)):
+            np.testing.assert_allclose(
+                out["combined"],
+                np.array([np_combined(d) for d in data]).reshape(-1, H),
+                rtol=1e-12, atol=1e-12)
+            assert_nested(from_parts(out, "scaled", 2), [
+                np.concatenate([np.zeros((0, H))] + d) / max(len(d), 1)
+                for d in data], 2)
+
+
+def test_sentence_tails_combined_in_the_document():
+    # s[1:] and a scan over it: L - 1 rows per sentence, T - m per document
+    docs = docs_placeholder()
+    tails = ft.map(lambda doc: ft.sum(ft.flatten(ft.map(
+        lambda s: cumsum_scan(s[1:] - s[:-1]), doc)), axis=0)
+        + ft.sum(ft.flatten(doc), axis=0), docs)
+    f = ft.compile(tails)
+    for key in NONEMPTY_DOCS:
+        data = documents(NONEMPTY_DOCS[key])
+        want = np.array([sum((np.cumsum(s[1:] - s[:-1], axis=0).sum(axis=0)
+                              + s.sum(axis=0) for s in d), np.zeros(H))
+                         for d in data]).reshape(-1, H)
+        for got in (f(docs=data), ft.evaluate_numpy(tails, docs=data)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_bodies_that_do_not_compile_say_so():
+    # a map over sentences capturing data of the document's number of
+    # tokens (attention over the document's tokens)
     docs = docs_placeholder()
     data = documents(DOCS["mixed"])
-    # per-sentence results of another length than the sentence's, combined
-    # in the document (not aligned with its tokens)
-    combined = ft.map(lambda doc: ft.sum(ft.flatten(ft.map(
-        lambda s: s[1:], doc)), axis=0), docs)
-    with pytest.raises(NotImplementedError, match="depth 3.*combines "
-                                                  "per-sentence results"):
-        ft.compile(combined)(docs=data)
-    nonempty = documents(NONEMPTY_DOCS["mixed"])
-    np.testing.assert_allclose(
-        ft.evaluate_numpy(combined, docs=nonempty),
-        np.array([sum((s[1:].sum(axis=0) for s in d), np.zeros(H))
-                  for d in nonempty]).reshape(len(nonempty), H))
+
+    def attend(doc):
+        tokens = ft.flatten(doc)
+        return ft.map(lambda s: ft.sum(s @ tokens.T, axis=1), doc)
+    attended = ft.map(attend, docs)
+    with pytest.raises(NotImplementedError, match="depth 3.*capturing data "
+                                                  "of the document's sizes"):
+        ft.compile(attended)(docs=data)
+    assert_nested(ft.evaluate_numpy(attended, docs=data), [
+        [(s @ np.concatenate(d).T).sum(axis=1) for s in d] for d in data], 3)

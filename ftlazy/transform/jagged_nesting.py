@@ -201,12 +201,7 @@ class _DocumentMap:
             node: (node not in sources, node.loop.is_jagged_output(node.index))
             for node in per_sentence}
         for node in topological_order(outputs, skip=per_sentence):
-            sizes: frozenset[str] = frozenset()
-            if isinstance(node, SizeParam):
-                sizes = frozenset([node.name])
-            elif isinstance(node, Array):
-                sizes = frozenset().union(
-                    *(sh.size_param_names(c) for c in node.shape))
+            sizes = _sizes(node)
             structure = self.m in sizes or (isinstance(node, BodyParam)
                                            and node.index in self.offsets_params)
             tokens = self.T in sizes or (isinstance(node, BodyParam)
@@ -262,12 +257,13 @@ class _DocumentMap:
                                "_seg": self.sentence_documents(
                                    "reads the rebased sentence offsets")})
 
-    def rebuilt_map(self, outputs: list[Array], mapped: list[tuple]
-                    ) -> JaggedMap:
+    def rebuilt_map(self, outputs: list[Array], mapped: list[tuple],
+                    captured: list[tuple[Array, Array]] = ()) -> JaggedMap:
         """A map of the body's *outputs* over *mapped* (per new mapped
         input: the body node it replaces, or None; its arrays, its depth,
         its symbols), then the old dense mapped inputs and captured
-        arrays."""
+        arrays, then *captured* (the body node each replaces, the
+        array)."""
         new_params: list[BodyParam] = []
         inputs: list[Array] = []
         depths: list[int] = []
@@ -296,6 +292,8 @@ class _DocumentMap:
         body = self.jmap.body
         for index in range(self.num_mapped_params, len(body.params)):
             param(body.params[index], (self.outer_input[index],))
+        for old, array in captured:
+            param(old, (array,))
         rebuild = _Rebuilder(replace)
         return JaggedMap(Body(tuple(new_params),
                               tuple(rebuild(o) for o in outputs)),
@@ -400,41 +398,97 @@ def _flat_sentence_map(doc: _DocumentMap, inner: JaggedMap) -> JaggedMap:
                      inner.symbols + ((),) * len(along), inner.what)
 
 
+def _document_rows(doc: _DocumentMap, outputs: list[Array], skip: Any,
+                   per_sentence: dict[Node, Array], sources: Any
+                   ) -> dict[Node, tuple[Array, list[tuple]]]:
+    """Each per-sentence result that *outputs* read whose length per
+    sentence is ``c + a*L`` but not the sentence's (``s[1:]``: ``L - 1``)
+    -> its stand-in in *outputs* (each document's ``c*m + a*T`` rows, read
+    from the rows of all sentences at the document's first row) and what
+    the map over documents gets for it: ``(stand-in parameter, array,
+    depth)`` (the rows of all sentences captured whole, the documents'
+    first rows mapped along)."""
+    read = {c for n in topological_order(outputs, skip=skip)
+            for c in iter_children(n)
+            if c in per_sentence and c not in sources
+            and c.loop.is_jagged_output(c.index)}
+    _, offsets0, offsets1 = doc.parts[doc.docs[0]][1]
+    result: dict[Node, tuple[Array, list[tuple]]] = {}
+    for k, old in enumerate(read):
+        inner = old.loop
+        form = sh.to_affine(inner.body.outputs[old.index].shape[0])
+        if any(i == old.index for i, _, _ in inner.counted) or set(
+                form.coeffs) - {inner.symbols[0][0]}:
+            raise _refuse("combines per-sentence results of a length that is "
+                          "not affine in the sentence's in the document")
+        c, a = form.const, form.coeffs.get(inner.symbols[0][0], 0)
+        o0, o1 = prim.Variable("_off0"), prim.Variable("_off1")
+        first = o0[index_var(0)]
+        starts = IndexLambda(c * first + a * o1[first], (doc.jmap.length,),
+                             np.dtype(np.int64),
+                             {"_off0": offsets0, "_off1": offsets1})
+        rows = per_sentence[old]
+        start_param = BodyParam(-1000 - 2 * k, (), starts.dtype)
+        rows_param = BodyParam(-1001 - 2 * k, rows.shape, rows.dtype)
+        rest = tuple(index_var(i) for i in range(1, old.ndim))
+        chunk = IndexLambda(
+            prim.Variable("_in0")[(prim.Variable("_start") + index_var(0),)
+                                  + rest],
+            old.shape, old.dtype, {"_in0": rows_param, "_start": start_param})
+        result[old] = (chunk, [(start_param, starts, 1),
+                               (rows_param, rows, 0)])
+    return result
+
+
 def _check_sentence_view(doc: _DocumentMap, outputs: list[Array],
                          skip: Any) -> None:
     """The documents are read by *outputs* only through maps over their
-    sentences and their dense results (but in the nodes of *skip*)."""
-    doc_params = set(doc.values_params) | set(doc.offsets_params)
+    sentences and their dense results, their ends and their tokens (but in
+    the nodes of *skip*)."""
     for node in topological_order(outputs, skip=skip):
-        if (isinstance(node, (BodyParam, JaggedMap))
-                or not isinstance(node, Array)):
+        if not isinstance(node, Array) or isinstance(node, BodyParam):
             continue
-        if isinstance(node, SizeParam) and node.name == doc.T:
-            raise _refuse("uses the document's number of tokens")
-        if isinstance(node, LoopResult) and isinstance(node.loop, JaggedMap):
-            continue
-        if any(isinstance(c, BodyParam) and c.index in doc_params
+        if any(isinstance(c, BodyParam) and c.index in doc.offsets_params
                for c in iter_children(node)):
-            what = ("sentence offsets other than by index, as ft.lengths "
-                    "and ft.join do"
-                    if any(isinstance(c, BodyParam) and c.index in
-                           doc.offsets_params for c in iter_children(node))
-                    else "tokens where it also reads its sentence structure")
-            raise _refuse(f"reads the document's {what} "
+            raise _refuse("reads the document's sentence offsets other than "
+                          f"by index, as ft.lengths and ft.join do "
                           f"({type(node).__name__})")
-        if any(isinstance(c, LoopResult) and isinstance(c.loop, JaggedMap)
+        if any(isinstance(c, LoopResult) and c in skip
                and c.loop.is_jagged_output(c.index) for c in iter_children(node)):
-            raise _refuse("combines per-sentence results of the sentence's "
-                          "length with its sentence structure")
+            raise _refuse("combines per-sentence results of another length "
+                          "than the sentence's (s[1:]) in the document")
+
+
+def _token_reads(doc: _DocumentMap, outputs: list[Array], skip: Any,
+                 sources: dict[Node, Array]) -> dict[Node, Array]:
+    """What *outputs* (but the nodes of *skip*) read of the documents'
+    tokens: body node (a document's values, a per-sentence result of
+    *sources*) -> its rows over all tokens; empty if they do not."""
+    nodes = topological_order(outputs, skip=skip)
+    read = {c for n in nodes for c in iter_children(n) if c in sources}
+    read.update(n for n in nodes if isinstance(n, BodyParam)
+                and n.index in doc.values_params)
+    if not read and not any(doc.T in _sizes(n) for n in nodes):
+        return {}
+    values = {doc.jmap.body.params[p]: doc.parts[k][1][0]
+              for p, k in doc.values_params.items()}
+    result = {n: values[n] if n in values else sources[n] for n in read}
+    # (the number of tokens read: a tokens element, read or not)
+    return result or {None: values[doc.jmap.body.params[doc.first_param[
+        doc.docs[0]]]]}
 
 
 def _regrouped(doc: _DocumentMap, outputs: list[Array],
                per_sentence: dict[Node, Array], pieces: dict[Node, Array],
-               ends: list[Array]) -> JaggedMap:
+               ends: list[Array], tokens: dict[Any, Array],
+               more: list[tuple]) -> JaggedMap:
     """The map of *outputs* over documents of the dense *per_sentence*
     results and of the sentence offsets' *ends* (stand-ins in *outputs*),
     zipped with the *pieces* the tokens give (body node -> its values
-    ``(n, ...)``)."""
+    ``(n, ...)``) and with the *tokens* the outputs read (body node -> its
+    rows over all tokens: the documents' tokens are an element of their
+    own length ``T``), and *more* (``(stand-in, array, depth)``: 1 mapped
+    along, 0 captured)."""
     _, offsets0, offsets1 = doc.parts[doc.docs[0]][1]
     mapped = [(old, (new, offsets0), 2, (doc.m,))
               for old, new in per_sentence.items()
@@ -446,8 +500,14 @@ def _regrouped(doc: _DocumentMap, outputs: list[Array],
     if not mapped:
         # (the number of sentences is read, but no per-sentence result)
         mapped.append((None, (segment_lengths(offsets1), offsets0), 2, (doc.m,)))
+    if tokens:
+        first_tokens = _token_offsets(offsets0, offsets1)
+        mapped += [(old, (new, first_tokens), 2, (doc.T,))
+                   for old, new in tokens.items()]
     mapped += [(old, (new,), 1, ()) for old, new in pieces.items()]
-    return doc.rebuilt_map(outputs, mapped)
+    mapped += [(old, (new,), 1, ()) for old, new, depth in more if depth]
+    return doc.rebuilt_map(outputs, mapped, [
+        (old, new) for old, new, depth in more if not depth])
 
 
 def flatten_document_map(jmap: JaggedMap, host: Any = None) -> list[Array]:
@@ -514,12 +574,29 @@ def _flatten(doc: _DocumentMap, outputs: list[Array]) -> list[Array]:
         if ends:
             rewrite = _OffsetsRewriter(ends, skip)
             rest = [rewrite(o) for o in rest]
+        # (per-sentence results of other lengths: each document's rows)
+        chunks = _document_rows(doc, rest, skip, per_sentence, sources)
+        if chunks:
+            rewrite = _Rebuilder({**{n: n for n in skip},
+                                  **{old: c for old, (c, _) in chunks.items()}})
+            rest = [rewrite(o) for o in rest]
         _check_sentence_view(doc, rest, skip)
         regrouped = _regrouped(doc, rest, per_sentence, piece_values,
-                               list(ends.values()))
+                               list(ends.values()),
+                               _token_reads(doc, rest, skip, sources),
+                               [m for _, more in chunks.values() for m in more])
         for j, k in enumerate(sentences):
             results[k] = LoopResult(regrouped, j)
     return results
+
+
+def _sizes(node: Node) -> frozenset[str]:
+    """The size parameters *node* has in its shape, or is."""
+    if isinstance(node, SizeParam):
+        return frozenset([node.name])
+    if isinstance(node, Array):
+        return frozenset().union(*(sh.size_param_names(c) for c in node.shape))
+    return frozenset()
 
 
 def _depends_on_params(a: Array) -> bool:
