@@ -38,6 +38,16 @@ its ends ``E = P[1:]``, one per sentence (``0 if e == 0 else E[e - 1]``):
 for sentence ``j`` of document ``d``, mapped along the per-sentence
 results of step 2.
 
+What reads the tokens together with the sentence structure in one node
+(the tokens scaled by ``m``, the tokens at the sentence ends) is computed
+in the map of step 2, the documents' tokens zipped in as an element of
+their own length ``T`` (offsets ``offsets1[offsets0]``). A per-sentence
+result of ``c + a*L`` rows but not the sentence's (``s[1:]``, a scan over
+it) gives each document ``c*m + a*T`` rows, starting at ``c*offsets0[d] +
+a*offsets1[offsets0[d]]`` in the rows of all sentences: the map of step 2
+captures those whole and maps the documents' first rows along (an extent
+that mixes ``m`` and ``T`` gets offsets of its own in the lowering).
+
 A map over sentences that captures per-document data computed in the body
 (the document's mean token subtracted from each sentence, a context vector
 from the sentences, a dense value zipped along) gets it as a mapped input
@@ -50,10 +60,9 @@ Zipped depth-3 FractalTensors are mapped together in each view; their
 structure is checked at run time, level by level, as the reference
 evaluator does. What the views do not express raises
 :class:`NotImplementedError` naming it (``ft.evaluate_numpy`` evaluates
-it): tokens read in the same node as the sentence structure (``doc[i]``),
-per-sentence results of other lengths (``s[1:]``) combined in the
-document, and maps over sentences that capture data of the document's
-sizes (its tokens).
+it): maps over sentences that capture data of the document's sizes (its
+tokens), zipped with other data than the document's sentences, or whose
+results have counted lengths; sentence offsets read other than by index.
 
 .. autofunction:: flatten_document_map
 """
