@@ -625,8 +625,11 @@ class KernelBuilder:
         """Copy *src* to each ``(array, where)`` of *destinations* in one
         loop nest: *where* is a tuple of leading indices, or a function of
         the loop nest's index giving ``(index, condition or None)``."""
-        inames, index = (flat_row_block_nest(self, shape, scope)
-                         or self.loop_nest(shape, scope))
+        # (a destination chosen per row takes a loop over rows: its
+        # condition is then hoisted out of the contiguous loop)
+        flat = (None if any(callable(where) for _, where in destinations)
+                else flat_row_block_nest(self, shape, scope))
+        inames, index = flat or self.loop_nest(shape, scope)
         insns = []
         for dst, where in destinations:
             if callable(where):

@@ -303,9 +303,14 @@ class _RaggedRows:
         return prim.Comparison(self.t, "<", extent)
 
     def reader(self, read: Callable[[tuple], Any]) -> Callable[[tuple], Any]:
-        """Step rows of a packed scanned array (0 past an element's end)."""
-        return lambda idx: prim.If(self.present(idx[0]), read(
-            (self.start(idx[0]) + self.t,) + tuple(idx[1:])), 0)
+        """Step rows of a packed scanned array. Past an element's end it
+        reads packed row 0 (there is one whenever a step runs): the load is
+        unconditional, so a row's loads vectorize, and the value reaches no
+        result, as the element's carries are gated and its stacked rows
+        written only while it runs."""
+        return lambda idx: read((prim.If(self.present(idx[0]),
+                                         self.start(idx[0]) + self.t, 0),)
+                                + tuple(idx[1:]))
 
     def packed_row(self, idx: tuple) -> tuple[tuple, Any]:
         """Where a stacked result's step row goes, and when."""
