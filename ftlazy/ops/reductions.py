@@ -171,31 +171,59 @@ def _initial_value(initial: Any, dtype: np.dtype, what: str) -> np.generic:
         return np.asarray(dtype.type(initial))[()]
 
 
+def _identity(op: str, dtype: np.dtype) -> np.generic:
+    """The identity of ``max``/``min`` (*op*) for *dtype*: what an empty
+    reduction starts from."""
+    largest = op == "max"
+    if dtype.kind == "b":
+        return np.bool_(not largest)
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if largest else np.inf)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if largest else info.max)
+
+
 def _extremum_with_initial(op: str, a: Array, axis: AxisLike, keepdims: bool,
                            initial: Any) -> Result:
     """``amax``/``amin`` (*op* ``"max"``/``"min"``) of *a* and *initial*
-    over *axis*: each reduced axis in turn gets *initial* appended, so that
-    no axis is ever empty (an empty one gives *initial*, as in numpy)."""
+    over *axis*: ``maximum(reduce_max(a), initial)``, where the reduction
+    starts from its identity (``-inf``, the integer minimum), so that an
+    empty axis gives *initial*, as in numpy. A reduced axis that may be
+    empty runs one step more, a step that contributes the identity: the
+    reduction never runs over no step (which max and min refuse), and code
+    generation turns the step's guard into the loop's bound."""
     from ftlazy.ops.creation import full
     from ftlazy.ops.elementwise import maximum, minimum
-    from ftlazy.ops.shape_ops import concatenate, reshape
     what = "amax" if op == "max" else "amin"
     init = _initial_value(initial, a.dtype, what)
     axes = normalize_axes(axis, a.ndim, ufunc_quirk=True)
+    extremum = maximum if op == "max" else minimum
     if not axes:  # nothing reduced: the elementwise extremum
-        return (maximum if op == "max" else minimum)(a, init)
-    result: Array = a
-    for ax in axes:
-        slab = full(result.shape[:ax] + (1,) + result.shape[ax + 1:], init,
-                    a.dtype)
+        return extremum(a, init)
+    value = constant_value(a)
+    if value is not None:
         np_fn = np.amax if op == "max" else np.amin
-        result = _reduction(lambda v, ax=ax: np_fn(v, axis=ax, keepdims=True),
-                            op, concatenate([result, slab], axis=ax), ax, True,
-                            a.dtype)
-    if keepdims:
+        return asarray(np.asarray(np_fn(value, axis=axes, keepdims=keepdims,
+                                        initial=init)))
+    read, bounds, out_shape = _reduced_read(a, axes, keepdims)
+    if builtins.any(hi == 0 for _, _, hi in bounds):
+        return full(out_shape, init, a.dtype)  # statically empty
+    identity = _identity(op, a.dtype)
+    steps, guards = [], []
+    for name, lo, hi in bounds:
+        if sh.prove_le(1, hi):
+            steps.append((name, lo, hi))
+        else:
+            steps.append((name, lo, sh.add(hi, 1)))
+            guards.append(prim.Comparison(prim.Variable(name), "<", hi))
+    if guards:
+        read = prim.If(guards[0] if len(guards) == 1
+                       else prim.LogicalAnd(tuple(guards)), read, identity)
+    result = IndexLambda(Reduce(op, read, tuple(steps)), out_shape, a.dtype,
+                         {"_in0": a})
+    if init == identity:  # (NaN is no identity)
         return result
-    return reshape(result, tuple(d for i, d in enumerate(result.shape)
-                                 if i not in axes))
+    return extremum(result, init)
 
 
 def amax(a: ArrayLike, axis: AxisLike = None, keepdims: bool = False,

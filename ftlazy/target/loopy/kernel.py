@@ -51,6 +51,8 @@ from ftlazy.target.loopy.ranges import (
     parse_segment_ids_binding, reads_arrays)
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.segments import emit_segment_reduction
+from ftlazy.target.loopy.segment_fusion import (
+    NotElementLocal, emit_segment_group, fused_order)
 from ftlazy.target.loopy.padding import (
     assign_bounds, bound_scalars, bounded_axis, emit_padded_contraction,
     padding_bounds)
@@ -161,6 +163,9 @@ class KernelBuilder:
         self.private_statements = 0
         #: ranges over one element's packed rows being translated
         self.element_rows: list[ElementRows] = []
+        #: id prefixes of fused groups' instructions (one work item writes
+        #: and reads their arrays: no global synchronization among them)
+        self.nosync_prefixes: list[str] = []
 
     # {{{ names and domains
 
@@ -541,24 +546,31 @@ class KernelBuilder:
         return f"{size}:{shape[0]}"
 
     def emit_store(self, node: IndexLambda, name: str, scope: Scope,
-                   extra_deps: frozenset = frozenset(), index_prefix: tuple = ()
+                   extra_deps: frozenset = frozenset(), index_prefix: tuple = (),
+                   nest: Callable[[int], StoreContext] | None = None
                    ) -> tuple[list[Any], set[Node]]:
         """Assignments computing *node* into array *name* (whose leading
-        indices are *index_prefix*); returns them and the stored arrays read."""
+        indices are *index_prefix*); returns them and the stored arrays read.
+        *nest* makes the loop nest's context (given the vector lanes) instead
+        of :meth:`loop_nest`."""
         array_plan = self.plan.arrays.get(node)
         lanes = array_plan.vector_width if array_plan is not None else 1
         self._row_width = lanes
         padding = (padding_bounds(node) if scope.batch is None and not index_prefix
                    and scope.parallel != "local" and self.vector_length is None
-                   else None)
-        bounds = padding[1] if padding is not None else {}
-        his = bound_scalars(bounds, self)
-        inames, index = self.loop_nest(node.shape, scope,
-                                        cheap=not has_reduce(node.expr),
-                                        lanes=lanes, bounded=his)
-        ctx = StoreContext(scope, inames, index, node.shape)
-        if his:
-            assign_bounds(self, node, bounds, his, inames, index, ctx)
+                   and nest is None else None)
+        if nest is not None:
+            ctx = nest(lanes)
+            inames, index = ctx.inames, ctx.index
+        else:
+            bounds = padding[1] if padding is not None else {}
+            his = bound_scalars(bounds, self)
+            inames, index = self.loop_nest(node.shape, scope,
+                                            cheap=not has_reduce(node.expr),
+                                            lanes=lanes, bounded=his)
+            ctx = StoreContext(scope, inames, index, node.shape)
+            if his:
+                assign_bounds(self, node, bounds, his, inames, index, ctx)
         # private statements first, children before users, so that
         # translating one never recurses into the next (deep chains)
         for private in self._reachable_privates(node, scope):
@@ -676,9 +688,13 @@ class KernelBuilder:
                 raise AssertionError(f"outputs {out_names[a]} and {name} are one "
                                      f"node {a!r}: the second would not be written")
         outputs = [ArgSpec(name, a.shape, a.dtype) for name, a in self.outputs.items()]
+        group_of = {m: g for g in plan.segment_groups for m in g.members}
         for n in self.order:
             if isinstance(n, Scan):
                 emit_scan(self, n, scope, out_names)
+            elif n in group_of:
+                if n is group_of[n].members[0]:
+                    emit_segment_group(self, group_of[n], scope, out_names)
             elif isinstance(n, IndexLambda) and n in plan.storage.stored:
                 name = out_names.get(n) or self.storage_name(n)
                 plan.names[n] = name
@@ -794,8 +810,9 @@ class KernelBuilder:
         knl = register_builtins(knl)
         if self.parts.iname_tags:
             knl = lp.tag_inames(knl, self.parts.iname_tags)
-        if self.parts.scan_prefixes:
-            knl = declare_scan_nosync(knl, self.parts.scan_prefixes)
+        if self.parts.scan_prefixes or self.nosync_prefixes:
+            knl = declare_scan_nosync(
+                knl, self.parts.scan_prefixes + self.nosync_prefixes)
         if self.vector_length is not None:
             self.vector_args = [a.name for a in inputs + outputs
                                 if a.shape == (self.vector_length,)
@@ -816,15 +833,31 @@ def build_kernel(outputs: dict[str, Array], profile: DeviceProfile
     specs."""
     order = topological_order(list(outputs.values()))
     _check_dtypes(order)
-    builder = KernelBuilder(outputs, plan_kernel(outputs, profile, order), order)
-    t_unit, inputs, outs = builder.build()
+    builder, (t_unit, inputs, outs) = _fused_build(outputs, profile, order)
     if (builder.vector_length is not None and builder.private_statements
             > profile.vector_max_private_statements):
         # rolling left long straight-line code: vectors would compile slowly
         scalar = dataclasses.replace(profile, vectorize=False)
-        builder = KernelBuilder(outputs, plan_kernel(outputs, scalar, order), order)
-        t_unit, inputs, outs = builder.build()
+        builder, (t_unit, inputs, outs) = _fused_build(outputs, scalar, order)
     return builder, t_unit, inputs, outs
+
+
+def _fused_build(outputs: dict[str, Array], profile: DeviceProfile,
+                 order: list[Node]) -> tuple[KernelBuilder, tuple]:
+    """The builder and the result of :meth:`KernelBuilder.build` for the
+    plan of *outputs*, its fused groups (see :mod:`.segment_fusion`)
+    emitted where they can be, else none."""
+    plan = plan_kernel(outputs, profile, order)
+    fused = fused_order(order, plan) if plan.segment_groups else order
+    if fused is not None:
+        builder = KernelBuilder(outputs, plan, fused)
+        try:
+            return builder, builder.build()
+        except NotElementLocal:
+            pass  # a member reads another element's rows: no fusion
+    builder = KernelBuilder(
+        outputs, plan_kernel(outputs, profile, order, fuse_segments=False), order)
+    return builder, builder.build()
 
 
 #: names generated code must not use for arrays (C and OpenCL C keywords,

@@ -46,7 +46,10 @@ class ArrayPlan:
 
     :attr strategy: ``"loop_nest"``, ``"flat_vector"``, ``"split_reduction"``,
         ``"blocked_contraction"``, ``"segment_reduction"`` (a reduction over
-        a data-dependent range, see :mod:`.segments`), ``"padded_contraction"``
+        a data-dependent range, see :mod:`.segments`), ``"segment_rows"``
+        and ``"segment_element"`` (a FractalTensor element's packed rows, or
+        its row of an array with one per element, one work item per
+        element, see :mod:`.segment_fusion`), ``"padded_contraction"``
         (a register-blocked contraction over axes bounded by data, see
         :mod:`.padding`), ``"row_blocked_product"``
         (in a scan whose rows are independent), ``"one_item_product"`` (the
@@ -162,6 +165,9 @@ class KernelPlan:
     packs: dict[str, list[tuple[Placeholder, int]]] = field(default_factory=dict)
     #: stored array -> its name in generated code, filled in by the emitter
     names: dict[Node, str] = field(default_factory=dict)
+    #: stored arrays one work item per element computes in one kernel
+    #: (CPU maps over FractalTensors, see :mod:`.segment_fusion`)
+    segment_groups: list[Any] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"plan for {self.profile.kind} ({self.profile.description})"]
@@ -174,6 +180,8 @@ class KernelPlan:
             lines.append(f"  {self.names.get(node, 'scan')}: {scan_plan}")
         for node, array_plan in self.arrays.items():
             lines.append(f"  {self.names.get(node, '?')}: {array_plan}")
+        for group in self.segment_groups:
+            lines.append("  fused: " + group.describe(self.names))
         return "\n".join(lines)
 
     def strategies(self) -> dict[str, str]:
@@ -683,8 +691,11 @@ def _plan_scan_nest(plan: KernelPlan, scan: Scan, profile: DeviceProfile,
 
 
 def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
-                order: list[Node] | None = None) -> KernelPlan:
-    """The plan for the lowered DAG of *outputs* on a device of *profile*."""
+                order: list[Node] | None = None, fuse_segments: bool = True
+                ) -> KernelPlan:
+    """The plan for the lowered DAG of *outputs* on a device of *profile*
+    (*fuse_segments*: group the arrays of maps over FractalTensors per
+    element, see :mod:`.segment_fusion`)."""
     order = order if order is not None else topological_order(list(outputs.values()))
     storage = decide_storage(list(outputs.values()), order)
     placeholders = [n for n in order if isinstance(n, Placeholder)]
@@ -701,6 +712,9 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
                     width)
             else:
                 plan.arrays[n] = _plan_array(n, profile, storage, None)
+    if profile.kind == "cpu" and length is None and fuse_segments:
+        from ftlazy.target.loopy.segment_fusion import plan_segment_groups
+        plan_segment_groups(plan, order, set(outputs.values()))
     return plan
 
 # }}}

@@ -91,9 +91,11 @@ def data_dependent_range(expr: Reduce, bindings: Mapping[str, Any]
         if reads_arrays(lo) or reads_arrays(hi):
             found = True
     inner = expr.inner
-    if isinstance(inner, prim.If) and is_neutral(expr.op, inner.else_):
+    # (guards nest: a jagged element's mask around a guard of the body)
+    while isinstance(inner, prim.If) and is_neutral(expr.op, inner.else_):
+        conds = _conjuncts(inner.condition)
         rest = []
-        for c in _conjuncts(inner.condition):
+        for c in conds:
             bound = _range_bound(c, names, bindings, expr_dtype)
             if bound is None:
                 rest.append(c)
@@ -101,12 +103,13 @@ def data_dependent_range(expr: Reduce, bindings: Mapping[str, Any]
             name, side, value = bound
             (lower if side == "lower" else upper)[name].append(value)
             found = True
-        if found and len(rest) < len(_conjuncts(inner.condition)):
-            if not rest:
-                inner = inner.then
-            else:
-                cond = rest[0] if len(rest) == 1 else prim.LogicalAnd(tuple(rest))
-                inner = prim.If(cond, inner.then, inner.else_)
+        if len(rest) == len(conds):
+            break
+        if rest:
+            cond = rest[0] if len(rest) == 1 else prim.LogicalAnd(tuple(rest))
+            inner = prim.If(cond, inner.then, inner.else_)
+            break
+        inner = inner.then
     if not found:
         return None
     ranges = {}
