@@ -263,13 +263,24 @@ def test_refused_computing_outer_length_arrays_per_subsequence(xs):
 # }}}
 
 
-def test_refused_dilated_map_inside_a_dense_map_of_the_body(xs):
-    # a dense map over a static axis whose function dilated-maps the sequence
-    ys = ft.map(lambda s: ft.sum(ft.map(
-        lambda w: ft.dilated_map(lambda sub: sub * w, s, 2),
-        ft.arange(2) + 1.0), axis=0), xs)
-    with pytest.raises(NotImplementedError, match="cannot batch"):
-        ft.compile(ys)
+def test_maps_over_fractal_tensors_inside_a_dense_map_of_the_body(xs):
+    # a dense map over a static axis (w = 1, 2) whose function dilated-maps
+    # the sequence (w captured) and maps over parts of s * w (batched
+    # values) zipped with a per-part array of w (a batched dense input):
+    # the batch axis moves inside the maps over FractalTensors
+    def per_w(s, w):
+        signs = ft.stack([w, -w])[:, None] * ft.ones((2, H))
+        parts = ft.map(lambda a, v: a * v, split(s * w, 2), signs)
+        return ft.dilated_map(lambda sub: sub * w, s, 2) + parts.values
+    ys = ft.map(lambda s: ft.sum(ft.map(lambda w: per_w(s, w),
+                                        ft.arange(2) + 1.0), axis=0), xs)
+
+    def reference(s):
+        half = len(s) // 2
+        return sum(s * w + np.concatenate([s[:half] * w * w,
+                                           -s[half:] * w * w])
+                   for w in (1.0, 2.0))
+    check(ys, reference)
 
 
 def test_scan_inside_a_map_over_the_elements_rows(xs):

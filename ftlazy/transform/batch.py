@@ -11,8 +11,14 @@ IndexLambda the output index ``_i`` becomes ``_{i+1}``, batched bindings are
 read at ``[_0, ...]`` and unbatched ones as before; reductions keep their
 bounds. A :class:`~ftlazy.fractal.Scan` in a map body becomes a scan whose
 carries are batched (the time axis stays first: batched sequences are read
-as ``(t, n, ...)`` and stacked results transposed back). Maps nested in a
-body are batched first, so the result has no maps at all.
+as ``(t, n, ...)`` and stacked results transposed back). A map over
+FractalTensors in a map body (``ft.dilated_map`` of an array the body
+reads) keeps its FractalTensors, whose offsets must not depend on the
+element: the batch axis moves inside it, its body becoming a map over the
+batch axis of the old body (batched values and dense inputs read with the
+batch axis after the element's rows, so that results keep the element's
+length first). Maps nested in a body are batched first, so the result has
+no dense maps at all.
 
 .. autofunction:: batch_maps
 .. autoclass:: MapBatcher
@@ -164,6 +170,96 @@ def _batch_scan(scan: Scan, n: ShapeComponent,
     return results, True
 
 
+def _batch_jagged_map(jmap: Any, n: ShapeComponent,
+                      values: dict[Node, _Batched]) -> _Batched:
+    """A map over FractalTensors in a map body (``ft.dilated_map`` of an
+    array the body reads): the batch axis moves inside it. Its new body
+    maps the old one over the batch axis (a dense :class:`Map`, batched
+    when the map over FractalTensors is lowered), reading batched inputs
+    with the batch axis second (first after the element's rows), so that
+    each result's first axis stays the element's; its results are read
+    with the batch axis first again."""
+    from ftlazy.fractal_tensor import JaggedMap
+    inputs = [values[a] for a in jmap.inputs]
+    if not any(is_batched for _, is_batched in inputs):
+        return jmap.copy(inputs=tuple(v for v, _ in inputs)), False
+    if jmap.counted:
+        raise NotImplementedError(
+            "batch_maps: a map over a FractalTensor whose results have a "
+            "length computed in its body, inside a map body, is not batched")
+    params = jmap.body.params
+    new_inputs: list[Array] = []
+    new_params: list[BodyParam] = []
+    pos = 0
+    for depth, arrays in jmap.mapped_parts():
+        offsets = [_unbatched(a, values) for a in arrays[1:]]
+        if depth > 2 or None in offsets:
+            raise NotImplementedError(
+                "batch_maps: a map over a FractalTensor whose offsets depend "
+                "on an enclosing map's element is not batched")
+        value, is_batched = values[arrays[0]]
+        p = params[len(new_params)]
+        if is_batched:
+            # (B, rows, ...) read as (rows, B, ...): element (L, B, ...),
+            # or (B, ...) for a dense array zipped along
+            value = _swap_leading_axes(value)
+            p = BodyParam(p.index, (p.shape[0], n) + p.shape[1:]
+                          if depth == 2 else (n,) + p.shape, p.dtype)
+        new_inputs += [value] + offsets
+        new_params.append(p)
+        pos += len(arrays)
+    for a, p in zip(jmap.inputs[pos:], params[len(new_params):]):
+        value, is_batched = values[a]
+        new_inputs.append(value)
+        new_params.append(BodyParam(
+            p.index, (n,) + p.shape if is_batched else p.shape, p.dtype))
+    # the old body mapped over the batch axis: batched parameters mapped
+    # (elements read with the batch axis first), the others captured
+    batched = [p.shape != q.shape for p, q in zip(new_params, params)]
+    order = ([k for k in range(len(params)) if batched[k]]
+             + [k for k in range(len(params)) if not batched[k]])
+    renumbered = {k: params[k].copy(index=new) for new, k in enumerate(order)}
+    from ftlazy.transform.jagged_scans import _Substituter
+    rebuild = _Substituter(renumbered)
+    inner_body = Body(tuple(renumbered[k] for k in order),
+                      tuple(rebuild(o) for o in jmap.body.outputs))
+    mapped_inputs = [
+        _swap_leading_axes(q) if batched[k] and jmap.depths[k:k + 1] == (2,)
+        else q for k, q in ((k, new_params[k]) for k in order)]
+    inner = Map(inner_body, tuple(mapped_inputs), sum(batched))
+    outputs = []
+    for k, out in enumerate(jmap.body.outputs):
+        result = LoopResult(inner, k)
+        # (a result of the element's length keeps it first)
+        outputs.append(_swap_leading_axes(result)
+                       if jmap.is_jagged_output(k) else result)
+    new_jmap = JaggedMap(Body(tuple(new_params), tuple(outputs)),
+                         tuple(new_inputs), jmap.depths, jmap.symbols,
+                         jmap.what)
+    results = []
+    for k in range(len(outputs)):
+        result = LoopResult(new_jmap, k)
+        # ((rows or n, B, ...) read as (B, rows or n, ...))
+        results.append(_swap_leading_axes(result))
+    return tuple(results), True
+
+
+def _unbatched(array: Array, values: dict[Node, _Batched]) -> Array | None:
+    """*array* (offsets) as computed outside the map, where what it reads
+    does not depend on the map's element (offsets built from a length bind
+    the sequence only to keep the length), else None."""
+    from ftlazy.transform.jagged_inner_maps import _read_only
+    value, is_batched = values[array]
+    if not is_batched:
+        return value
+    array = _read_only(array)
+    if not isinstance(array, IndexLambda) or any(
+            values[b][1] for b in array.bindings.values()):
+        return None
+    return array.copy(bindings={k: values[b][0]
+                                for k, b in array.bindings.items()})
+
+
 def _batch_body(body: Body, n: ShapeComponent, params: list[Array],
                 flags: list[bool]) -> tuple[list[_Batched], set[int]]:
     """The outputs of *body* (lowered, free of maps) evaluated on *params*:
@@ -180,6 +276,8 @@ def _batch_body(body: Body, n: ShapeComponent, params: list[Array],
             values[node] = _batch_index_lambda(node, n, values)
         elif isinstance(node, Scan):
             values[node] = _batch_scan(node, n, values)
+        elif _is_jagged_map(node):
+            values[node] = _batch_jagged_map(node, n, values)
         elif isinstance(node, LoopResult) and values[node.loop][1]:
             results = values[node.loop][0]
             values[node] = (_with_tags_of(results[node.index], node, True),
@@ -195,6 +293,11 @@ def _batch_body(body: Body, n: ShapeComponent, params: list[Array],
     return [values[o] for o in body.outputs], used
 
 # }}}
+
+
+def _is_jagged_map(node: Node) -> bool:
+    from ftlazy.fractal_tensor import JaggedMap
+    return isinstance(node, JaggedMap)
 
 
 class MapBatcher(CopyMapper):
