@@ -145,3 +145,56 @@ def test_fold_and_scan_over_a_fractal_tensors_elements():
             assert_nested(got.tolist(), want)
         for got in folded(xs=data, ys=ydata):
             assert_nested(got.tolist(), c)
+
+
+def test_stacked_rnn_over_a_symbolic_number_of_layers():
+    """FractalTensor's stacked RNN, ``ft.fold(layer, params, init=batch)``
+    over ``d`` layers known at run time only: one scan over the layers
+    whose carry is the batch's values, each step an RNN over every
+    sequence (a map over the carry inside the scan's body)."""
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    layers = ft.make_placeholder("layers", (ft.make_size_param("d"), H, H),
+                                 np.float64)
+    result = ft.fold(lambda b, w: ft.map(lambda s: ft.scan(
+        lambda h, x: ft.tanh(x + h @ w), s, ft.zeros(H)), b), layers, xs)
+    run = both(result)
+    for d, lengths in ((3, "mixed"), (0, "mixed"), (2, "empty_batch")):
+        data = batch(LENGTHS[lengths])
+        want = data
+        for w in LAYERS[:d]:
+            want = [rnn(s, w) for s in want]
+        for got in run(xs=data, layers=LAYERS[:d]):
+            assert_nested(got.tolist(), want)
+
+
+def test_map_over_a_captured_fractal_tensor_in_a_folds_step():
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    ws = ft.make_placeholder("ws", (ft.make_size_param("d"), H, H), np.float64)
+    result = ft.fold(lambda c, w: c + ft.map(lambda s: ft.sum(s @ w), xs),
+                     ws, ft.zeros(ft.lengths(xs).shape, np.float64))
+    run = both(result)
+    for d, lengths in ((3, "mixed"), (0, "nonempty"), (2, "empty_batch")):
+        data = batch(LENGTHS[lengths])
+        want = np.array([sum((s @ w).sum() for w in LAYERS[:d]) for s in data])
+        for got in run(xs=data, ws=LAYERS[:d]):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_fold_with_a_fractal_tensor_carry_nested_in_a_fold():
+    """The inner fold's body maps over its carry and reads the outer
+    step's element: the outer body is opened first, then the inner one."""
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    ws = ft.make_placeholder("ws", (ft.make_size_param("d"), H, H), np.float64)
+    vs = ft.make_placeholder("vs", (ft.make_size_param("e"),), np.float64)
+    result = ft.fold(lambda b, v: ft.fold(
+        lambda c, w: ft.map(lambda s: ft.tanh(s @ w + v), c), ws, b), vs, xs)
+    run = both(result)
+    offsets = np.array([0.5, -1.0])
+    for lengths in ("mixed", "all_empty"):
+        data = batch(LENGTHS[lengths])
+        want = data
+        for v in offsets:
+            for w in LAYERS[:2]:
+                want = [np.tanh(s @ w + v) for s in want]
+        for got in run(xs=data, ws=LAYERS[:2], vs=offsets):
+            assert_nested(got.tolist(), want)

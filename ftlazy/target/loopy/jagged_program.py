@@ -45,6 +45,7 @@ from ftlazy.transform.jagged_counted import zip_counted_lists
 from ftlazy.transform.jagged_element_reads import zip_element_reads
 from ftlazy.transform.jagged_lowering import HostDerivations, lower_jagged_maps
 from ftlazy.transform.mappers import CopyMapper
+from ftlazy.transform.scan_body_maps import close_scan_bodies, open_scan_bodies
 
 
 def _roots(result: Any) -> dict[str, Array]:
@@ -174,7 +175,10 @@ class _Lowering:
         roots = zip_element_reads(roots)
         self.input_nodes = collect_inputs(roots.values())
         self.host_values = _HostValues(roots, self.input_nodes)
-        lowered, self.host = lower_jagged_maps(self.host_values.roots)
+        # (maps in a scan's body read the offsets it captured: opened first)
+        lowered, self.host = lower_jagged_maps(
+            open_scan_bodies(self.host_values.roots))
+        lowered = close_scan_bodies(lowered)
         #: result name -> the name of the input offsets returned as it
         #: (the offsets of a map's result are its input's: not copied)
         self.forwarded: dict[str, str] = {}
