@@ -166,6 +166,70 @@ def test_rnn_over_sentences_across_documents(docs):
             np.testing.assert_allclose(got, want, **TOL)
 
 
+def test_rnn_over_all_tokens_across_documents(docs):
+    """The carry runs through every token (a fold over the document's tokens
+    in the step): the fold's element is the document's tokens."""
+    result = ft.scan(lambda c, doc: ft.fold(
+        lambda h, x: ft.tanh(h @ ft.asarray(W) + x), ft.flatten(doc), c),
+        docs, ft.zeros(H))
+
+    def reference(c, doc):
+        for s in doc:
+            for x in s:
+                c = np.tanh(c @ W + x)
+        return c
+
+    try:
+        program = ft.compile(result)
+    except NotImplementedError as err:
+        # the OpenCL generator's own limit, not the lowering's
+        assert "scan nested in a scan body" in str(err)
+        program = None
+    for key in ("mixed", "empty_sentences", "empty_batch"):
+        data = documents(key)
+        want = numpy_scan(reference, data, np.zeros(H), True)
+        np.testing.assert_allclose(ft.evaluate_numpy(result, docs=data), want,
+                                   **TOL)
+        np.testing.assert_allclose(lowered_values(result, docs=data), want,
+                                   **TOL)
+        if program is not None:
+            np.testing.assert_allclose(program(docs=data), want, **TOL)
+
+
+def test_tokens_and_zipped_documents_with_the_carry(docs):
+    """The carry reads the document's tokens (the fold's element is then
+    the document's tokens, of length T), and zipped documents."""
+    other = ft.make_jagged_placeholder("other", (H,), np.float64, depth=3)
+    program = ft.DictOfNamedArrays({
+        "tokens": ft.scan(lambda c, doc: ft.tanh(
+            ft.sum(ft.flatten(doc) * c, axis=0) / ft.maximum(doc.length, 1)
+            + c), docs, ft.ones(H)),
+        "zipped": ft.fold(lambda c, x: c + ft.sum(ft.map(
+            lambda s, t: ft.sum(s * t, axis=0), x[0], x[1]), axis=0),
+            (docs, other), ft.zeros(H)),
+    })
+    f = ft.compile(program)
+    for key in DOCS:
+        a, b = documents(key), documents(key, 1)
+        want = {
+            "tokens": numpy_scan(lambda c, d: np.tanh(sum(
+                ((s * c).sum(axis=0) for s in d), np.zeros(H))
+                / max(len(d), 1) + c), a, np.ones(H), True),
+            "zipped": numpy_scan(lambda c, x: c + sum(
+                ((s * t).sum(axis=0) for s, t in zip(*x)), np.zeros(H)),
+                list(zip(a, b)), np.zeros(H), False),
+        }
+        for out in (f(docs=a, other=b),
+                    ft.evaluate_numpy(program, docs=a, other=b)):
+            for name, w in want.items():
+                np.testing.assert_allclose(out[name], w, **TOL)
+    a = documents("mixed")
+    shorter = a[:3] + [[a[3][0], a[3][1][:2]]]      # a sentence 2 tokens short
+    with pytest.raises(ValueError, match="'other'.*different lengths at "
+                                         "level 1"):
+        f(docs=a, other=shorter)
+
+
 def test_unsupported_steps_are_refused(docs):
     data = documents("mixed")
     cases = {
@@ -173,25 +237,20 @@ def test_unsupported_steps_are_refused(docs):
         "uses the carry": ft.fold(
             lambda c, doc: ft.sum(ft.map(lambda s: ft.sum(s, axis=0) * c, doc),
                                   axis=0), docs, ft.ones(H)),
-        # the tokens, read together with the carry
-        "document's tokens": ft.fold(
-            lambda c, doc: ft.sum(ft.flatten(doc) * c, axis=0), docs,
-            ft.ones(H)),
+        # per-sentence results and the tokens, read together with the carry
+        "per-sentence results and the document's tokens": ft.fold(
+            lambda c, doc: ft.sum(ft.flatten(doc) * c, axis=0) + ft.sum(
+                ft_encodings(doc) * c, axis=0), docs, ft.ones(H)),
     }
     wants = [
         numpy_scan(lambda c, d: sum((s.sum(axis=0) * c for s in d),
                                     np.zeros(H)), data, np.ones(H), False),
         numpy_scan(lambda c, d: sum(((s * c).sum(axis=0) for s in d),
-                                    np.zeros(H)), data, np.ones(H), False),
+                                    np.zeros(H)) + (encodings(d) * c).sum(axis=0),
+                   data, np.ones(H), False),
     ]
     for (match, result), want in zip(cases.items(), wants):
         np.testing.assert_allclose(ft.evaluate_numpy(result, docs=data), want,
                                    **TOL)
         with pytest.raises(NotImplementedError, match=match):
             ft.compile(result)(docs=data)
-    other = ft.make_jagged_placeholder("other", (H,), np.float64, depth=3)
-    zipped = ft.fold(lambda c, x: c + ft.sum(ft.map(
-        lambda s, t: ft.sum(s * t, axis=0), x[0], x[1]), axis=0),
-        (docs, other), ft.zeros(H))
-    with pytest.raises(NotImplementedError, match="zips several"):
-        ft.compile(zipped)(docs=data, other=data)

@@ -37,11 +37,16 @@ documents (whose maps over sentences run over all sentences at once, see
 :mod:`ftlazy.transform.jagged_nesting`); the fold then runs over the
 documents with their per-sentence results ``(m, ...)`` as depth-2
 FractalTensors over the documents' offsets (padded to the most sentences
-as above) and their per-document results as dense rows. Costs: the
-per-sentence results are stored (one row per sentence), and each step pads
-to the longest document's number of sentences. A step whose part with the
-carry reads the document's tokens, or maps or folds over its sentences
-with the carry, is refused, as are zipped documents.
+as above) and their per-document results as dense rows. A step whose part
+with the carry reads the document's tokens (a fold over them: an RNN
+through every token of every document) gets the tokens as the fold's
+element instead, a depth-2 FractalTensor over ``offsets1[offsets0]``.
+Zipped documents are mapped together by that map (which checks their
+structure at run time). Costs: the per-sentence results are stored (one
+row per sentence), and each step pads to the longest document's number of
+sentences (or tokens). A step whose part with the carry maps or folds over
+the document's sentences, or reads both its per-sentence results and its
+tokens, is refused.
 
 What is not lowered raises :class:`NotImplementedError`: an extent that is not affine in ``L`` or mixes it with other sizes, a scan
 over the element's rows whose carries or captured arrays have the element's
@@ -315,8 +320,6 @@ def _split_documents(jscan: Any, inputs: list[Array], host: Any) -> Any:
     from ftlazy.transform.jagged_lowering import _JaggedMapLowerer
     what, body, nc = jscan.what, jscan.body, jscan.num_carries
     parts = jscan.mapped_parts()
-    if [d for d, _ in parts].count(3) > 1:
-        raise _refuse_documents(what, "zips several FractalTensors")
     m, tokens = jscan.symbols
     # where each scanned input's body parameters and lowered arrays start
     first_param, first_input = [], []
@@ -326,8 +329,11 @@ def _split_documents(jscan: Any, inputs: list[Array], host: Any) -> Any:
         first_input.append(input_pos)
         param_pos += 2 if d == 3 else 1
         input_pos += d
+    # (zipped documents: the map over them checks their structure equal)
     doc_index = next(k for k, (d, _) in enumerate(parts) if d == 3)
-    doc = {first_param[doc_index], first_param[doc_index] + 1}
+    sentence_offsets = {first_param[k] + 1 for k, (d, _) in enumerate(parts)
+                        if d == 3}
+    doc = sentence_offsets | {i - 1 for i in sentence_offsets}
     offsets0, offsets1 = inputs[first_input[doc_index] + 1:
                                 first_input[doc_index] + 3]
 
@@ -345,7 +351,7 @@ def _split_documents(jscan: Any, inputs: list[Array], host: Any) -> Any:
         if any(c in uses_carry for c in children):
             uses_carry.add(node)
         if (any(c in uses_doc for c in children)
-                or tokens in _own_size_names(node)):
+                or {m, tokens} & _own_size_names(node)):
             uses_doc.add(node)
     # nodes that read the document but not the carries, used by nodes that
     # read the carries (or results): the per-document part's results
@@ -359,28 +365,36 @@ def _split_documents(jscan: Any, inputs: list[Array], host: Any) -> Any:
     # carries)
     renumber = {p: BodyParam(p.index - nc, p.shape, p.dtype)
                 for p in body.params[nc:]}
-    jagged, dense = [], []
+    # (per-document results with one row per sentence or one per token: the
+    # fold's element, of length m or T)
+    jagged: dict[str, list[Node]] = {m: [], tokens: []}
+    dense = []
     for node in per_doc:
         shape = node.shape
-        if isinstance(node, BodyParam) and isinstance(read_with_carry[node],
-                                                      Loop):
+        reader = read_with_carry.get(node)
+        if isinstance(node, BodyParam) and isinstance(reader, Loop) and (
+                isinstance(reader, JaggedMap) or node.index in sentence_offsets):
+            # (a loop over the tokens, with the carry, runs in the fold)
             raise _refuse_documents(
-                what, f"runs a {type(read_with_carry[node]).__name__} over the "
-                "document's sentences that uses the carry")
-        if any(tokens in sh.size_param_names(c) for c in shape) or any(
-                m in sh.size_param_names(c) for c in shape[1:]):
+                what, f"runs a {type(reader).__name__} over the document's "
+                "sentences that uses the carry")
+        first = [s for s in (m, tokens)
+                 if shape and s in sh.size_param_names(shape[0])]
+        if any({m, tokens} & sh.size_param_names(c) for c in shape[1:]) or (
+                first and not sh.prove_equal(shape[0], prim.Variable(first[0]))):
             raise _refuse_documents(
-                what, f"uses an array of shape {sh.shape_str(shape)} (the "
-                "document's tokens) together with the carry")
-        if shape and m in sh.size_param_names(shape[0]):
-            if not sh.prove_equal(shape[0], prim.Variable(m)):
-                raise _refuse_documents(
-                    what, f"uses an array of shape {sh.shape_str(shape)} "
-                    "together with the carry (per-sentence results must have "
-                    "one row per sentence)")
-            jagged.append(node)
-        else:
-            dense.append(node)
+                what, f"uses an array of shape {sh.shape_str(shape)} "
+                "together with the carry (per-document results must have one "
+                "row per sentence or one per token)")
+        (jagged[first[0]] if first else dense).append(node)
+    if jagged[m] and jagged[tokens]:
+        raise _refuse_documents(
+            what, "uses per-sentence results and the document's tokens "
+            "together with the carry (one of the two compiles)")
+    symbol, other = (tokens, m) if jagged[tokens] else (m, tokens)
+    offsets = offsets0 if symbol == m else IndexLambda(   # (first tokens)
+        prim.Variable("_in1")[prim.Variable("_in0")[index_var(0)]],
+        offsets0.shape, _INT64, {"_in0": offsets0, "_in1": offsets1})
     lowered: dict[Node, Array] = {}
     if per_doc:
         rebuild = _Replacing(renumber)
@@ -411,12 +425,12 @@ def _split_documents(jscan: Any, inputs: list[Array], host: Any) -> Any:
         params.append(param)
         if old is not None:
             replace[old] = param
-        new_inputs.extend([array, offsets0] if depth == 2 else [array])
+        new_inputs.extend([array, offsets] if depth == 2 else [array])
         depths.append(depth)
 
-    for node in jagged:
+    for node in jagged[symbol]:
         add(node, lowered[node], 2, node.shape, node.dtype)
-    if not jagged:
+    if not jagged[symbol]:
         # (the fold needs one FractalTensor over the documents' sentences:
         # the lengths of the sentences)
         add(None, segment_lengths(offsets1), 2, (prim.Variable(m),), _INT64)
@@ -434,13 +448,16 @@ def _split_documents(jscan: Any, inputs: list[Array], host: Any) -> Any:
     rebuild = _Replacing(replace)
     outputs = tuple(rebuild(o) for o in body.outputs)
     for node in topological_order(list(outputs)):
-        if tokens in _own_size_names(node):
-            raise _refuse_documents(what, "uses the document's number of "
-                                    "tokens together with the carry")
+        if other in _own_size_names(node):
+            raise _refuse_documents(
+                what, "uses the document's number of "
+                f"{'tokens' if other == tokens else 'sentences'} together "
+                "with the carry and its "
+                f"{'tokens' if symbol == tokens else 'per-sentence results'}")
         if isinstance(node, BodyParam) and node not in params:
             raise AssertionError("a document parameter left in the fold")
     return JaggedScan(Body(tuple(params), outputs), tuple(new_inputs), nc,
-                      tuple(depths), (m,), jscan.keep_all, what)
+                      tuple(depths), (symbol,), jscan.keep_all, what)
 
 
 def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]:
