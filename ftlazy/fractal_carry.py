@@ -16,14 +16,19 @@ the whole jagged batch: ``ft.fold(layer, params, init=batch)``, each
   offsets (captured). Whether the body keeps the offsets is decided when
   it is traced (:func:`same_offsets`). This runs over any number of steps,
   symbolic ones included.
-* **The body changes the lengths**: the loop is unrolled when it is built,
+* **Unrolled**: the body is called once per step when the loop is built,
   as ``jax.lax.fori_loop`` with ``unroll`` does, each step its own DAG;
-  this needs a static number of steps, at most
-  :data:`MAX_UNROLLED_STEPS`, else :class:`NotImplementedError`.
+  the lengths may then change from step to step. This needs a static
+  number of steps, at most :data:`MAX_UNROLLED_STEPS`; a body changing
+  the lengths over more or a symbolic number of steps, or over the outer
+  list of a FractalTensor, is a :class:`NotImplementedError` naming the
+  carry leaf and offsets level.
 
-A fold over a static number of steps (at most :data:`MAX_UNROLLED_STEPS`)
+A loop over a static number of steps (at most :data:`MAX_UNROLLED_STEPS`)
 is always unrolled: the layers of a stacked RNN are then separate maps,
-which the compiler may fuse into one kernel.
+which the compiler may fuse into one kernel. The others keep the structure
+(compiled, a map over the carry in the scan's body is lowered as
+:mod:`ftlazy.transform.scan_body_maps` describes).
 
 ``ft.fold`` returns the last carry (the init for zero steps). ``ft.scan``
 returns every step's carry: a FractalTensor carry of depth ``d`` gives a
@@ -60,8 +65,8 @@ from ftlazy.fractal_tensor import Jagged
 from ftlazy.scalar_expr import index_var
 
 __all__ = ["MAX_UNROLLED_STEPS", "has_jagged_leaf", "fractal_carry_loop",
-           "outer_list_carry_loop", "kept_structure_loop", "same_offsets", "stacked_carries",
-           "unrolled_fold"]
+           "outer_list_carry_loop", "kept_structure_loop", "same_offsets",
+           "stacked_carries", "unrolled_fold"]
 
 #: the most steps a loop with a FractalTensor carry is unrolled to
 MAX_UNROLLED_STEPS = 256
@@ -156,7 +161,7 @@ def same_offsets(new: Array, old: Array) -> bool:
     that reads a binding of equal offsets at its own index (the offsets a
     map over a FractalTensor gives results of each element's length)."""
     while True:
-        if new is old or new == old:
+        if new is old:
             return True
         if not isinstance(new, IndexLambda) or \
                 not sh.shapes_equal(new.shape, old.shape):
