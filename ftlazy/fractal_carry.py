@@ -92,7 +92,9 @@ class StructureChanged(Exception):
 
     def describe(self) -> str:
         return (f"the body changes the lengths of carry leaf {self.leaf} (its "
-                f"offsets of level {self.level} are not the init's)")
+                f"offsets of level {self.level} are not provably the init's: "
+                "other lengths, or a leaf-wise operation whose first operand "
+                "is another FractalTensor, whose offsets it keeps)")
 
 
 # {{{ checks

@@ -156,3 +156,22 @@ def test_bodies_that_change_a_carry(xs, layers):
     with pytest.raises(NotImplementedError, match="fold over a FractalTensor "
                        "with a FractalTensor carry: the body changes"):
         ft.fold(lambda c, s: ft.map(lambda e: e[1:], c), xs, ys)
+
+
+def test_leafwise_operation_with_another_fractal_tensor(xs, layers):
+    """``b + ys`` keeps the carry's offsets (checked equal to *ys*'s at run
+    time); ``ys + b`` keeps *ys*'s, which are not provably the init's."""
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    result = ft.fold(lambda b, w: ft.tanh(b @ w + ys), layers, xs)
+    data, ydata = batch(LENGTHS["mixed"]), batch(LENGTHS["mixed"], seed=1)
+    want = data
+    for w in LAYERS:
+        want = [np.tanh(s @ w + y) for s, y in zip(want, ydata)]
+    got = ft.evaluate_numpy(result, xs=data, ys=ydata, layers=LAYERS)
+    assert_nested(got.tolist(), want)
+    with pytest.raises(ValueError, match="different"):
+        ft.evaluate_numpy(result, xs=data, ys=batch((3, 0, 2, 5, 2)),
+                          layers=LAYERS)
+    with pytest.raises(NotImplementedError, match="first operand is another "
+                       "FractalTensor"):
+        ft.fold(lambda b, w: ft.tanh(ys + b @ w), layers, xs)
