@@ -6,6 +6,7 @@ element by element (the reference semantics)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
@@ -33,6 +34,21 @@ def _coerce(value: Any, name: str, dtype: np.dtype, depth: int,
                               uniform=True)
 
 
+@lru_cache(maxsize=256)
+def _jagged_inputs(inputs: tuple[Node, ...]) -> tuple[tuple, ...]:
+    """Per jagged input among *inputs*: its name, its tag, its parts'
+    names (``values``, ``offsets<k>``), their placeholders' names (also of
+    parts the program does not read) and the parts the program reads."""
+    result = []
+    for name, parts in jagged_parts(inputs).items():
+        tag = next(t for p in parts.values() for t in p.tags
+                   if isinstance(t, JaggedInputPart))
+        part_names = ["values"] + [f"offsets{k}" for k in range(tag.depth - 1)]
+        names = {p: f"{name}_{p}" for p in part_names}
+        result.append((name, tag, part_names, names, frozenset(parts)))
+    return tuple(result)
+
+
 def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
                          ) -> dict[str, Any]:
     """*given* with each FractalTensor input (a :class:`~ftlazy.JaggedArray`
@@ -40,32 +56,25 @@ def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
     offsets under their placeholders' names. Parts passed directly are
     validated as a whole."""
     result = dict(given)
-    for name, parts in jagged_parts(inputs).items():
-        tag = next(t for p in parts.values() for t in p.tags
-                   if isinstance(t, JaggedInputPart))
-        n_offsets = tag.depth - 1
-        part_names = ["values"] + [f"offsets{k}" for k in range(n_offsets)]
-        # the placeholder names, also of parts the program does not read
-        names = {"values": f"{name}_values"} | {
-            f"offsets{k}": f"{name}_offsets{k}" for k in range(n_offsets)}
-        dtype = np.dtype(tag.dtype)
+    for name, tag, part_names, names, read in _jagged_inputs(tuple(inputs)):
         if name in result:
             direct = [names[p] for p in part_names if names[p] in result]
             if direct:
                 raise ValueError(f"jagged input {name!r} is given both whole and "
                                  f"as its part(s) {direct}")
-            ja = _coerce(result.pop(name), name, dtype, tag.depth, tag.elem_shape)
+            ja = _coerce(result.pop(name), name, np.dtype(tag.dtype), tag.depth,
+                         tag.elem_shape)
         elif all(names[p] in result for p in part_names):
             ja = JaggedArray._from_parts(
                 name, result[names["values"]],
-                tuple(result[names[f"offsets{k}"]] for k in range(n_offsets)))
+                tuple(result[names[p]] for p in part_names[1:]))
         else:
             continue  # reported as a missing input by the binding
         if ja.depth != tag.depth:
             raise ValueError(f"jagged input {name!r} has depth {ja.depth}, "
                              f"declared {tag.depth}")
         for part, array in zip(part_names, (ja.values,) + ja.offsets):
-            if part in parts:
+            if part in read:
                 result[names[part]] = array
     return result
 

@@ -276,10 +276,15 @@ class JaggedCompiledFunction:
             k: v for k, v in derived.items() if k in lowering.dense_names})
         if isinstance(self.result, Jagged):
             # (fresh result values: adopted, not copied; offsets that are
-            # the input's come from the host)
+            # the input's come from the host, checked with it: offsets all
+            # forwarded are not checked again)
             out.update((k, given[v]) for k, v in lowering.forwarded.items())
-            return JaggedArray._adopt(out["values"], *(
-                out[f"offsets{k}"] for k in range(self.result.depth - 1)))
+            offsets = tuple(out[f"offsets{k}"]
+                            for k in range(self.result.depth - 1))
+            if (len(lowering.forwarded) == len(offsets)
+                    and len(out["values"]) == offsets[-1][-1]):
+                return JaggedArray._trusted(out["values"], offsets)
+            return JaggedArray._adopt(out["values"], *offsets)
         if isinstance(self.result, DictOfNamedArrays):
             return out
         return out["result"]
