@@ -288,3 +288,61 @@ def test_scan_inside_a_map_over_the_elements_rows(xs):
     ys = ft.map(lambda s: ft.map(
         lambda row: ft.scan(lambda c, v: c + v, row, 0.0), s), xs)
     check(ys, lambda s: np.cumsum(s, axis=1))
+
+
+# {{{ lookups in the body and in a scan over its rows: run-time checks
+
+def test_lookups_and_a_scan_of_lookups_are_checked():
+    # ids per element: table[s] (advanced indexing, a gather), a column
+    # picked by the element's largest id (a gather along axis 1), and a
+    # scan whose steps look rows up (a ragged scan with run-time checks);
+    # out-of-range ids raise IndexError from both paths
+    ids = ft.make_jagged_placeholder("ids", (), np.int64, depth=2)
+    table = ft.make_placeholder("table", (4, H), np.float64)
+    columns = ft.make_placeholder("columns", (H, 4), np.float64)
+
+    def body(s):
+        rnn = ft.scan(lambda h, i: ft.tanh(ft.gather(table, i) + h @ U), s,
+                      ft.zeros(H))
+        return (table[s] + ft.gather(columns, ft.amax(s, initial=0), axis=1)
+                + rnn)
+    out = ft.map(body, ids)
+    tb, cols = RNG.standard_normal((4, H)), RNG.standard_normal((H, 4))
+
+    def reference(s):
+        h, rnn = np.zeros(H), np.zeros((len(s), H))
+        for t, i in enumerate(s):
+            h = rnn[t] = np.tanh(tb[i] + h @ U)
+        return tb[s] + cols[:, np.max(s, initial=0)] + rnn
+    compiled = ft.compile(out)
+    # (not JAGGED_LENGTHS["all_empty"]: a ragged scan's step reads packed
+    # row 0 unconditionally, out of bounds when no element has rows, which
+    # the step's check then reads: a crash, not a result)
+    for lengths in [JAGGED_LENGTHS["mixed"], JAGGED_LENGTHS["empty_batch"],
+                    (1,), (0, 1)]:
+        data = [RNG.integers(-4, 4, n) for n in lengths]
+        for got in (compiled(ids=data, table=tb, columns=cols),
+                    ft.evaluate_numpy(out, ids=data, table=tb, columns=cols)):
+            assert len(got.tolist()) == len(data)
+            for g, s in zip(got.tolist(), data):
+                np.testing.assert_allclose(g, reference(s), rtol=1e-12,
+                                           atol=1e-12)
+    bad = [np.array([1, 2]), np.array([3, 7, 0])]
+    for run in (compiled, lambda **a: ft.evaluate_numpy(out, **a)):
+        with pytest.raises(IndexError, match="index 7 is out of"):
+            run(ids=bad, table=tb, columns=cols)
+
+
+@pytest.mark.parametrize("body, message", [
+    (lambda table, s: ft.gather(table * ft.sum(s), s),
+     "only supported from an array the body does not compute"),
+    (lambda table, s: ft.sum(ft.gather(table, s, axis=1), axis=1),
+     "indices have the element's length is only supported along axis 0"),
+])
+def test_refused_gathers(body, message):
+    ids = ft.make_jagged_placeholder("ids", (), np.int64, depth=2)
+    table = ft.make_placeholder("table", (4, 4), np.float64)
+    with pytest.raises(NotImplementedError, match=message):
+        ft.compile(ft.map(lambda s: body(table, s), ids))
+
+# }}}

@@ -63,7 +63,7 @@ import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
+from ftlazy.array import AdvancedIndex, Array, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
@@ -496,11 +496,32 @@ class _MapLowering:
         indices, so that its run-time index check is kept."""
         array, array_kind = values[node.array]
         indices, kind = values[node.indices]
-        if array_kind.what != "hoisted" or node.axis != 0:
+        if array_kind.what != "hoisted":
             raise NotImplementedError(
                 "compiling a gather inside a map over a FractalTensor is only "
-                "supported along axis 0 of an array the body does not compute")
-        return Gather(array, indices, 0), kind
+                "supported from an array the body does not compute")
+        if kind.what == "hoisted":
+            return Gather(array, indices, node.axis), kind
+        if (kind.what == "packed" and node.axis) or self.padded_axes(
+                node.indices.shape):
+            # (the element's length would land after the first axis: padded,
+            # and padded indices are never written)
+            raise NotImplementedError(
+                "compiling a gather inside a map over a FractalTensor whose "
+                "indices have the element's length is only supported along "
+                f"axis 0 (got axis {node.axis}, indices of shape "
+                f"{sh.shape_str(node.indices.shape)})")
+        gather = Gather(array, indices, node.axis)
+        if node.axis == 0:
+            return gather, kind
+        # (axes before the gathered one come first in the gather: the
+        # batched indices' first axis is moved to the front)
+        a = node.axis
+        out = [index_var(k) for k in range(gather.ndim)]
+        read = out[1:a + 1] + [out[0]] + out[a + 1:]
+        shape = (gather.shape[a],) + gather.shape[:a] + gather.shape[a + 1:]
+        return IndexLambda(prim.Variable("_in0")[tuple(read)], shape,
+                           gather.dtype, {"_in0": gather}), kind
 
     def _broadcast(self, value: Array) -> IndexLambda:
         idx = tuple(index_var(k + 1) for k in range(value.ndim))
@@ -553,7 +574,32 @@ class _MapLowering:
 
 
 class _LowererKeepingGathers(IndexLambdaLowerer):
+    """Lowers a map's body, keeping its gathers (and advanced indexing by
+    one index array, ``table[ids]``, as a gather) as nodes: batched through
+    their indices they keep their run-time index checks."""
+
     map_gather = IndexLambdaLowerer.map_node
+
+    def map_advanced_index(self, expr: AdvancedIndex) -> Node:
+        gather = _as_gather(expr)
+        if gather is None:
+            return super().map_advanced_index(expr)
+        return self.rec(gather)
+
+
+def _as_gather(expr: AdvancedIndex) -> Gather | None:
+    """*expr* as the :class:`~ftlazy.fractal.Gather` it is where it reads
+    one index array and whole other axes (numpy's ``take``), else None."""
+    if len(expr.index_arrays) != 1:
+        return None
+    axis = None
+    for k, (index, extent) in enumerate(zip(expr.indices, expr.array.shape)):
+        if isinstance(index, int):
+            axis = k
+        elif not (index.step == 1 and index.start == 0
+                  and sh.prove_equal(index.length, extent)):
+            return None
+    return Gather(expr.array, expr.index_arrays[0], axis)
 
 
 def _free_names(node: IndexLambda) -> set[str]:

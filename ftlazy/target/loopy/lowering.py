@@ -245,10 +245,15 @@ def _reported(check: KernelCheck) -> list[Array]:
 
 
 def _keep_first(before: Array, keep: Array, now: Array) -> IndexLambda:
-    """*keep* where *before* (a ``failed`` carry) failed, else *now*."""
-    cond = prim.Comparison(prim.Variable("_in0"), "!=", PASSED)
-    return IndexLambda(prim.If(cond, prim.Variable("_in1"), prim.Variable("_in2")),
-                       (), now.dtype, {"_in0": before, "_in1": keep, "_in2": now})
+    """*keep* where *before* (a ``failed`` carry, 0-d or one per element)
+    failed, else *now* (0-d)."""
+    def read(name: str, array: Array) -> Any:
+        var = prim.Variable(name)
+        return var[index_var(0)] if array.ndim else var
+    cond = prim.Comparison(read("_in0", before), "!=", PASSED)
+    return IndexLambda(prim.If(cond, read("_in1", keep), prim.Variable("_in2")),
+                       before.shape, now.dtype,
+                       {"_in0": before, "_in1": keep, "_in2": now})
 
 
 def _failed_step(failed: Array) -> IndexLambda:
@@ -331,12 +336,11 @@ class _CheckInserter(CopyMapper):
         if not checks:
             return expr.copy(body=expr.body.copy(outputs=outputs), inputs=inputs)
         ragged = isinstance(expr, RaggedScan)
-        if ragged and expr.keep_all:
-            raise NotImplementedError(
-                "run-time checks (index ranges, integer powers) in the body of "
-                "a scan over the rows of a FractalTensor's elements are not "
-                "compiled yet (a fold is; ft.evaluate_numpy evaluates it)")
-        # per check, carries: the first failure so far (and its value)
+        # per check, carries: the first failure so far (and its value); a
+        # ragged scan stacks its carries per element into packed rows, so
+        # there each element keeps its own copy, (n,)
+        per_element = (expr.inputs[0].shape[:1]
+                       if ragged and expr.keep_all else ())
         nc = expr.num_carries
         extra = sum(len(_reported(c)) for c in checks)
 
@@ -345,16 +349,17 @@ class _CheckInserter(CopyMapper):
         new_outputs: list[Array] = []
         inits: list[Array] = []
         for c in checks:
-            before = BodyParam(nc + len(new_params), (), _INT64)
+            before = BodyParam(nc + len(new_params), per_element, _INT64)
             new_params.append(before)
-            inits.append(IndexLambda(PASSED, (), _INT64, {}))
+            inits.append(IndexLambda(PASSED, per_element, _INT64, {}))
             new_outputs.append(_keep_first(before, before,
                                            shift(c.failed)))
             if c.value is not None:
                 dtype = c.value.dtype
-                value_before = BodyParam(nc + len(new_params), (), dtype)
+                value_before = BodyParam(nc + len(new_params), per_element,
+                                         dtype)
                 new_params.append(value_before)
-                inits.append(IndexLambda(dtype.type(0), (), dtype, {}))
+                inits.append(IndexLambda(dtype.type(0), per_element, dtype, {}))
                 new_outputs.append(_keep_first(before, value_before,
                                                shift(c.value)))
         params = (expr.body.params[:nc] + tuple(new_params)
