@@ -197,7 +197,8 @@ def plan_segment_groups(plan: KernelPlan, order: list[Node],
     for group in candidates.values():
         if len(group.members) < 2 or all(f is not None for f in group.forms.values()):
             continue  # nothing to fuse, or no reduction to share a pass with
-        _add_element_arrays(group, element_arrays, order, storage.stored)
+        element_arrays = _add_element_arrays(group, element_arrays, order,
+                                             storage.stored)
         members = set(group.members)
         for m in list(group.members):
             if (group.forms[m] in (None, ELEMENT) or m in outputs
@@ -236,21 +237,27 @@ def plan_segment_groups(plan: KernelPlan, order: list[Node],
 
 
 def _add_element_arrays(group: SegmentGroup, arrays: list[IndexLambda],
-                        order: list[Node], stored: set[Node]) -> None:
+                        order: list[Node], stored: set[Node]
+                        ) -> list[IndexLambda]:
     """Adds to *group* the arrays with a row per element (``(n, ...)``,
     no segment reduction) that read one of its members: computed at the
-    work item's own element."""
+    work item's own element. Returns the other *arrays* (an array joins
+    one group at most)."""
     if group.elements is None:
-        return
+        return arrays
     members = set(group.members)
     position = {n: i for i, n in enumerate(order)}
-    for a in arrays:
+    rest = []
+    for a in arrays:  # (in order: an array reading one added joins too)
         if (sh.prove_equal(a.shape[0], group.elements)
                 and _stored_deps(a, stored) & members):
             group.members.append(a)
             group.forms[a] = ELEMENT
             members.add(a)
+        else:
+            rest.append(a)
     group.members.sort(key=position.__getitem__)
+    return rest
 
 
 def fused_order(order: list[Node], plan: KernelPlan) -> list[Node] | None:
