@@ -294,9 +294,10 @@ def test_scan_inside_a_map_over_the_elements_rows(xs):
 
 def test_lookups_and_a_scan_of_lookups_are_checked():
     # ids per element: table[s] (advanced indexing, a gather), a column
-    # picked by the element's largest id (a gather along axis 1), and a
-    # scan whose steps look rows up (a ragged scan with run-time checks);
-    # out-of-range ids raise IndexError from both paths
+    # picked by the element's largest id (a gather along axis 1), a scan
+    # whose steps look rows up (a ragged scan with run-time checks), and
+    # rows of an array the body computes; out-of-range ids raise
+    # IndexError from both paths
     ids = ft.make_jagged_placeholder("ids", (), np.int64, depth=2)
     table = ft.make_placeholder("table", (4, H), np.float64)
     columns = ft.make_placeholder("columns", (H, 4), np.float64)
@@ -305,7 +306,7 @@ def test_lookups_and_a_scan_of_lookups_are_checked():
         rnn = ft.scan(lambda h, i: ft.tanh(ft.gather(table, i) + h @ U), s,
                       ft.zeros(H))
         return (table[s] + ft.gather(columns, ft.amax(s, initial=0), axis=1)
-                + rnn)
+                + rnn + ft.gather(table * ft.sum(s), s))
     out = ft.map(body, ids)
     tb, cols = RNG.standard_normal((4, H)), RNG.standard_normal((H, 4))
 
@@ -313,7 +314,8 @@ def test_lookups_and_a_scan_of_lookups_are_checked():
         h, rnn = np.zeros(H), np.zeros((len(s), H))
         for t, i in enumerate(s):
             h = rnn[t] = np.tanh(tb[i] + h @ U)
-        return tb[s] + cols[:, np.max(s, initial=0)] + rnn
+        return (tb[s] + cols[:, np.max(s, initial=0)] + rnn
+                + (tb * s.sum())[s])
     compiled = ft.compile(out)
     # (not JAGGED_LENGTHS["all_empty"]: a ragged scan's step reads packed
     # row 0 unconditionally, out of bounds when no element has rows, which
@@ -334,8 +336,8 @@ def test_lookups_and_a_scan_of_lookups_are_checked():
 
 
 @pytest.mark.parametrize("body, message", [
-    (lambda table, s: ft.gather(table * ft.sum(s), s),
-     "only supported from an array the body does not compute"),
+    (lambda table, s: ft.gather(s * 2, s),
+     "along an axis of the same extent for every element"),
     (lambda table, s: ft.sum(ft.gather(table, s, axis=1), axis=1),
      "indices have the element's length is only supported along axis 0"),
 ])

@@ -492,14 +492,14 @@ class _MapLowering:
 
     def _gather(self, node: Gather, values: dict) -> tuple[Array, _Kind]:
         """A lookup in a table the body does not compute (an embedding)
-        stays a :class:`~ftlazy.fractal.Gather`, batched through its
-        indices, so that its run-time index check is kept."""
+        stays a :class:`~ftlazy.fractal.Gather` (along any axis), batched
+        through its indices, so that its run-time index check is kept; a
+        lookup in an array the body computes is batched as a guarded read
+        marked for the same check."""
         array, array_kind = values[node.array]
         indices, kind = values[node.indices]
         if array_kind.what != "hoisted":
-            raise NotImplementedError(
-                "compiling a gather inside a map over a FractalTensor is only "
-                "supported from an array the body does not compute")
+            return self._gather_from_body_array(node, values)
         if kind.what == "hoisted":
             return Gather(array, indices, node.axis), kind
         if (kind.what == "packed" and node.axis) or self.padded_axes(
@@ -522,6 +522,32 @@ class _MapLowering:
         shape = (gather.shape[a],) + gather.shape[:a] + gather.shape[a + 1:]
         return IndexLambda(prim.Variable("_in0")[tuple(read)], shape,
                            gather.dtype, {"_in0": gather}), kind
+
+    def _gather_from_body_array(self, node: Gather, values: dict
+                                ) -> tuple[Array, _Kind]:
+        """A gather from an array the body computes: its guarded read,
+        batched as the body's arrays are, marked so that its indices are
+        checked at run time against the axis' extent, which must be the
+        same for every element."""
+        from ftlazy.target.loopy.lowering import IndicesChecked
+        from ftlazy.transform.lower import to_index_lambda
+        extent = node.array.shape[node.axis]
+        if self.extent_of(extent) is not None or self.padded_axes(
+                node.indices.shape):
+            raise NotImplementedError(
+                "compiling a gather inside a map over a FractalTensor from an "
+                "array the body computes is only supported along an axis of "
+                "the same extent for every element, with indices without the "
+                f"element's length after their first axis (got axis "
+                f"{node.axis} of {sh.shape_str(node.array.shape)}, indices "
+                f"{sh.shape_str(node.indices.shape)})")
+        read = to_index_lambda(node)
+        for b in read.bindings.values():
+            values.setdefault(b, (b, _HOISTED))
+        (name,) = [k for k, b in read.bindings.items() if b is node.indices]
+        value, kind = self._index_lambda(read, values)
+        return value.copy(tags=value.tags | {IndicesChecked(
+            name, extent, node.axis)}), kind
 
     def _broadcast(self, value: Array) -> IndexLambda:
         idx = tuple(index_var(k + 1) for k in range(value.ndim))

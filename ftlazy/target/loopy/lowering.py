@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import pymbolic.primitives as prim
+from pytools.tag import Tag, tag_dataclass
 
 from ftlazy import shapes as sh
 from ftlazy.array import AdvancedIndex, Array, IndexLambda, SizeParam
@@ -262,6 +263,18 @@ def _failed_step(failed: Array) -> IndexLambda:
                                                   PASSED))
 
 
+@tag_dataclass
+class IndicesChecked(Tag):
+    """Marks an :class:`~ftlazy.array.IndexLambda` that reads its binding
+    :attr:`binding` as indices along an axis (:attr:`axis`) of extent
+    :attr:`length` (a gather batched into a guarded read, as in maps over
+    FractalTensors): its entries are checked at run time as a gather's."""
+
+    binding: str
+    length: Any
+    axis: int
+
+
 class _CheckInserter(CopyMapper):
     """Collects a :class:`KernelCheck` per data-dependent read or write
     and per integer power that may have a negative exponent; loop bodies
@@ -283,6 +296,12 @@ class _CheckInserter(CopyMapper):
         new = self.map_node(expr)
         if any(isinstance(e, prim.Power) for e in iter_subexpressions(new.expr)):
             self._add(_power_check(new))
+        for tag in new.tags:
+            if isinstance(tag, IndicesChecked):
+                self._add(_index_check(
+                    new.bindings[tag.binding], tag.length,
+                    f"gather index {{value}} is out of range for axis "
+                    f"{tag.axis} with size {{length}}"))
         return new
 
     def map_gather(self, expr: Gather) -> Node:
