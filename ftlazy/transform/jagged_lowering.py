@@ -34,6 +34,13 @@ replaced by its body evaluated on all elements at once, as
   and leaves the padding unwritten (work ``sum L_i**2``, not
   ``n * max(L)**2``).
 
+* a lookup (``ft.gather``, ``table[ids]`` with one index array) keeps its
+  run-time index check: from an array the body does not compute it stays a
+  :class:`~ftlazy.fractal.Gather` batched through its indices; from an
+  array the body computes it is a guarded read tagged
+  :class:`~ftlazy.target.loopy.lowering.IndicesChecked` (the gathered
+  axis then has one extent for all elements).
+
 A map may have several element length symbols: zipped FractalTensors
 share one (their offsets are checked equal at run time), but another
 FractalTensor whose element the body reads at the map's own index is
