@@ -193,6 +193,27 @@ def test_elements_at_computed_indices(xs, ys):
             run(xs=x[:1], ys=y)
 
 
+def test_elements_at_a_permutation_and_a_constant_index(xs, ys):
+    # indices that read no element (a captured permutation, the last
+    # element): the first phase computes them from the offsets alone
+    k = ft.make_size_param("k")
+    perm = ft.make_placeholder("perm", (k,), np.int64)
+    out = ft.map(lambda y, i: (y + ft.sum(xs[perm[i]], axis=0))
+                 * ft.amax(xs[-1], axis=0, initial=0.0), ys, pair_index(ys))
+    compiled = ft.compile(out)
+    for name, pairs in PAIRS.items():
+        x, y = pairs_data(pairs + [(2, 0)])
+        y = y[:len(pairs)]
+        p = np.random.default_rng(1).permutation(len(x))
+        want = [(b + x[p[i]].sum(axis=0)) * np.max(x[-1], axis=0, initial=0.0)
+                for i, b in enumerate(y)]
+        for got in (compiled(xs=x, ys=y, perm=p),
+                    ft.evaluate_numpy(out, xs=x, ys=y, perm=p)):
+            for g, w in zip(got.tolist(), want, strict=True):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12,
+                                           err_msg=name)
+
+
 def test_reads_at_a_nested_loops_steps_are_refused(xs, ys):
     # the index changes with the fold's steps: not a zip
     def body(y, i):

@@ -200,7 +200,13 @@ def _zipped(jmap: JaggedMap, reads: dict[Array, _Source]) -> JaggedMap:
 
 def _over_elements(jmap: JaggedMap, outputs: list[Array]) -> list[LoopResult]:
     """*outputs* (arrays of *jmap*'s body) computed by one map over the
-    same elements."""
+    same elements. Each also binds (unread) the first element's length,
+    so that the map reads the mapped offsets, which give the number of
+    elements, even where an index reads no element (``perm[i]``)."""
+    length = SizeParam(jmap.symbols[jmap.depths.index(2)][0])
+    outputs = [IndexLambda(prim.Variable("_in0"), (), o.dtype,
+                           {"_in0": o, "_ft_length": length})
+               for o in outputs]
     loop = JaggedMap(Body(jmap.body.params, tuple(outputs)), jmap.inputs,
                      jmap.depths, jmap.symbols, jmap.what)
     return [LoopResult(loop, k) for k in range(len(outputs))]
