@@ -41,8 +41,8 @@ out every name whose definition is reachable):
   (``ft.map(lambda s: ft.filter(p, s), xs)``: the kept rows per element);
   so does a map over an array's rows (:func:`map_rows_as_lists`: an array
   ``(n, m, ...)`` mapped is a FractalTensor of ``n`` elements of length
-  ``m``). Other loops with such results (a map over bundles of arrays) are
-  refused by both (:func:`check_body_results`): reduce inside the body.
+  ``m``). Other loops with such results (a scan whose carry would change
+  length) are refused (:func:`check_body_results`): reduce inside the body.
 
 The one exception: element ``i`` of a depth-2 FractalTensor read inside a
 map at the map's own index ``i`` (``ft.map(lambda y, i: ... xs[i] ...,
@@ -277,12 +277,14 @@ def map_rows_as_lists(f: Callable, xs: tuple, body: Any) -> Any:
     2), as over a FractalTensor's elements. Each mapped array ``(n, m,
     ...)`` of the first one's ``m`` is a FractalTensor of ``n`` elements
     of length ``m`` (offsets ``m * arange(n + 1)``); other arrays are
-    zipped along. None where *body* has no such result."""
+    zipped along; bundles of arrays (pytrees) are mapped leaf by leaf.
+    None where *body* has no such result."""
     if not _local_length_results(body):
         return None
-    if not all(isinstance(x, Array) for x in xs):
-        return None     # (bundles of arrays: refused where evaluated)
-    rows = [x for x in xs if x.ndim >= 2]
+    from ftlazy.fractal import tree_flatten, tree_unflatten
+    flat = [tree_flatten(x, "map inputs") for x in xs]
+    leaves = [leaf for group, _ in flat for leaf in group]
+    rows = [x for x in leaves if x.ndim >= 2]
     if not rows:
         return None     # (no element has rows: nothing to make a list of)
     m = rows[0].shape[1]
@@ -300,7 +302,16 @@ def map_rows_as_lists(f: Callable, xs: tuple, body: Any) -> Any:
         # reads its sizes from it)
         return Jagged(values, (_lam(mm * p, (sh.add(x.shape[0], 1),), _INT64,
                                     {"_ft_rows": x}),))
-    return jagged_map(f, *(as_list(x) for x in xs), what="map")
+    counts = [len(group) for group, _ in flat]
+
+    def on_leaves(*elements: Any) -> Any:
+        groups, pos = [], 0
+        for count, (_, structure) in zip(counts, flat):
+            groups.append(tree_unflatten(list(elements[pos:pos + count]),
+                                         structure))
+            pos += count
+        return f(*groups)
+    return jagged_map(on_leaves, *(as_list(x) for x in leaves), what="map")
 
 
 # {{{ building blocks

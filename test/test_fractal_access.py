@@ -480,11 +480,18 @@ def test_map_results_of_data_dependent_length():
     result = ft.map(lambda s: ft.filter(lambda v: v > 0, s), xs)
     got = ft.evaluate_numpy(result, xs=[np.array([1.0, -2.0]), np.array([3.0])])
     assert [g.tolist() for g in got.tolist()] == [[1.0], [3.0]]
-    # over a bundle of arrays: refused
-    xs = ft.make_placeholder("xs", (2, 3), np.float64)
-    result = ft.map(lambda d: ft.filter(lambda v: v > 0, d["a"]), {"a": xs})
-    with pytest.raises(NotImplementedError, match="result 0 has shape"):
-        ft.evaluate_numpy(result, xs=np.ones((2, 3)))
+    # over an array's rows (a bundle of arrays): a FractalTensor too
+    xs = ft.make_placeholder("xs", (3, 2), np.float64)
+    result = ft.map(lambda d: ft.filter(lambda v: v > d["t"], d["a"]),
+                    {"a": xs, "t": ft.make_placeholder("t", (3,), np.float64)})
+    got = ft.evaluate_numpy(result, xs=np.array([[1.0, -2.0], [3.0, 4.0],
+                                                 [0.0, 0.0]]),
+                            t=np.array([0.0, 3.5, 1.0]))
+    assert [g.tolist() for g in got.tolist()] == [[1.0], [4.0], []]
+    # a scan whose carry changes length per step: refused
+    with pytest.raises(ValueError, match="changes the shape of carry 0"):
+        ft.scan(lambda c, v: ft.filter(lambda r: r > v, c), ft.zeros(2),
+                ft.zeros(3))
 
 
 def test_map_over_rows_returning_lists_of_data_dependent_length():
