@@ -80,10 +80,23 @@ def _int_const(value: Any) -> int | None:
 
 def to_affine(expr: Any) -> AffineForm:
     """Parse *expr* into an :class:`AffineForm`; raises :class:`NonAffineError`
-    or :class:`TypeError` if it is not an integer affine expression."""
+    or :class:`TypeError` if it is not an integer affine expression. (The
+    forms of expressions are kept: callers never modify a form.)"""
     c = _int_const(expr)
     if c is not None:
         return AffineForm({}, c)
+    if isinstance(expr, prim.ExpressionNode):
+        return _expression_affine(expr)
+    if isinstance(expr, (float, np.floating)):
+        raise TypeError(f"shape entries must be integers, got float {expr!r}")
+    raise TypeError(f"shape entries must be integers or affine expressions "
+                    f"of size parameters, got {type(expr).__name__} {expr!r}")
+
+
+@lru_cache(maxsize=4096)
+def _expression_affine(expr: prim.ExpressionNode) -> AffineForm:
+    """:func:`to_affine` of a pymbolic expression (kept: shapes are parsed
+    at every call of a program on inputs of new shapes)."""
     if isinstance(expr, prim.Variable):
         return AffineForm({expr.name: 1}, 0)
     if isinstance(expr, prim.Sum):
@@ -109,12 +122,7 @@ def to_affine(expr: Any) -> AffineForm:
         if den.is_constant and den.const > 0:
             return exact_divide(num, den.const, str(expr))
         raise NonAffineError(f"shape expression '{expr}' is not affine")
-    if isinstance(expr, prim.ExpressionNode):
-        raise NonAffineError(f"shape expression '{expr}' is not affine")
-    if isinstance(expr, (float, np.floating)):
-        raise TypeError(f"shape entries must be integers, got float {expr!r}")
-    raise TypeError(f"shape entries must be integers or affine expressions "
-                    f"of size parameters, got {type(expr).__name__} {expr!r}")
+    raise NonAffineError(f"shape expression '{expr}' is not affine")
 
 
 def exact_divide(form: AffineForm, divisor: int, what: str) -> AffineForm:

@@ -82,11 +82,11 @@ def test_alternating_shapes_and_bad_inputs(dense):
 
 def test_one_layout_per_kind_of_inputs_and_a_bounded_number(dense):
     prg = dense.program
-    device = default_queue().device
+    queue = default_queue()
     x, y = np.ones((4, 3)), np.ones(4)
-    first = prg._layout(device, {"x": x, "y": y})
-    assert prg._layout(device, {"x": x + 1, "y": y}) is first
-    assert prg._layout(device, {"x": np.ones((5, 3)), "y": np.ones(5)}) is not first
+    first = prg._layout(queue, {"x": x, "y": y})
+    assert prg._layout(queue, {"x": x + 1, "y": y}) is first
+    assert prg._layout(queue, {"x": np.ones((5, 3)), "y": np.ones(5)}) is not first
     for n in range(1, program_module._LAYOUT_LIMIT + 8):
         x, y = np.full((n, 3), 2.0), np.arange(float(n))
         assert_dense(dense(x=x, y=y), dense_numpy(x, y))

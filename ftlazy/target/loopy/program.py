@@ -112,6 +112,26 @@ class CompiledArtifact:
         return result
 
     @cached_property
+    def allocation_bounds(self) -> tuple[tuple[int, tuple], ...]:
+        """The distinct sizes of :attr:`allocations`, quick to check: each
+        as the bytes of one element times its constant extents, and its
+        other extents."""
+        bounds: dict[tuple, tuple[int, tuple]] = {}
+        for _, extents, itemsize in self.allocations:
+            factor = itemsize
+            rest = []
+            for c in extents:
+                if isinstance(c, int):
+                    factor *= c
+                else:
+                    rest.append(c)
+            key = (factor, tuple((tuple(sorted(c.coeffs.items())), c.const)
+                                 if isinstance(c, sh.AffineForm) else c
+                                 for c in rest))
+            bounds.setdefault(key, (factor, tuple(rest)))
+        return tuple(bounds.values())
+
+    @cached_property
     def packed_inputs(self) -> frozenset[str]:
         """Canonical names of the inputs that travel in packs."""
         return frozenset(name for members in self.packs.values()
@@ -152,6 +172,13 @@ class CompiledArtifact:
             launch = self.launchers[context] = _Launcher(
                 info.cl_kernels, _host_function(self.t_unit, info.invoker))
         return launch
+
+    @cached_property
+    def user_outputs(self) -> tuple[tuple[Any, str], ...]:
+        """``(canonical output name, kernel argument)`` of the user's
+        outputs (not the run-time checks')."""
+        return tuple((key, arg) for key, arg in self.output_args.items()
+                     if not _is_check_key(key))
 
     @cached_property
     def output_specs(self) -> dict[str, ArgSpec]:
@@ -371,7 +398,7 @@ def _to_kernel_form(value: Any, queue: cl.CommandQueue) -> Any:
             value = value.view(np.int8)
         if value.ndim == 0:
             value = value.reshape(1)
-        return np.ascontiguousarray(value)
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
     if isinstance(value, cla.Array):
         if value.dtype == np.bool_:
             value = value.view(np.int8)
@@ -510,13 +537,16 @@ def _layout_key(inputs: dict[str, Any]) -> tuple | None:
     and checked at every call)."""
     key = []
     for name, value in inputs.items():
-        if isinstance(value, (int, np.integer)) and not isinstance(
+        kind = type(value)
+        if kind is np.ndarray or kind is cla.Array:
+            key.append((name, kind, value.shape, value.dtype))
+        elif isinstance(value, (int, np.integer)) and not isinstance(
                 value, (bool, np.bool_)):
-            key.append((name, type(value), int(value)))
+            key.append((name, kind, int(value)))
         elif isinstance(value, (bool, float, complex)):
-            key.append((name, type(value)))
+            key.append((name, kind))
         elif isinstance(value, (np.ndarray, np.generic, cla.Array)):
-            key.append((name, type(value), value.shape, value.dtype))
+            key.append((name, kind, value.shape, value.dtype))
         else:
             return None
     return tuple(key)
@@ -524,17 +554,18 @@ def _layout_key(inputs: dict[str, Any]) -> tuple | None:
 # }}}
 
 
-def _map_host_outputs(queue: cl.CommandQueue,
+def _map_host_outputs(queue: cl.CommandQueue, evt: cl.Event,
                       host_outputs: dict[str, tuple[np.ndarray, cl.Buffer]]
                       ) -> None:
-    """Make the numpy outputs that the kernels wrote in place current: map
-    their buffers (the maps wait for the kernels, in one wait; on a device
-    that shares the memory, nothing is copied)."""
-    mapped = [(host, *cl.enqueue_map_buffer(
+    """Make the numpy outputs that the kernels (done at *evt*) wrote in
+    place current: map their buffers, the last map waiting for all (on a
+    device that shares the memory, nothing is copied)."""
+    last = len(host_outputs) - 1
+    mapped = [(host, cl.enqueue_map_buffer(
         queue, buf, cl.map_flags.READ, 0, host.shape, host.dtype,
-        is_blocking=False)) for host, buf in host_outputs.values()]
-    mapped[-1][2].wait()
-    for host, view, _ in mapped:
+        wait_for=[evt], is_blocking=k == last)[0])
+        for k, (host, buf) in enumerate(host_outputs.values())]
+    for host, view in mapped:
         if view.ctypes.data != host.ctypes.data:
             host[...] = view
         view.base.release(queue)
@@ -576,6 +607,9 @@ class BoundProgram:
         self.context = context
         self._pools: dict = {}
         self._layouts: dict[tuple, _CallLayout] = {}
+        #: (queue, its memory pool, whether its device shares the host's
+        #: memory, the launcher on its context) of the last call
+        self._last_queue: tuple | None = None
 
     @property
     def program(self) -> lp.TranslationUnit:
@@ -608,6 +642,18 @@ class BoundProgram:
             pool = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
             self._pools[queue.context] = pool
         return pool
+
+    def _queue_state(self, queue: cl.CommandQueue) -> tuple:
+        """What a call on *queue* uses of it (see :attr:`_last_queue`),
+        looked up once for successive calls on the same queue (pyopencl's
+        objects compare slowly)."""
+        state = self._last_queue
+        if state is None or state[0] is not queue:
+            state = self._last_queue = (
+                queue, self._allocator(queue),
+                _shares_host_memory(queue.device),
+                self.artifact.launcher(queue.context))
+        return state
 
     @cached_property
     def _kernel_args(self) -> frozenset[str]:
@@ -643,14 +689,16 @@ class BoundProgram:
                   if name in self._kernel_args})
         return kept, [name for name in canon.size_names if name not in own]
 
-    def _layout(self, device: cl.Device, inputs: dict[str, Any]) -> _CallLayout:
-        """The :class:`_CallLayout` of a call with *inputs*: kept from an
-        earlier call with inputs alike, else computed (validating every
-        input: errors are never kept, so bad inputs raise at every call)."""
+    def _layout(self, queue: cl.CommandQueue, inputs: dict[str, Any]
+                ) -> _CallLayout:
+        """The :class:`_CallLayout` of a call on *queue* with *inputs*: kept
+        from an earlier call with inputs alike, else computed (validating
+        every input: errors are never kept, so bad inputs raise at every
+        call)."""
         key = _layout_key(inputs)
         layout = self._layouts.get(key) if key is not None else None
         if layout is None:
-            layout = self._new_layout(device, inputs)
+            layout = self._new_layout(queue.device, inputs)
             if key is not None:
                 if len(self._layouts) >= _LAYOUT_LIMIT:
                     self._layouts.pop(next(iter(self._layouts)))
@@ -716,15 +764,17 @@ class BoundProgram:
         return values
 
     def _input_buffers(self, queue: cl.CommandQueue, values: dict[str, Any],
-                       allocator: Any) -> tuple[dict[str, Any], list, bool]:
+                       allocator: Any, unified: bool
+                       ) -> tuple[dict[str, Any], list, bool]:
         """Buffers of the array arguments *values*, the events of device
         arrays among them, and whether a numpy array is read in place: on a
         device that shares the host's memory (CPU devices such as PoCL's),
         numpy arrays are wrapped, not copied to a device buffer (see
         :data:`ZERO_COPY_INPUTS`; kernels never write their inputs, and
-        the buffers are read-only)."""
+        the buffers are read-only). *unified*: whether the device shares
+        the host's memory."""
         art = self.artifact
-        share = ZERO_COPY_INPUTS and _shares_host_memory(queue.device)
+        share = ZERO_COPY_INPUTS and unified
         buffers: dict[str, Any] = {}
         events: list = []
         shared = False
@@ -744,13 +794,12 @@ class BoundProgram:
         return buffers, events, shared
 
     def _output_buffers(self, queue: cl.CommandQueue, layout: _CallLayout,
-                        out_host: bool, allocator: Any
+                        out_host: bool, allocator: Any, unified: bool
                         ) -> tuple[dict[str, Any], dict, dict]:
         """Buffers of the output arguments, the numpy outputs that the
         kernels write in place (with their buffers; see
         :data:`ZERO_COPY_OUTPUTS`) and the device arrays of the others."""
-        in_place = (out_host and ZERO_COPY_OUTPUTS
-                    and _shares_host_memory(queue.device))
+        in_place = out_host and ZERO_COPY_OUTPUTS and unified
         buffers: dict[str, Any] = {}
         host: dict[str, tuple[np.ndarray, cl.Buffer]] = {}
         device: dict[str, cla.Array] = {}
@@ -781,7 +830,7 @@ class BoundProgram:
         """A call (see the class docs); *out_host* True asks for numpy
         outputs whatever the inputs are."""
         art = self.artifact
-        layout = self._layout(queue.device, inputs)
+        layout = self._layout(queue, inputs)
         values = self._kernel_values(queue, layout, inputs)
         if out_host is None:
             out_host = not any(isinstance(v, cla.Array) for v in values.values())
@@ -790,18 +839,18 @@ class BoundProgram:
                        for o in art.outputs}
             evt = None
         else:
-            allocator = self._allocator(queue)
-            args, events, shared = self._input_buffers(queue, values, allocator)
+            _, allocator, unified, launcher = self._queue_state(queue)
+            args, events, shared = self._input_buffers(
+                queue, values, allocator, unified)
             outputs, host, device = self._output_buffers(
-                queue, layout, out_host, allocator)
+                queue, layout, out_host, allocator, unified)
             args.update(outputs)
             args.update(layout.sizes)
-            evt = art.launcher(queue.context)(queue, allocator, events or None,
-                                              args)
+            evt = launcher(queue, allocator, events or None, args)
             for dev in device.values():
                 dev.add_event(evt)
             if host:
-                _map_host_outputs(queue, host)
+                _map_host_outputs(queue, evt, host)
             elif shared and not out_host:
                 # the kernels read the host memory of numpy inputs, which
                 # this call's buffers keep alive only until it returns:
@@ -811,11 +860,8 @@ class BoundProgram:
             results.update((name, dev.get() if out_host else dev)
                            for name, dev in device.items())
         self._check(results, layout.env)
-        outputs = {}
-        for key, arg in art.output_args.items():
-            if _is_check_key(key):
-                continue
-            outputs[key] = self._from_kernel_form(results[arg], arg)
+        outputs = {key: self._from_kernel_form(results[arg], arg)
+                   for key, arg in art.user_outputs}
         if list(outputs) == [None]:
             return evt, (outputs[None],)
         return evt, outputs
@@ -889,6 +935,10 @@ def _check_allocations(program: BoundProgram, device: cl.Device,
     found = [(f"input {name!r}", _extents(a.shape), a.dtype.itemsize)
              for name, a in arrays.items()
              if isinstance(a, np.ndarray) and a.nbytes > limit]
+    if not found and all(
+            math.prod([_extent(c, env) for c in extents], start=factor) <= limit
+            for factor, extents in program.artifact.allocation_bounds):
+        return
     for what, shape, itemsize in found + program.artifact.allocations:
         values = tuple(_extent(c, env) for c in shape)
         nbytes = itemsize
