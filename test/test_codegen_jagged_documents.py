@@ -117,7 +117,7 @@ def test_tokens_read_directly(docs):
 def test_maps_over_sentences_capture_document_data(docs):
     # per-document data (zipped along, from the tokens, from the sentences)
     # used inside the map over the document's sentences: one row per
-    # sentence, its document's
+    # sentence, its document's; per-sentence data zipped with the sentences
     scale = ft.make_placeholder("scale", (ft.make_size_param("n"),), np.float64)
 
     def token_mean(doc):
@@ -135,6 +135,10 @@ def test_maps_over_sentences_capture_document_data(docs):
             lambda s: ft.sum(s) * c, doc)), docs, scale),
         "attended": ft.map(lambda doc: ft.sum(ft.map(
             lambda s: ft.sum(s @ context(doc)), doc)), docs),
+        # per-sentence rows the document computes, zipped with its sentences
+        "gated": ft.map(lambda doc: ft.sum(ft.map(
+            lambda e, s: ft.sum(s * e), ft.tanh(ft.map(
+                lambda s: ft.sum(s, axis=0), doc)), doc)), docs),
         "values": centered.values, "offsets0": centered.offsets[0],
         "offsets1": centered.offsets[1]})
 
@@ -154,6 +158,8 @@ def test_maps_over_sentences_capture_document_data(docs):
             "scaled": [ci * sum(s.sum() for s in d) for ci, d in zip(c, data)],
             "attended": [sum((s @ np_context(d)).sum() for s in d)
                          for d in data],
+            "gated": [sum((s * np.tanh(s.sum(axis=0))).sum() for s in d)
+                      for d in data],
         }
         centered_want = [[s - np_mean(d) for s in d] for d in data]
         for out in (f(docs=data, scale=c),

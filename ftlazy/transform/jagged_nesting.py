@@ -54,6 +54,10 @@ from the sentences, a dense value zipped along) gets it as a mapped input
 of step 1, one row per sentence: the data is computed for all documents
 first (by the same rewrite, recursively), then read at each sentence's
 document, whose index the host derives from ``offsets0`` (segment ids).
+Per-sentence rows the document computes (``(m, ...)``, from an earlier
+map over its sentences) zipped with its sentences are, over all
+documents, the rows of all sentences in order: computed first the same
+way, they are mapped along step 1.
 
 :func:`flatten_document_map` performs this rewrite on the map's body.
 Zipped depth-3 FractalTensors are mapped together in each view; their
@@ -61,8 +65,9 @@ structure is checked at run time, level by level, as the reference
 evaluator does. What the views do not express raises
 :class:`NotImplementedError` naming it (``ft.evaluate_numpy`` evaluates
 it): maps over sentences that capture data of the document's sizes (its
-tokens), zipped with other data than the document's sentences, or whose
-results have counted lengths; sentence offsets read other than by index.
+tokens), zipped with other data than the document's sentences and
+per-sentence rows, or whose results have counted lengths; sentence
+offsets read other than by index.
 
 .. autofunction:: flatten_document_map
 """
@@ -376,10 +381,17 @@ def _flat_sentence_map(doc: _DocumentMap, inner: JaggedMap) -> JaggedMap:
     sentence."""
     inputs: list[Array] = []
     for depth, arrays in inner.mapped_parts():
+        if depth == 1 and arrays[0].shape and sh.prove_equal(
+                arrays[0].shape[0], prim.Variable(doc.m)):
+            # (per-sentence data the document computes, one row per
+            # sentence: its rows over all sentences, in order)
+            inputs.append(_flatten(doc, [arrays[0]])[0])
+            continue
         if not (depth == 2 and all(isinstance(a, BodyParam) for a in arrays)
                 and arrays[0].index in doc.values_params
                 and arrays[1].index == arrays[0].index + 1):
-            raise _refuse("maps over its document zipped with other data")
+            raise _refuse("maps over its document's sentences zipped with "
+                          "other data than per-sentence rows")
         values, _, offsets1 = doc.parts[doc.values_params[arrays[0].index]][1]
         inputs += [values, offsets1]
     num_mapped = len(inner.depths)      # (one parameter per sentence)
