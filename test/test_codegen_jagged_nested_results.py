@@ -238,29 +238,19 @@ def test_per_sentence_results_of_other_lengths_and_tokens_with_sentences():
 
 
 def test_sentence_tails_combined_in_the_document():
-    # s[1:] and a scan over it: L - 1 rows per sentence, T - m per document;
-    # the last token of each sentence, a gather of the tokens at the ends
+    # s[1:] and a scan over it: L - 1 rows per sentence, T - m per document
     docs = docs_placeholder()
-
-    def last_tokens(doc):
-        return ft.flatten(doc)[doc.offsets[0][1:] - 1]
-    program = ft.DictOfNamedArrays({
-        "tails": ft.map(lambda doc: ft.sum(ft.flatten(ft.map(
-            lambda s: cumsum_scan(s[1:] - s[:-1]), doc)), axis=0)
-            + ft.sum(ft.flatten(doc), axis=0), docs),
-        "last": ft.map(lambda doc: ft.sum(last_tokens(doc), axis=0), docs)})
-    f = ft.compile(program)
+    tails = ft.map(lambda doc: ft.sum(ft.flatten(ft.map(
+        lambda s: cumsum_scan(s[1:] - s[:-1]), doc)), axis=0)
+        + ft.sum(ft.flatten(doc), axis=0), docs)
+    f = ft.compile(tails)
     for key in NONEMPTY_DOCS:
         data = documents(NONEMPTY_DOCS[key])
-        want = {
-            "tails": [sum((np.cumsum(s[1:] - s[:-1], axis=0).sum(axis=0)
-                           + s.sum(axis=0) for s in d), np.zeros(H))
-                      for d in data],
-            "last": [sum((s[-1] for s in d), np.zeros(H)) for d in data]}
-        for out in (f(docs=data), ft.evaluate_numpy(program, docs=data)):
-            for name, w in want.items():
-                np.testing.assert_allclose(out[name], np.array(w).reshape(-1, H),
-                                           rtol=1e-12, atol=1e-12)
+        want = np.array([sum((np.cumsum(s[1:] - s[:-1], axis=0).sum(axis=0)
+                              + s.sum(axis=0) for s in d), np.zeros(H))
+                         for d in data]).reshape(-1, H)
+        for got in (f(docs=data), ft.evaluate_numpy(tails, docs=data)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 def test_bodies_that_do_not_compile_say_so():
