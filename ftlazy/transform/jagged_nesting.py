@@ -39,8 +39,7 @@ for sentence ``j`` of document ``d``, mapped along the per-sentence
 results of step 2.
 
 What reads the tokens together with the sentence structure in one node
-(the tokens scaled by ``m``, the tokens at the sentence ends) is computed
-in the map of step 2, the documents' tokens zipped in as an element of
+(the tokens scaled by ``m``) is computed in the map of step 2, the documents' tokens zipped in as an element of
 their own length ``T`` (offsets ``offsets1[offsets0]``). A per-sentence
 result of ``c + a*L`` rows but not the sentence's (``s[1:]``, a scan over
 it) gives each document ``c*m + a*T`` rows, starting at ``c*offsets0[d] +
@@ -95,8 +94,8 @@ def _refuse(what: str) -> NotImplementedError:
     return NotImplementedError(
         f"compiling a map over a FractalTensor of depth 3 whose body {what} is "
         "not supported yet (bodies that read the document through maps over "
-        "its sentences, its tokens and its number of sentences compile; "
-        "ft.evaluate_numpy evaluates it)")
+        "its sentences, its tokens, its number of sentences and its sentence "
+        "offsets by index compile; ft.evaluate_numpy evaluates it)")
 
 
 class _Rebuilder(CopyMapper):
