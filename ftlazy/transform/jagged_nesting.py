@@ -39,8 +39,9 @@ for sentence ``j`` of document ``d``, mapped along the per-sentence
 results of step 2.
 
 What reads the tokens together with the sentence structure in one node
-(the tokens scaled by ``m``) is computed in the map of step 2, the documents' tokens zipped in as an element of
-their own length ``T`` (offsets ``offsets1[offsets0]``). A per-sentence
+(the tokens scaled by ``m``) is computed in the map of step 2, the
+documents' tokens zipped in as an element of their own length ``T``
+(offsets ``offsets1[offsets0]``). A per-sentence
 result of ``c + a*L`` rows but not the sentence's (``s[1:]``, a scan over
 it) gives each document ``c*m + a*T`` rows, starting at ``c*offsets0[d] +
 a*offsets1[offsets0[d]]`` in the rows of all sentences: the map of step 2
