@@ -6,6 +6,7 @@ the reference evaluator and the OpenCL target."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -67,6 +68,41 @@ def _data_shape(value: Any) -> tuple[int, ...]:
     return tuple(int(s) for s in value.shape)
 
 
+@dataclass(frozen=True)
+class _Signature:
+    """What :func:`bind_inputs` needs of a DAG's inputs, found once per
+    list of inputs: the placeholders by name, every size parameter name,
+    and the shapes to match (``(what, shape, the size parameters of each
+    component)``) of the placeholders (their arrays' shapes given at each
+    call) and of the data wrappers (with their data's shape)."""
+
+    placeholders: dict[str, Placeholder]
+    size_params: frozenset[str]
+    placeholder_shapes: tuple[tuple[str, sh.Shape, tuple], ...]
+    wrapper_shapes: tuple[tuple[str, sh.Shape, tuple, tuple[int, ...]], ...]
+
+
+@lru_cache(maxsize=256)
+def _signature(inputs: tuple[Array, ...], size_names: frozenset[str]
+               ) -> _Signature:
+    placeholders = {n.name: n for n in inputs if isinstance(n, Placeholder)}
+    wrappers = [n for n in inputs if isinstance(n, DataWrapper)]
+
+    def names(shape: sh.Shape) -> tuple[frozenset[str], ...]:
+        return tuple(sh.size_param_names(c) for c in shape)
+    size_params = {n.name for n in inputs if isinstance(n, SizeParam)}
+    size_params |= size_names
+    for n in [*placeholders.values(), *wrappers]:
+        for c in names(n.shape):
+            size_params |= c
+    return _Signature(
+        placeholders, frozenset(size_params),
+        tuple((f"input {n.name!r}", n.shape, names(n.shape))
+              for n in placeholders.values()),
+        tuple((f"data wrapper {n.name or ''}".rstrip(), n.shape, names(n.shape),
+               _data_shape(n.data)) for n in wrappers))
+
+
 def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
                 size_names: Iterable[str] = ()
                 ) -> tuple[dict[str, int], dict[str, Any]]:
@@ -78,16 +114,9 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
     :class:`ValueError` for missing, extra or mis-shaped inputs and
     contradictory size params, :class:`TypeError` for mis-typed ones.
     """
-    placeholders = {n.name: n for n in inputs if isinstance(n, Placeholder)}
-    size_params = {n.name for n in inputs if isinstance(n, SizeParam)}
-    size_params |= set(size_names)
-    wrappers = [n for n in inputs if isinstance(n, DataWrapper)]
-    for n in placeholders.values():
-        for c in n.shape:
-            size_params |= sh.size_param_names(c)
-    for n in wrappers:
-        for c in n.shape:
-            size_params |= sh.size_param_names(c)
+    signature = _signature(tuple(inputs), frozenset(size_names))
+    placeholders = signature.placeholders
+    size_params = signature.size_params
 
     extra = sorted(set(given) - set(placeholders) - size_params)
     if extra:
@@ -123,10 +152,10 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
                              f"expected {sh.shape_str(ph.shape)}")
         arrays[name] = value
 
-    shaped = ([(f"input {n.name!r}", n.shape, _data_shape(arrays[n.name]))
-               for n in placeholders.values()]
-              + [(f"data wrapper {n.name or ''}".rstrip(), n.shape,
-                  _data_shape(n.data)) for n in wrappers])
+    shaped = ([(what, shape, names, _data_shape(arrays[name]))
+               for name, (what, shape, names) in zip(
+                   placeholders, signature.placeholder_shapes)]
+              + list(signature.wrapper_shapes))
     _infer_size_params(shaped, env)
 
     unbound = sorted(size_params - set(env))
@@ -134,7 +163,7 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
         raise ValueError(f"size parameter(s) {', '.join(map(repr, unbound))} "
                          "cannot be inferred from the input shapes; pass them "
                          "as keyword arguments")
-    for what, shape, actual in shaped:
+    for what, shape, _, actual in shaped:
         expected = sh.evaluate_shape(shape, env)
         if expected != actual:
             raise ValueError(f"{what} has shape {actual}, expected "
@@ -143,12 +172,15 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
 
 
 def _infer_size_params(shaped: list, env: dict[str, int]) -> None:
-    """Solve shape equations one unknown at a time until nothing changes."""
+    """Solve shape equations one unknown at a time until nothing changes
+    (*shaped*: ``(what, shape, names of each component, actual shape)``)."""
     progress = True
     while progress:
         progress = False
-        for what, shape, actual in shaped:
-            for c, value in zip(shape, actual):
+        for what, shape, names, actual in shaped:
+            for c, cnames, value in zip(shape, names, actual):
+                if env.keys() >= cnames:
+                    continue  # (constant, or every size known)
                 try:
                     if sh.solve_component(c, value, env) is not None:
                         progress = True
