@@ -67,6 +67,24 @@ def normalised_and_centered_numpy(s):
     return np.stack([log_softmax_numpy(s), centered_numpy(s)], axis=1)
 
 
+def chained(s):
+    # stored row arrays (t, w: costly, read twice) where w reads only t, at
+    # its own rows: the same layout, computed per element too
+    m = ft.amax(s, axis=0, initial=-np.inf)
+    t = ft.exp(s - m) * ft.tanh(s - m) + ft.sin(s - m) * ft.cos(s - m)
+    w = ft.exp(t) * ft.tanh(t) + ft.sin(t) * ft.cos(t)
+    return ft.stack([w / (ft.sum(w, axis=0) + 1.0),
+                     t / (ft.sum(t, axis=0) + 2.0), w * t], axis=1)
+
+
+def chained_numpy(s):
+    m = s.max(axis=0) if len(s) else 0.0
+    t = np.exp(s - m) * np.tanh(s - m) + np.sin(s - m) * np.cos(s - m)
+    w = np.exp(t) * np.tanh(t) + np.sin(t) * np.cos(t)
+    return np.stack([w / (w.sum(axis=0) + 1.0), t / (t.sum(axis=0) + 2.0),
+                     w * t], axis=1)
+
+
 def scaled_range(s):
     # two reductions of the element, an elementwise consumer of both
     lo = ft.amin(s, axis=0, initial=0.0)
@@ -92,8 +110,9 @@ def check_packed(got, data, reference, rtol=1e-12):
 @pytest.mark.parametrize("body, reference, dtype", [
     (softmax, softmax_numpy, np.float32),
     (normalised_and_centered, normalised_and_centered_numpy, np.float64),
-    (scaled_range, scaled_range_numpy, np.float64)],
-    ids=["softmax", "normalised_and_centered", "scaled_range"])
+    (scaled_range, scaled_range_numpy, np.float64),
+    (chained, chained_numpy, np.float64)],
+    ids=["softmax", "normalised_and_centered", "scaled_range", "chained"])
 def test_fused_bodies_against_numpy_loops(body, reference, dtype):
     xs = ft.make_jagged_placeholder("xs", (H,), dtype, depth=2)
     result = ft.map(body, xs)

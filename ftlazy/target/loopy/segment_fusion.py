@@ -109,11 +109,13 @@ def _element_offsets(node: IndexLambda) -> Node | None:
     return None
 
 
-def _row_layout(node: IndexLambda, stored: set[Node]
+def _row_layout(node: IndexLambda, stored: set[Node],
+                known: dict[Node, tuple[Node, tuple[int, int]]]
                 ) -> tuple[Node, tuple[int, int]] | None:
     """``(offsets node, form)`` of a packed row array: its body, or an array
     inlined into it at its own rows, reads the segment ids of its own rows
-    (``seg[_0]``), all of one layout."""
+    (``seg[_0]``), or a stored row array of *known* layout at its own row,
+    all of one layout."""
     layouts = set()
     seen: set[Node] = set()
     stack = [node]
@@ -130,9 +132,12 @@ def _row_layout(node: IndexLambda, stored: set[Node]
             parsed = parse_segment_ids_binding(e.aggregate.name)
             if parsed is None:
                 # (an array inlined at this row reads its segment ids too)
-                if (isinstance(b, IndexLambda) and b not in stored
-                        and e.index_tuple[:1] == (index_var(0),)):
+                own_row = e.index_tuple[:1] == (index_var(0),)
+                if isinstance(b, IndexLambda) and b not in stored and own_row:
                     stack.append(b)
+                elif b in known and own_row and sh.prove_equal(
+                        b.shape[0], node.shape[0]):
+                    layouts.add(known[b])
                 continue
             if e.index_tuple != (index_var(0),):
                 return None
@@ -169,6 +174,7 @@ def plan_segment_groups(plan: KernelPlan, order: list[Node],
     storage = plan.storage
     candidates: dict[Node, SegmentGroup] = {}
     element_arrays: list[IndexLambda] = []
+    layouts: dict[Node, tuple[Node, tuple[int, int]]] = {}
     for n in order:
         array_plan = plan.arrays.get(n)
         if array_plan is None or not isinstance(n, IndexLambda):
@@ -177,8 +183,9 @@ def plan_segment_groups(plan: KernelPlan, order: list[Node],
             offsets, form = _element_offsets(n), None
         elif (array_plan.strategy == "loop_nest" and n.ndim >= 1
               and padding_bounds(n) is None
-              and (layout := _row_layout(n, storage.stored)) is not None):
-            offsets, form = layout
+              and (layout := _row_layout(n, storage.stored, layouts))
+              is not None):
+            offsets, form = layouts[n] = layout
         elif array_plan.strategy == "loop_nest" and n.ndim >= 1:
             element_arrays.append(n)
             continue
