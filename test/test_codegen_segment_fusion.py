@@ -12,12 +12,14 @@ maps, int and float, over empty and non-empty axes."""
 from __future__ import annotations
 
 import numpy as np
+import pymbolic.primitives as prim
 import pytest
 
 import ftlazy as ft
 from ftlazy import shapes as sh
 from ftlazy.scalar_expr import Reduce
 from ftlazy.target.loopy.profile import as_options
+from ftlazy.target.loopy.ranges import tighten_to_guards
 from test_codegen_segment_lookups import softmax_numpy
 
 H = 8
@@ -220,6 +222,16 @@ def test_initial_reduces_from_the_identity():
     m = ft.amin(y, axis=0, initial=np.inf)
     assert isinstance(m.expr, Reduce) and m.expr.bounds == (("_r0", 0, 5),)
     assert not isinstance(ft.amin(y, axis=0, initial=2.0).expr, Reduce)
+    # code generation runs the reduction to n: the extra step's guard
+    # (r < n) becomes the loop's bound, no select on each step
+    tight = tighten_to_guards(ft.amax(x, axis=0, initial=-np.inf).expr)
+    assert tight.bounds == (("_r0", 0, x.shape[0]),)
+    assert not isinstance(tight.inner, prim.If)
+    # a guard that is not below the bound, or reads arrays, stays
+    r = prim.Variable("_r0")
+    loose = Reduce("max", prim.If(prim.Comparison(r, "<", x.shape[0] + 2),
+                                  r, -np.inf), (("_r0", 0, x.shape[0]),))
+    assert tighten_to_guards(loose) is loose
     # a statically empty axis: the initial value
     z = ft.make_placeholder("c", (0, 4), np.int64)
     got = np.asarray(ft.evaluate_numpy(ft.amax(z, axis=0, initial=3)))

@@ -48,7 +48,7 @@ from ftlazy.target.loopy.contractions import (
 from ftlazy.target.loopy.plan import KernelPlan, local_size, plan_kernel
 from ftlazy.target.loopy.ranges import (
     DataRange, ElementRows, data_dependent_range, element_rows, known_element,
-    parse_segment_ids_binding, reads_arrays)
+    parse_segment_ids_binding, reads_arrays, tighten_to_guards)
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.segments import emit_segment_reduction
 from ftlazy.target.loopy.segment_fusion import (
@@ -80,6 +80,7 @@ class RangeTranslator(Translator):
         self.enclosing: list[str] = []
 
     def map_reduce(self, expr: Any) -> Any:
+        expr = tighten_to_guards(expr)
         found = data_dependent_range(expr, self.bindings)
         names = [name for name, _, _ in expr.bounds]
         if found is not None:

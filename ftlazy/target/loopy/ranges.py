@@ -125,6 +125,51 @@ def data_dependent_range(expr: Reduce, bindings: Mapping[str, Any]
     return Reduce(expr.op, inner, tuple(bounds)), ranges
 
 
+def tighten_to_guards(expr: Reduce) -> Reduce:
+    """*expr* with each guard ``r < b`` of its summand (``If(guards, f,
+    neutral)``, possibly nested) made the upper bound of ``r`` where *b* is
+    affine in size parameters and provably at most that bound: the steps
+    past *b* only contribute the neutral element (``amax(x, initial=v)``
+    runs one such step more over an axis that may be empty), so the loop
+    need not run them nor select on each step."""
+    from ftlazy import shapes as sh
+    from ftlazy.scalar_expr import is_index_name
+    bounds = {name: (lo, hi) for name, lo, hi in expr.bounds}
+    inner = expr.inner
+    changed = False
+    while isinstance(inner, prim.If) and is_neutral(expr.op, inner.else_):
+        conds = _conjuncts(inner.condition)
+        rest = []
+        for c in conds:
+            if (isinstance(c, prim.Comparison) and c.operator == "<"
+                    and isinstance(c.left, prim.Variable)
+                    and c.left.name in bounds and not reads_arrays(c.right)
+                    and not _has_reduce(c.right)
+                    and not any(is_index_name(n) or n in bounds
+                                for n in get_variable_names(c.right))):
+                lo, hi = bounds[c.left.name]
+                try:
+                    tighter = sh.prove_le(c.right, hi)
+                except sh.NonAffineError:
+                    tighter = False
+                if tighter:
+                    bounds[c.left.name] = (lo, c.right)
+                    changed = True
+                    continue
+            rest.append(c)
+        if len(rest) == len(conds):
+            break
+        if rest:
+            cond = rest[0] if len(rest) == 1 else prim.LogicalAnd(tuple(rest))
+            inner = prim.If(cond, inner.then, inner.else_)
+            break
+        inner = inner.then
+    if not changed:
+        return expr
+    return Reduce(expr.op, inner, tuple((name, *bounds[name])
+                                        for name, _, _ in expr.bounds))
+
+
 def _range_bound(cond: Any, names: set[str], bindings: Mapping[str, Any],
                  expr_dtype: Any) -> tuple[str, str, Any] | None:
     """``(variable, "lower" or "upper", bound)`` if *cond* compares a
