@@ -9,7 +9,10 @@ Run by hand: ``python benchmarks/bench_call_overhead.py [--calls 2000]
 * ``10 kernels``: nine steps ``y = sin(y) - sum(y)/16`` on 16 float32 (each
   sum a kernel of its own: ten kernels);
 * ``J10``: the 3-layer LSTM over 64 sequences of
-  ``bench_jagged_sequences.py`` (a FractalTensor input, 14 kernels).
+  ``bench_jagged_sequences.py`` (a FractalTensor input);
+  ``J10, new lengths``: the same with another length distribution at each
+  call (20 batches in turn: the shapes change, so what a call derives from
+  them is derived again; no raw enqueue).
 
 Each is timed as a call of the compiled function (numpy inputs and
 outputs, the results fetched) and as the *raw enqueue* of the same
@@ -20,7 +23,7 @@ once, then ``queue.finish()``. Both are timed in wall-clock time and in
 CPU time of the calling thread (``time.thread_time``: the host's own work,
 without the OpenCL device's worker threads, which on a CPU device share
 the cores). The difference of the two CPU times is ftlazy's host work per
-call. numpy on the same inputs is printed for scale (``10 kernels``: the
+call (for ``J10, new lengths``: against J10's raw enqueue). numpy on the same inputs is printed for scale (``10 kernels``: the
 same chain; ``J10``: the time-major loop of ``bench_jagged_sequences.py``).
 The best of *batches* batches of *calls* calls each (the machine's other
 work only ever adds time); nothing here asserts on a time.
@@ -29,6 +32,7 @@ work only ever adds time); nothing here asserts on a time.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -101,7 +105,9 @@ def chain(x: np.ndarray, steps: int) -> np.ndarray:
 
 
 def workloads(ft: Any) -> list[tuple[str, Any, dict, Callable[[], Any]]]:
-    """(name, compiled function, inputs, the numpy computation)."""
+    """(name, compiled function, inputs, the numpy computation); the last
+    workload's inputs are those of J10 with ``xs`` cycling over batches of
+    other lengths (see the module docs)."""
     import bench_jagged_sequences as seq
     x = ft.make_placeholder("x", (16,), np.float32)
     xv = np.linspace(-1, 1, 16, dtype=np.float32)
@@ -114,12 +120,16 @@ def workloads(ft: Any) -> list[tuple[str, Any, dict, Callable[[], Any]]]:
     params = {"W": (rng.standard_normal((depth, h, 4 * h)) * 0.3).astype(np.float32),
               "U": (rng.standard_normal((depth, h, 4 * h)) * 0.3).astype(np.float32),
               "b": (rng.standard_normal((depth, 4 * h)) * 0.1).astype(np.float32)}
+    j10 = seq.j10_ftlazy(h, depth)
+    batches = itertools.cycle([ft.JaggedArray(*seq.jagged(n, lo, hi, h, seed=s))
+                               for s in range(3, 23)])
     return [
         ("1 kernel", ft.compile(2 * x + 1), {"x": xv}, lambda: 2 * xv + 1),
         ("10 kernels", ft.compile(y), {"x": xv}, lambda: chain(xv, 9)),
-        ("J10", seq.j10_ftlazy(h, depth),
-         {"xs": ft.JaggedArray(values, offsets), **params},
-         lambda: seq.j10_time_major(values, offsets, params))]
+        ("J10", j10, {"xs": ft.JaggedArray(values, offsets), **params},
+         lambda: seq.j10_time_major(values, offsets, params)),
+        ("J10, new lengths", lambda **p: j10(**p, xs=next(batches)), params,
+         None)]
 
 
 def main() -> None:
@@ -135,13 +145,20 @@ def main() -> None:
     print_header("ftlazy per-call overhead of compiled functions vs the raw "
                  "enqueue of their kernels (best batch, per call)", queue)
     rows = []
+    # (a workload without numpy is compared with the one before it)
+    kernels, raw_cpu = 0, 0.0
     for name, f, inputs, numpy_fn in workloads(ft):
+        calls = args.calls // 10 if name.startswith("J10") else args.calls
+        wall, cpu = per_call(lambda: f(**inputs), calls, args.batches)
+        if numpy_fn is None:
+            rows.append([name, kernels, fmt_seconds(wall), "-", "-",
+                         fmt_seconds(cpu), "-", fmt_seconds(cpu - raw_cpu),
+                         "-", "-"])
+            continue
         got, want = f(**inputs), numpy_fn()
         np.testing.assert_allclose(getattr(got, "values", got), want,
                                    rtol=1e-4, atol=1e-5)
         raw, kernels = raw_enqueue(f, inputs, queue)
-        calls = args.calls // 10 if name == "J10" else args.calls
-        wall, cpu = per_call(lambda: f(**inputs), calls, args.batches)
         raw_wall, raw_cpu = per_call(raw, calls, args.batches)
         np_wall, _ = per_call(numpy_fn, max(calls // 10, 1), args.batches)
         rows.append([name, kernels, fmt_seconds(wall), fmt_seconds(raw_wall),
