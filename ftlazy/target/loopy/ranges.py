@@ -90,26 +90,17 @@ def data_dependent_range(expr: Reduce, bindings: Mapping[str, Any]
     for name, lo, hi in expr.bounds:
         if reads_arrays(lo) or reads_arrays(hi):
             found = True
-    inner = expr.inner
-    # (guards nest: a jagged element's mask around a guard of the body)
-    while isinstance(inner, prim.If) and is_neutral(expr.op, inner.else_):
-        conds = _conjuncts(inner.condition)
-        rest = []
-        for c in conds:
-            bound = _range_bound(c, names, bindings, expr_dtype)
-            if bound is None:
-                rest.append(c)
-                continue
-            name, side, value = bound
-            (lower if side == "lower" else upper)[name].append(value)
-            found = True
-        if len(rest) == len(conds):
-            break
-        if rest:
-            cond = rest[0] if len(rest) == 1 else prim.LogicalAnd(tuple(rest))
-            inner = prim.If(cond, inner.then, inner.else_)
-            break
-        inner = inner.then
+
+    def take(c: Any) -> bool:
+        bound = _range_bound(c, names, bindings, expr_dtype)
+        if bound is None:
+            return False
+        name, side, value = bound
+        (lower if side == "lower" else upper)[name].append(value)
+        return True
+
+    inner = _strip_guards(expr.op, expr.inner, take)
+    found = found or inner is not expr.inner
     if not found:
         return None
     ranges = {}
@@ -135,39 +126,45 @@ def tighten_to_guards(expr: Reduce) -> Reduce:
     from ftlazy import shapes as sh
     from ftlazy.scalar_expr import is_index_name
     bounds = {name: (lo, hi) for name, lo, hi in expr.bounds}
-    inner = expr.inner
-    changed = False
-    while isinstance(inner, prim.If) and is_neutral(expr.op, inner.else_):
+
+    def take(c: Any) -> bool:
+        if not (isinstance(c, prim.Comparison) and c.operator == "<"
+                and isinstance(c.left, prim.Variable) and c.left.name in bounds
+                and not reads_arrays(c.right) and not _has_reduce(c.right)
+                and not any(is_index_name(n) or n in bounds
+                            for n in get_variable_names(c.right))):
+            return False
+        lo, hi = bounds[c.left.name]
+        try:
+            if not sh.prove_le(c.right, hi):
+                return False
+        except sh.NonAffineError:
+            return False
+        bounds[c.left.name] = (lo, c.right)
+        return True
+
+    inner = _strip_guards(expr.op, expr.inner, take)
+    if inner is expr.inner:
+        return expr
+    return Reduce(expr.op, inner, tuple((name, *bounds[name])
+                                        for name, _, _ in expr.bounds))
+
+
+def _strip_guards(op: str, inner: Any, take: Any) -> Any:
+    """*inner* without the conjuncts *take* accepts (and records) of its
+    guards: ``If(guards, f, neutral)`` with *op*'s neutral element, nested
+    (a jagged element's mask around a guard of the body). *inner* itself
+    when *take* accepts none."""
+    while isinstance(inner, prim.If) and is_neutral(op, inner.else_):
         conds = _conjuncts(inner.condition)
-        rest = []
-        for c in conds:
-            if (isinstance(c, prim.Comparison) and c.operator == "<"
-                    and isinstance(c.left, prim.Variable)
-                    and c.left.name in bounds and not reads_arrays(c.right)
-                    and not _has_reduce(c.right)
-                    and not any(is_index_name(n) or n in bounds
-                                for n in get_variable_names(c.right))):
-                lo, hi = bounds[c.left.name]
-                try:
-                    tighter = sh.prove_le(c.right, hi)
-                except sh.NonAffineError:
-                    tighter = False
-                if tighter:
-                    bounds[c.left.name] = (lo, c.right)
-                    changed = True
-                    continue
-            rest.append(c)
+        rest = [c for c in conds if not take(c)]
         if len(rest) == len(conds):
             break
         if rest:
             cond = rest[0] if len(rest) == 1 else prim.LogicalAnd(tuple(rest))
-            inner = prim.If(cond, inner.then, inner.else_)
-            break
+            return prim.If(cond, inner.then, inner.else_)
         inner = inner.then
-    if not changed:
-        return expr
-    return Reduce(expr.op, inner, tuple((name, *bounds[name])
-                                        for name, _, _ in expr.bounds))
+    return inner
 
 
 def _range_bound(cond: Any, names: set[str], bindings: Mapping[str, Any],
