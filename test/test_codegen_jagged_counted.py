@@ -45,6 +45,11 @@ def positive(s):
     return ft.filter(lambda r: ft.sum(r) > 0, s)
 
 
+def kept(s, threshold=0.0):
+    # (numpy: the rows whose sum exceeds threshold)
+    return s[s.sum(axis=1) > threshold]
+
+
 def above_tenth(s):
     # (the predicate also reads the whole element)
     return ft.filter(lambda r: ft.sum(r) > ft.sum(s) * 0.1, s)
@@ -62,9 +67,6 @@ def results(xs, ys):
     sums, doubled = ft.map(lambda s: (ft.sum(above_tenth(s), axis=0),
                                       positive(s) * 2 + ft.sum(s)), xs)
     firsts, seconds = ft.map(lambda x, y: ft.product(x, y), xs, ys)
-
-    def kept(s, threshold=0.0):
-        return s[s.sum(axis=1) > threshold]
 
     return {
         "filtered": (ft.map(positive, xs), lambda a, b: [kept(s) for s in a], 2),
@@ -122,14 +124,16 @@ def test_counted_results_against_numpy():
 def test_filtered_map_returns_a_jagged_array(monkeypatch):
     xs, _ = placeholders()
     f = ft.compile(ft.map(positive, xs))
-    # the rows' lengths are computed by a compiled first phase, not by the
-    # reference evaluator element by element on the host
+    # the rows' lengths are computed by a compiled first phase on the
+    # device, not by the reference evaluator element by element on the host
     from ftlazy.target.numpy import NumpyEvaluator
 
     def refuse(self, expr):
         raise AssertionError("a map was evaluated on the host")
 
     monkeypatch.setattr(NumpyEvaluator, "map_jagged_map", refuse)
+    # nor are the running sums of those lengths and the rows' segment ids
+    monkeypatch.setattr(NumpyEvaluator, "map_host_index_array", refuse)
     for key in ("mixed", "empty_batch", "none_kept"):
         data = batch(key)
         got = f(xs=data)
@@ -139,18 +143,59 @@ def test_filtered_map_returns_a_jagged_array(monkeypatch):
         assert_nested(got, want, 2)
 
 
-def test_what_still_does_not_compile():
-    # a depth-3 element's copies: the counted lengths are not zipped
-    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
-    with pytest.raises(NotImplementedError, match="not affine in the element's"):
-        ft.compile(ft.map(lambda d: ft.repeat(d, 2), docs))
-    # copies counted by a size: the size is not renamed per element
+def test_copies_counted_by_sizes_from_outside_the_body():
+    # ft.repeat(s, n): n a size parameter, a captured 0-d array, or the
+    # number of rows a filter of the element keeps (a host index array)
     xs, _ = placeholders()
-    with pytest.raises(NotImplementedError, match="counted by a size"):
-        ft.compile(ft.map(lambda s: ft.repeat(s, ft.make_size_param("k")), xs))
-    # a filter of a filter: the second selection's rows are data-dependent
-    with pytest.raises(NotImplementedError, match="selection of selected"):
-        ft.compile(ft.map(lambda s: positive(positive(s) - 1.0), xs))
+    k = ft.make_size_param("k")
+    c = ft.make_placeholder("c", (), np.int64)
+    # (name -> result, its inputs besides xs, reference from the numpy
+    # list, k and c; one program each: loopy bounds the grid of one kernel
+    # over all three for tens of seconds)
+    named = {
+        "by_size": (ft.map(lambda s: ft.repeat(s, k), xs), ("k",),
+                    lambda a, kv, cv: [[s] * kv for s in a]),
+        "by_captured": (ft.map(lambda s: ft.repeat(s, c), xs), ("c",),
+                        lambda a, kv, cv: [[s] * cv for s in a]),
+        "by_kept": (ft.map(lambda s: ft.repeat(s, positive(s).shape[0]), xs),
+                    (), lambda a, kv, cv: [[s] * len(kept(s)) for s in a]),
+    }
+    for r, extra, reference in named.values():
+        f = ft.compile(r)
+        for key, kv, cv in (("mixed", 2, 3), ("mixed", 0, 1),
+                            ("none_kept", 1, 0), ("all_empty", 3, 2),
+                            ("empty_batch", 1, 1)):
+            a = batch(key)
+            inputs = {"xs": a} | {n: {"k": kv, "c": np.int64(cv)}[n]
+                                  for n in extra}
+            for got in (f(**inputs), ft.evaluate_numpy(r, **inputs)):
+                assert_nested(got, reference(a, kv, cv), 3)
+        if extra == ("c",):
+            with pytest.raises(ValueError, match="negative"):
+                f(xs=batch("mixed"), c=np.int64(-1))
+
+
+def test_selections_of_selected_rows():
+    # a filter of the kept rows, a predicate reading the kept rows, and a
+    # count read from them: each zipped once the first selection is
+    xs, _ = placeholders()
+    named = {
+        "twice": (ft.map(lambda s: positive(positive(s) - 0.5), xs),
+                  lambda a: [kept(kept(s) - 0.5) for s in a], 2),
+        "above_kept": (ft.map(lambda s: ft.filter(
+            lambda r: ft.sum(r) > ft.sum(positive(s)) * 0.2, s), xs),
+            lambda a: [kept(s, kept(s).sum() * 0.2) for s in a], 2),
+        "copies": (ft.map(lambda s: ft.repeat(
+            s, ft.sum(positive(s) > 0.5).astype(np.int64)), xs),
+            lambda a: [[s] * int((kept(s) > 0.5).sum()) for s in a], 3),
+    }
+    program = as_parts({name: (r, None, d) for name, (r, _, d) in named.items()})
+    f = ft.compile(program)
+    for key in DATASETS:
+        a = batch(key)
+        for out in (f(xs=a), ft.evaluate_numpy(program, xs=a)):
+            for name, (_, reference, depth) in named.items():
+                assert_nested(from_parts(out, name, depth), reference(a), depth)
 
 
 def test_kept_rows_with_zipped_and_captured_inputs_and_a_scan():

@@ -13,8 +13,9 @@ else is lowered, in two phases:
    at once: a map returning the count (its length is then ``offsets[n]``
    of their running sum), or for a selection (``segment_ids`` of the
    running sum of per-row lengths, as ``ft.filter`` builds it) a map
-   returning the per-row lengths packed over all elements, whose global
-   running sum ``G`` gives each element's offsets ``G[start_e]`` and the
+   returning the per-row lengths packed over all elements and each
+   element's count (their sum): the running sum of the counts gives the
+   element offsets, the global running sum ``G`` of the lengths the
    selected rows (the segment ids of ``G``, made relative to their
    element);
 2. the list becomes one more mapped input of the map, a FractalTensor with
@@ -24,19 +25,24 @@ else is lowered, in two phases:
    every shape, and :mod:`ftlazy.transform.jagged_lowering` lowers the map
    as a zip (packed along the new rows, reductions over their ranges).
 
-At run time the maps of phase 1 run first, on the device
-(:mod:`ftlazy.target.loopy.jagged_first_phase`); the host reads their
-counts (or per-row lengths) back, takes their running sum (the zipped
-list's offsets) and its last entry, the total, a data-dependent size that
-sizes the packed result, and derives the segment ids of its rows; then the
-program runs phase 2, the rewritten map, whose results' offsets (the
-running sum of each element's count) are a scan on the device. A count
-that reads another size computed in the body from the element
+Zipping a list can make another one zippable: a selection of selected
+rows, a predicate or a count reading the selected rows, reads the zipped
+list's element once the first selection is zipped, so the rewrite repeats
+until no list is left (each round adds a map to phase 1). A count that
+reads another size computed in the body from the element
 (``ft.repeat(s, k)``, ``k`` an element of a zipped array) reads that size's
-value. A map that reads other host-computed sizes in its body (a selection
-of selected rows), a depth-3 map, a count that itself reads host index
-arrays, or one that is a size defined outside the body (copies counted by
-a size parameter) is left as it is (compiling it is refused naming it).
+value; the number of rows a filter keeps (the last entry of a running sum
+of the per-row lengths) is their sum. A size defined outside the body (a
+size parameter, a captured 0-d array) is each element's count as the body
+returns it.
+
+At run time the maps of phase 1 run first, on the device
+(:mod:`ftlazy.target.loopy.jagged_first_phase`), with the running sums of
+their counts (or per-row lengths), the totals and the segment ids of the
+zipped rows; the host reads back the totals, data-dependent sizes that
+size the packed results; then the program runs phase 2, the rewritten
+map. A depth-3 map, or one whose lists no round can zip, is left as it is
+(compiling it is refused naming it).
 
 .. autofunction:: zip_counted_lists
 """
@@ -73,12 +79,12 @@ def _host_nodes(roots: Any, kinds: Any = (DerivedSize, HostIndexArray)
     return [n for n in topological_order(list(roots)) if isinstance(n, kinds)]
 
 
-def _over_elements(jmap: JaggedMap, output: Array) -> LoopResult:
-    """*output* (an array of *jmap*'s body, reading no host index array)
+def _over_elements(jmap: JaggedMap, *outputs: Array) -> list[LoopResult]:
+    """*outputs* (arrays of *jmap*'s body, reading no host index array)
     computed by a map over the same elements."""
-    loop = JaggedMap(Body(jmap.body.params, (output,)), jmap.inputs,
+    loop = JaggedMap(Body(jmap.body.params, outputs), jmap.inputs,
                      jmap.depths, jmap.symbols, jmap.what)
-    return LoopResult(loop, 0)
+    return [LoopResult(loop, k) for k in range(len(outputs))]
 
 
 def _selections(body: Body, element_symbols: frozenset[str]
@@ -110,7 +116,10 @@ def _zip_selection(jmap: JaggedMap, selection: HostIndexArray, name: str
     (lengths,) = offsets.args
     if _host_nodes([lengths]):
         return None
-    packed = _over_elements(jmap, lengths)
+    from ftlazy.ops import sum as total_of
+    # (each element's count too: its offsets, the zipped list's, are a
+    # running sum over the elements, which the host reads, not over rows)
+    packed, counts = _over_elements(jmap, lengths, total_of(lengths))
     starts = packed.loop.output_offsets(0)
     every = _offsets_of(packed)
     total = DerivedSize(name, _last(every))
@@ -122,10 +131,7 @@ def _zip_selection(jmap: JaggedMap, selection: HostIndexArray, name: str
         q - prim.Variable("_in1")[prim.Variable("_in2")[q]], (rows,), _INT64,
         {"_in0": kept, "_in1": starts, "_in2": elements,
          f"_ft_size_{name}": total})
-    new_offsets = IndexLambda(
-        prim.Variable("_in0")[prim.Variable("_in1")[index_var(0)]],
-        starts.shape, _INT64, {"_in0": every, "_in1": starts})
-    return values, new_offsets, total
+    return values, _offsets_of(counts), total
 
 
 def _zip_count(jmap: JaggedMap, count: Array, name: str
@@ -138,7 +144,7 @@ def _zip_count(jmap: JaggedMap, count: Array, name: str
     if _host_nodes([count]):
         return None
     # (on the host: it derives the segment ids of the rows from them)
-    offsets = _offsets_of(_over_elements(jmap, count))
+    offsets = _offsets_of(_over_elements(jmap, count)[0])
     total = DerivedSize(name, _last(offsets))
     values = IndexLambda(0, (prim.Variable(name),), np.dtype(np.int8),
                          {f"_ft_size_{name}": total})
@@ -147,11 +153,17 @@ def _zip_count(jmap: JaggedMap, count: Array, name: str
 
 class _Inline(CopyMapper):
     """Expressions reading a data-dependent size read its value instead (a
-    0-d array bound under the size's binding name), so that a count that
-    depends on one (``ft.repeat(s, c)`` for a 0-d array ``c`` of the
-    element) is an array expression over the elements."""
+    0-d array bound under the size's binding name), and the total of a
+    running sum of lengths is their sum, so that a count that depends on
+    one (``ft.repeat(s, c)`` for a 0-d array ``c`` of the element, or for
+    the number of rows an ``ft.filter`` keeps) is an array expression over
+    the elements."""
 
     def map_index_lambda(self, expr: IndexLambda) -> Node:
+        offsets = last_entry_of(expr)
+        if offsets is not None:
+            from ftlazy.ops import sum as total
+            return total(self.rec(offsets.args[0]))
         renames, bindings = {}, {}
         for key, a in expr.bindings.items():
             if isinstance(a, DerivedSize) and key == f"_ft_size_{a.name}":
@@ -171,58 +183,75 @@ def _last(array: Array) -> IndexLambda:
                        {"_in0": array})
 
 
+def last_entry_of(value: Array) -> HostIndexArray | None:
+    """The ``offsets`` host index array whose last entry (the total of its
+    lengths) the 0-d *value* is, else None."""
+    if not (isinstance(value, IndexLambda) and value.ndim == 0
+            and isinstance(value.expr, prim.Subscript)
+            and isinstance(value.expr.aggregate, prim.Variable)):
+        return None
+    offsets = value.bindings.get(value.expr.aggregate.name)
+    # (the other bindings name the sizes the index reads)
+    if not (isinstance(offsets, HostIndexArray) and offsets.op == "offsets"
+            and all(k.startswith("_ft_size_") for k in value.bindings
+                    if k != value.expr.aggregate.name)):
+        return None
+    last = sh.sub(offsets.shape[0], 1)
+    index = sh.normalize_component(value.expr.index)
+    return offsets if sh.prove_equal(index, last) else None
+
+
 _NAMES = itertools.count()
 
 
-def _definition(body: Body, size: str) -> Array | None:
-    """The value of the data-dependent size *size* defined in *body*, None
-    for a size defined outside it (a size parameter, a captured
-    FractalTensor's)."""
-    return next((n.value for n in _host_nodes(body.outputs, DerivedSize)
-                 if n.name == size), None)
-
-
-def _zips(jmap: JaggedMap) -> dict[str, tuple] | None:
-    """Body-local size name -> ``(values, offsets, total, replaced)`` of
-    the FractalTensor zipped in for it (*replaced*: the body node its
-    element replaces, or None), for every list of *jmap* whose length is
-    computed in the body; None if one cannot be zipped."""
-    symbols = frozenset(s for g in jmap.symbols for s in g)
-    counted = {}
+def _counted_sizes(jmap: JaggedMap) -> dict[str, tuple[int, str]]:
+    """Each size of *jmap*'s counted outputs -> its count output and the
+    name of its total."""
+    counted: dict[str, tuple[int, str]] = {}
     for k, count, name in jmap.counted:
         c = jmap.body.outputs[k].shape[0]
-        if not isinstance(c, prim.Variable):
-            return None
-        counted.setdefault(c.name, (count, name))
+        if isinstance(c, prim.Variable):
+            counted.setdefault(c.name, (count, name))
+    return counted
+
+
+def _zips(jmap: JaggedMap) -> dict[str, tuple]:
+    """Body-local size name -> ``(values, offsets, total, replaced)`` of
+    the FractalTensor zipped in for it (*replaced*: the body node its
+    element replaces, or None), for each list of *jmap* whose length is
+    computed in the body and that can be zipped now (a selection of
+    selected rows once the first selection is zipped)."""
+    symbols = frozenset(s for g in jmap.symbols for s in g)
+    counted = _counted_sizes(jmap)
     zips: dict[str, tuple] = {}
     for selection in _selections(jmap.body, symbols):
         size = selection.shape[0].name
         if size in zips:
-            return None  # (two selections of one size: not seen)
+            continue  # (two selections of one size: the second stays)
         name = counted.get(size, (0, f"{DERIVED_SIZE_PREFIX}sel{next(_NAMES)}"))[1]
         made = _zip_selection(jmap, selection, name)
-        if made is None:
-            return None
-        zips[size] = made + (selection,)
+        if made is not None:
+            zips[size] = made + (selection,)
     for size, (count, name) in counted.items():
         if size not in zips:
-            # (a size defined outside the body is not renamed per element)
-            value = _definition(jmap.body, size)
-            made = None if value is None else _zip_count(jmap, value, name)
-            if made is None:
-                return None
-            zips[size] = made + (None,)
+            # (the body's count output: the size's value, or a size
+            # defined outside the body, the same for every element)
+            made = _zip_count(jmap, jmap.body.outputs[count], name)
+            if made is not None:
+                zips[size] = made + (None,)
     return zips
 
 
-def _zipped(jmap: JaggedMap, zips: dict[str, tuple]) -> JaggedMap | None:
-    """*jmap* with the lists of *zips* zipped in (see the module docs);
-    None if its body still computes sizes or index arrays."""
+def _zipped(jmap: JaggedMap, zips: dict[str, tuple]) -> JaggedMap:
+    """*jmap* with the lists of *zips* zipped in (see the module docs); its
+    other counted outputs stay counted."""
     n_elements = len(jmap.depths)
     n_mapped = sum(len(arrays) for _, arrays in jmap.mapped_parts())
     prefix = jmap.symbols[jmap.depths.index(2)][0].rsplit("_", 1)[0]
     sizes = list(zips)
-    renames = {size: f"{prefix}_C{k}" for k, size in enumerate(sizes)}
+    # (numbered after the symbols of lists zipped in before)
+    renames = {size: f"{prefix}_C{n_elements + k}"
+               for k, size in enumerate(sizes)}
     new_params = [BodyParam(n_elements + k, (prim.Variable(renames[s]),),
                             zips[s][0].dtype) for k, s in enumerate(sizes)]
     replaced = {zips[s][3]: p for s, p in zip(sizes, new_params)
@@ -232,13 +261,13 @@ def _zipped(jmap: JaggedMap, zips: dict[str, tuple]) -> JaggedMap | None:
     body_params[n_elements:n_elements] = new_params
     body = Body(tuple(body_params),
                 tuple(rewriter(o) for o in jmap.body.outputs))
-    if _host_nodes(body.outputs):
-        return None
     zipped = tuple(a for s in sizes for a in zips[s][:2])
+    names = {zips[s][2].name for s in sizes}
     return JaggedMap(body, jmap.inputs[:n_mapped] + zipped + jmap.captured,
                      jmap.depths + (2,) * len(sizes),
                      jmap.symbols + tuple((renames[s],) for s in sizes),
-                     jmap.what)
+                     jmap.what, tuple(c for c in jmap.counted
+                                      if c[2] not in names))
 
 
 class _Zipper(CopyMapper):
@@ -249,13 +278,19 @@ class _Zipper(CopyMapper):
 
     def map_jagged_map(self, expr: JaggedMap) -> Node:
         jmap = self.map_node(expr)
-        if set(jmap.depths) - {1, 2} or not _host_nodes(jmap.body.outputs):
+        if set(jmap.depths) - {1, 2} or not (
+                jmap.counted or _host_nodes(jmap.body.outputs)):
             return jmap
-        zips = _zips(jmap)
-        rewritten = None if zips is None else _zipped(jmap, zips)
-        if rewritten is None:
-            return jmap
-        self.totals.update({total.name: total for _, _, total, _ in zips.values()})
+        rewritten, totals = jmap, {}
+        # (zipping a selection can make another one zippable: a selection
+        # of its selected rows)
+        while rewritten.counted or _host_nodes(rewritten.body.outputs):
+            zips = _zips(rewritten)
+            if not zips:
+                return jmap  # (refused when compiled, naming it)
+            totals.update({t.name: t for _, _, t, _ in zips.values()})
+            rewritten = _zipped(rewritten, zips)
+        self.totals.update(totals)
         return rewritten
 
     def map_derived_size(self, expr: DerivedSize) -> Node:
@@ -264,7 +299,6 @@ class _Zipper(CopyMapper):
         if expr.name in self.totals:
             return self.totals[expr.name]
         return expr if value is expr.value else DerivedSize(expr.name, value)
-
 
 def zip_counted_lists(roots: dict[str, Any]) -> dict[str, Any]:
     """*roots* with every map over a depth-2 FractalTensor whose body makes

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
+import pyopencl.array as cla
 from pymbolic.mapper import UnsupportedExpressionError
 from pymbolic.mapper.flattener import flatten
 
@@ -297,12 +298,19 @@ def _evaluate(node: Array, given: dict[str, Any], cache: dict) -> np.ndarray:
     node, needed = _host_source(node)
     if node not in cache:
         if isinstance(node, Placeholder) and node.name in given:
-            cache[node] = np.asarray(given[node.name])
+            cache[node] = _on_host(given[node.name])
         else:
             from ftlazy.target.numpy import evaluate_numpy
             cache[node] = np.asarray(evaluate_numpy(
-                node, **{k: v for k, v in given.items() if k in needed}))
+                node, **{k: _on_host(v) for k, v in given.items()
+                         if k in needed}))
     return cache[node]
+
+
+def _on_host(value: Any) -> np.ndarray:
+    """*value* as a numpy array (the first phase leaves offsets and segment
+    ids on the device: fetched only where the host reads them)."""
+    return value.get() if isinstance(value, cla.Array) else np.asarray(value)
 
 
 @lru_cache(maxsize=1024)
