@@ -13,9 +13,8 @@ else is lowered, in two phases:
    at once: a map returning the count (its length is then ``offsets[n]``
    of their running sum), or for a selection (``segment_ids`` of the
    running sum of per-row lengths, as ``ft.filter`` builds it) a map
-   returning the per-row lengths packed over all elements and each
-   element's count (their sum): the running sum of the counts gives the
-   element offsets, the global running sum ``G`` of the lengths the
+   returning the per-row lengths packed over all elements, whose global
+   running sum ``G`` gives each element's offsets ``G[start_e]`` and the
    selected rows (the segment ids of ``G``, made relative to their
    element);
 2. the list becomes one more mapped input of the map, a FractalTensor with
@@ -116,10 +115,7 @@ def _zip_selection(jmap: JaggedMap, selection: HostIndexArray, name: str
     (lengths,) = offsets.args
     if _host_nodes([lengths]):
         return None
-    from ftlazy.ops import sum as total_of
-    # (each element's count too: its offsets, the zipped list's, are a
-    # running sum over the elements, which the host reads, not over rows)
-    packed, counts = _over_elements(jmap, lengths, total_of(lengths))
+    packed, = _over_elements(jmap, lengths)
     starts = packed.loop.output_offsets(0)
     every = _offsets_of(packed)
     total = DerivedSize(name, _last(every))
@@ -131,7 +127,10 @@ def _zip_selection(jmap: JaggedMap, selection: HostIndexArray, name: str
         q - prim.Variable("_in1")[prim.Variable("_in2")[q]], (rows,), _INT64,
         {"_in0": kept, "_in1": starts, "_in2": elements,
          f"_ft_size_{name}": total})
-    return values, _offsets_of(counts), total
+    new_offsets = IndexLambda(
+        prim.Variable("_in0")[prim.Variable("_in1")[index_var(0)]],
+        starts.shape, _INT64, {"_in0": every, "_in1": starts})
+    return values, new_offsets, total
 
 
 def _zip_count(jmap: JaggedMap, count: Array, name: str

@@ -298,7 +298,7 @@ def _evaluate(node: Array, given: dict[str, Any], cache: dict) -> np.ndarray:
     node, needed = _host_source(node)
     if node not in cache:
         if isinstance(node, Placeholder) and node.name in given:
-            cache[node] = _on_host(given[node.name])
+            cache[node] = np.asarray(_on_host(given[node.name]))
         else:
             from ftlazy.target.numpy import evaluate_numpy
             cache[node] = np.asarray(evaluate_numpy(
@@ -307,10 +307,10 @@ def _evaluate(node: Array, given: dict[str, Any], cache: dict) -> np.ndarray:
     return cache[node]
 
 
-def _on_host(value: Any) -> np.ndarray:
-    """*value* as a numpy array (the first phase leaves offsets and segment
-    ids on the device: fetched only where the host reads them)."""
-    return value.get() if isinstance(value, cla.Array) else np.asarray(value)
+def _on_host(value: Any) -> Any:
+    """*value*, a device array fetched (the first phase leaves offsets and
+    segment ids on the device: fetched only where the host reads them)."""
+    return value.get() if isinstance(value, cla.Array) else value
 
 
 @lru_cache(maxsize=1024)
