@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
+from ftlazy.fractal_tensor import RaggedScan
 from helpers import JAGGED_LENGTHS
 
 H = 4
@@ -76,7 +77,7 @@ def stacked_numpy(cell: str, seq: np.ndarray, p: dict) -> np.ndarray:
     return seq
 
 
-@pytest.mark.parametrize(("cell", "depth"), [("lstm", 3), ("tanh", 1)])
+@pytest.mark.parametrize(("cell", "depth"), [("lstm", 2), ("tanh", 3)])
 def test_stacked_rnn_over_length_distributions(cell, depth):
     gates = CELLS[cell][1]
     rng = np.random.default_rng(depth)
@@ -85,6 +86,13 @@ def test_stacked_rnn_over_length_distributions(cell, depth):
          "b": (rng.standard_normal((depth, gates * H)) * 0.1).astype(np.float32)}
     result = stacked(cell, depth)
     compiled = ft.compile(result)
+    plan = compiled.plan
+    if plan.profile.kind == "cpu":
+        # the layers' scans run in one kernel, one after the other
+        scans = [s for s in plan.scans if isinstance(s, RaggedScan)]
+        assert len(scans) == depth
+        assert all(plan.scan_chains.get(s, (s,)) == tuple(scans) for s in scans)
+        assert [plan.scans[s].chained for s in scans] == [False] + [True] * (depth - 1)
     for lengths in DISTRIBUTIONS:
         data = [rng.standard_normal((n, H)).astype(np.float32) for n in lengths]
         want = [stacked_numpy(cell, s, p) for s in data]

@@ -132,15 +132,14 @@ class _Costs:
 
 # {{{ rows of a ragged scan's step
 
-def _row_wise(node: Node, kind: dict[Node, int]) -> bool:
-    """Whether *node*, a step-dependent node of a ragged scan's body (row
-    ``i`` is element ``i``), computes each row from the same row of its
-    step-dependent bindings only: each read of one is at ``[_0, ...]``, and
-    the element index ``_0`` occurs nowhere else (not in the other indices,
-    nor in reads of other bindings, nor in conditions)."""
+def reads_own_row(node: Node, rowed: Callable[[Node], bool]) -> bool:
+    """Whether *node* computes each row from the same row of its bindings
+    that *rowed* says have its rows only: each read of one is at ``[_0,
+    ...]``, and the row index ``_0`` occurs nowhere else (not in the other
+    indices, nor in reads of other bindings, nor in conditions)."""
     if not isinstance(node, IndexLambda):
         return False
-    step = {name for name, b in node.bindings.items() if kind[b] == _STEP}
+    step = {name for name, b in node.bindings.items() if rowed(b)}
     reads = occurrences = 0
     for e in iter_subexpressions(node.expr):
         if isinstance(e, prim.Subscript) and e.aggregate.name in step:
@@ -150,6 +149,13 @@ def _row_wise(node: Node, kind: dict[Node, int]) -> bool:
         elif e == index_var(0):
             occurrences += 1
     return occurrences == reads
+
+
+def _row_wise(node: Node, kind: dict[Node, int]) -> bool:
+    """Whether *node*, a step-dependent node of a ragged scan's body (row
+    ``i`` is element ``i``), computes each row from the same row of its
+    step-dependent bindings only (see :func:`reads_own_row`)."""
+    return reads_own_row(node, lambda b: kind[b] == _STEP)
 
 
 def _refuse_in_ragged(scan: RaggedScan, kind: dict[Node, int]

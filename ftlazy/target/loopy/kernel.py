@@ -40,7 +40,8 @@ from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.target.loopy.vectorize import ELEMENTWISE_BUILTINS, vector_view
 from ftlazy.target.loopy.scopes import ArgSpec, KernelParts, Scope, StoreContext
 from ftlazy.target.loopy.scan import (
-    batched_loop_nest, declare_scan_nosync, emit_scan, flat_row_block_nest)
+    batched_loop_nest, declare_scan_nosync, emit_scan_chain,
+    flat_row_block_nest)
 from ftlazy.target.loopy.rolling import MIN_RUN, roll_repeated_statements
 from ftlazy.target.loopy.target import FtlazyOpenCLTarget
 from ftlazy.target.loopy.contractions import (
@@ -692,7 +693,10 @@ class KernelBuilder:
         group_of = {m: g for g in plan.segment_groups for m in g.members}
         for n in self.order:
             if isinstance(n, Scan):
-                emit_scan(self, n, scope, out_names)
+                # (a chain of scans is emitted at its last scan)
+                chain = plan.scan_chains.get(n, (n,))
+                if n is chain[-1]:
+                    emit_scan_chain(self, chain, scope, out_names)
             elif n in group_of:
                 if n is group_of[n].members[0]:
                     emit_segment_group(self, group_of[n], scope, out_names)
@@ -730,7 +734,7 @@ class KernelBuilder:
                 scope.names[n] = name
                 segment = (self.level[n], grid_key)
                 self.parts.instructions.extend((segment, i) for i in insns)
-            elif isinstance(n, LoopResult):
+            elif isinstance(n, LoopResult) and n.loop in self.level:
                 self.level[n] = self.level[n.loop]
         self._add_barriers()
         return self._make_kernel(inputs, outputs), inputs, outputs

@@ -34,6 +34,7 @@ from ftlazy.target.loopy.ranges import data_dependent_range
 from ftlazy.target.loopy.storage import decide_storage, has_reduce
 from ftlazy.transform.batch import MapBatcher
 from ftlazy.transform.hoist_scans import hoist_scans
+from ftlazy.transform.sink_scans import sink_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
 
@@ -490,6 +491,11 @@ def lower_for_codegen(roots: dict[Any, Array],
     # (carry-independent work of scan bodies runs for all steps at once)
     hoisted = hoist_scans({k: lowerer(v) for k, v in roots.items()},
                           None if profile is None else hoisting_pays(profile))
+    if profile is not None:
+        # (and where hoisting a ragged scan's inputs would not pay, their
+        # row-wise work runs in its step)
+        pays = hoisting_pays(profile)
+        hoisted = sink_scans(hoisted, lambda scan: not pays(scan, "top"))
     lowered = {k: splitter(lowerer(batcher(v))) for k, v in hoisted.items()}
     return lowered, derived
 

@@ -114,6 +114,9 @@ class ScanPlan:
     rows_per_group: int = 1
     single_item_groups: bool = False
     block_bounded: bool = False
+    #: runs in the kernel of the scan before it, each group's after that
+    #: scan's loop for the same rows (see :mod:`.scan_chains`)
+    chained: bool = False
     storage: StoragePlan = field(default_factory=StoragePlan, repr=False,
                                  compare=False)
 
@@ -138,7 +141,10 @@ class ScanPlan:
                      + (", one work item per group" if self.single_item_groups
                         else "")
                      + (", each group's loop bounded by its block's longest "
-                        "element" if self.block_bounded else ""))
+                        "element" if self.block_bounded else "")
+                     + (", in one kernel after the scan before it, each "
+                        "group after its own rows' loop there" if self.chained
+                        else ""))
         elif self.single_item_groups:
             text += ", one work item"
         return text
@@ -168,6 +174,9 @@ class KernelPlan:
     #: stored arrays one work item per element computes in one kernel
     #: (CPU maps over FractalTensors, see :mod:`.segment_fusion`)
     segment_groups: list[Any] = field(default_factory=list)
+    #: scan -> the chain of scans run in one kernel that it is part of
+    #: (see :mod:`.scan_chains`)
+    scan_chains: dict[Scan, tuple[Scan, ...]] = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"plan for {self.profile.kind} ({self.profile.description})"]
@@ -712,6 +721,8 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
                     width)
             else:
                 plan.arrays[n] = _plan_array(n, profile, storage, None)
+    from ftlazy.target.loopy.scan_chains import plan_scan_chains
+    plan_scan_chains(plan, order)
     if profile.kind == "cpu" and length is None and fuse_segments:
         from ftlazy.target.loopy.segment_fusion import plan_segment_groups
         plan_segment_groups(plan, order, set(outputs.values()))

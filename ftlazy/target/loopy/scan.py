@@ -332,24 +332,45 @@ def _parity(step: Any) -> Any:
     return prim.BitwiseAnd((step, 1))
 
 
-def emit_scan(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
-              ) -> None:
-    """*scan* (of the outer DAG) as a sequential loop in a kernel of its
-    own; its results named in *outer* (outputs take their *out_names*)."""
-    # the scan runs in a kernel of its own: a level no other array shares
-    level = 1 + max((kb.level[a] for a in scan.inputs
-                     if a in kb.level), default=0) + 0.5
-    insns, results = _emit_loop(kb, scan, outer, out_names)
+def emit_scan_chain(kb: KernelBuilder, chain: tuple[Scan, ...], outer: Scope,
+                    out_names: dict) -> None:
+    """The scans of *chain* (of the outer DAG: one scan, or a chain, see
+    :mod:`.scan_chains`) one after the other in a kernel of their own:
+    each group runs a scan's loop for its rows after the one before
+    (program order in its single work item); their results named in
+    *outer* (outputs take their *out_names*)."""
+    members = set(chain)
+    # the kernel's level: after every input from outside the chain, and one
+    # no other array shares
+    level = 1 + max((kb.level[a] for s in chain for a in s.inputs
+                     if a in kb.level and not (isinstance(a, LoopResult)
+                                               and a.loop in members)),
+                    default=0) + 0.5
+    insns: list[Any] = []
+    done: frozenset[str] = frozenset()
+    for scan in chain:
+        new, results = _emit_loop(kb, scan, outer, out_names)
+        insns += [i.copy(depends_on=i.depends_on | done) for i in new]
+        if scan is not chain[-1]:
+            # the next scan's loop follows this one's
+            join = lp.NoOpInstruction(
+                id=kb.parts.fresh("_ft_chain"),
+                depends_on=frozenset(i.id for i in new),
+                within_inames=frozenset(), within_inames_is_final=True)
+            insns.append(join)
+            done = frozenset({join.id})
+        kb.level[scan] = level
+        for k, name in results.items():
+            outer.names[LoopResult(scan, k)] = name
+            kb.level[LoopResult(scan, k)] = level
     # mark the group (by id prefix) for _declare_scan_nosync
     prefix = kb.parts.fresh("_ft_scan") + "_"
     kb.parts.scan_prefixes.append(prefix)
     renames = {i.id: prefix + i.id for i in insns}
-    insns = [i.copy(id=renames[i.id], depends_on=frozenset(
-        renames.get(d, d) for d in i.depends_on)) for i in insns]
-    kb.parts.instructions.extend(((level, prefix), i) for i in insns)
-    kb.level[scan] = level
-    for k, name in results.items():
-        outer.names[LoopResult(scan, k)] = name
+    kb.parts.instructions.extend(((level, prefix), i.copy(
+        id=renames[i.id], depends_on=frozenset(renames.get(d, d)
+                                               for d in i.depends_on)))
+        for i in insns)
 
 
 def _reader(kb: KernelBuilder, scope: Scope
