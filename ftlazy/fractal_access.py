@@ -873,6 +873,8 @@ def filter(pred: Callable[[Any], Any], seq: Any) -> Array | Jagged:
                  if isinstance(mask, Array) else type(mask).__name__)
         raise TypeError(f"filter: pred must return a 0-d bool per element, got "
                         f"{shown}")
+    if isinstance(seq, Array) and seq.shape[0] == 0:
+        return seq      # (no rows to keep: a length known when built)
     keep = _lam(prim.If(prim.Variable("_in0")[index_var(0)], 1, 0), mask.shape,
                 _INT64, {"_in0": mask})
     offsets = _offsets_of(keep)

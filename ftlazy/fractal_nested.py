@@ -321,13 +321,13 @@ def check_no_counted_results(roots: list[Array]) -> None:
                     "compiling a map over a FractalTensor whose function "
                     "returns lists with sizes that are not affine in the "
                     "element's sizes is supported where the map is over "
-                    "depth-2 FractalTensors and each such size is the count of "
-                    "one ft.filter (or selection) of rows or a count computed "
-                    "from the element's sizes (ft.repeat, ft.product of two "
-                    "elements); not for this one (a selection of selected "
-                    "rows, a depth-3 element's lists, a captured "
-                    "FractalTensor, copies counted by a size parameter, "
-                    "...): ft.evaluate_numpy evaluates it")
+                    "depth-2 FractalTensors and each such size counts a "
+                    "selection of rows (ft.filter of the element's rows, of "
+                    "kept rows or of a captured array's rows) or is computed "
+                    "per element (ft.repeat by a size, a 0-d array or a kept "
+                    "count; ft.product of two elements); not for this one (a "
+                    "depth-3 element's lists, a captured FractalTensor's "
+                    "lists, ...): ft.evaluate_numpy evaluates it")
             if isinstance(n, Loop) and n.body not in seen:
                 seen.add(n.body)
                 stack.append(topological_order(list(n.body.outputs)))

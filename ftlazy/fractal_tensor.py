@@ -327,8 +327,9 @@ class RaggedScan(Scan):
     :attr:`offsets_index` says which input is the offsets). The loop runs
     :attr:`steps` times; at step ``t`` the first :attr:`num_ragged` scanned
     inputs (packed) give row ``i`` of the body's ``(n, ...)`` parameter as
-    element ``i``'s row ``t`` (0 where ``t >= extent_i``); the other scanned
-    inputs are time-major as in a scan. The carries are ``(n, ...)``; the
+    element ``i``'s row ``t`` (a stand-in row where ``t >= extent_i``); the
+    last scanned input is the step index, ``(steps,)``, at
+    :attr:`step_index`. The carries are ``(n, ...)``; the
     body must keep a finished element's carry (the lowering gates it with a
     step mask). With :attr:`keep_all`, result ``k`` is packed: element
     ``i``'s carry after step ``t`` at row ``start_i + t``."""
@@ -342,10 +343,10 @@ class RaggedScan(Scan):
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "steps", sh.normalize_component(self.steps))
         nc, ns = self.num_carries, self.num_scanned
-        if not (0 < self.num_ragged <= ns and nc + ns <= self.offsets_index
+        if not (0 < self.num_ragged == ns - 1 and nc + ns <= self.offsets_index
                 < len(self.inputs)):
-            raise ValueError("RaggedScan: its packed inputs must be scanned "
-                             "and its offsets captured")
+            raise ValueError("RaggedScan: its packed inputs must be scanned, "
+                             "then the step index, and its offsets captured")
         if len(self.body.params) != len(self.inputs) or \
                 len(self.body.outputs) != nc:
             raise ValueError("RaggedScan: the body does not match the inputs")
@@ -358,6 +359,12 @@ class RaggedScan(Scan):
     @property
     def offsets(self) -> Array:
         return self.inputs[self.offsets_index]
+
+    @property
+    def step_index(self) -> int:
+        """The input (and body parameter) giving the step's index, 0-d in
+        the body: the scanned input after the packed ones."""
+        return self.num_carries + self.num_ragged
 
     def output_shape(self, index: int) -> Shape:
         shape = self.inits[index].shape

@@ -246,3 +246,24 @@ def test_copies_counted_by_a_zipped_array():
         assert_nested(ft.evaluate_numpy(copies, xs=a, counts=cv), want, 3)
     with pytest.raises(ValueError, match="negative"):
         f(xs=batch("mixed"), counts=np.array([2, -1, 1, 1, 1, 1]))
+
+
+@pytest.mark.parametrize("rows", [5, 0])
+def test_filter_of_a_captured_tables_rows(rows):
+    # each element keeps the rows of a captured table (a static number of
+    # rows, stacked per element in phase 1) whose sum exceeds its own sum;
+    # a filter of no rows is known to be empty when built (a dense stack)
+    xs, _ = placeholders()
+    table = ft.make_placeholder("table", (rows, H), np.float64)
+    out = ft.map(lambda s: ft.filter(lambda r: ft.sum(r) > ft.sum(s), table),
+                 xs)
+    f = ft.compile(out)
+    tb = np.random.default_rng(1).standard_normal((rows, H))
+    for key in DATASETS:
+        a = batch(key)
+        want = [tb[tb.sum(axis=1) > s.sum()] for s in a]
+        for got in (f(xs=a, table=tb), ft.evaluate_numpy(out, xs=a, table=tb)):
+            if rows:
+                assert_nested(got, want, 2)
+            else:
+                np.testing.assert_array_equal(got, np.zeros((len(a), 0, H)))

@@ -312,11 +312,8 @@ def test_lookups_and_a_scan_of_lookups_are_checked():
         return (tb[s] + cols[:, np.max(s, initial=0)] + rnn
                 + (tb * s.sum())[s])
     compiled = ft.compile(out)
-    # (not JAGGED_LENGTHS["all_empty"]: a ragged scan's step reads packed
-    # row 0 unconditionally, out of bounds when no element has rows, which
-    # the step's check then reads: a crash, not a result)
     for lengths in [JAGGED_LENGTHS["mixed"], JAGGED_LENGTHS["empty_batch"],
-                    (1,), (0, 1)]:
+                    JAGGED_LENGTHS["all_empty"], (1,), (0, 1)]:
         data = [RNG.integers(-4, 4, n) for n in lengths]
         for got in (compiled(ids=data, table=tb, columns=cols),
                     ft.evaluate_numpy(out, ids=data, table=tb, columns=cols)):
@@ -328,6 +325,40 @@ def test_lookups_and_a_scan_of_lookups_are_checked():
     for run in (compiled, lambda **a: ft.evaluate_numpy(out, **a)):
         with pytest.raises(IndexError, match="index 7 is out of"):
             run(ids=bad, table=tb, columns=cols)
+
+
+@pytest.mark.parametrize("keep_all", [True, False])
+def test_finished_elements_do_not_fail_checks(keep_all):
+    # each step looks up the id of the step before: a finished element's
+    # carry holds its last id, which it never looks up (numpy raises
+    # nothing), nor does an empty element look up the packed row standing
+    # in for its rows; a running element's bad id still raises
+    ids = ft.make_jagged_placeholder("ids", (), np.int64, depth=2)
+    table = ft.make_placeholder("table", (4, H), np.float64)
+
+    def step(carry, i):
+        previous, h = carry
+        return i, h + ft.gather(table, previous)
+    loop = ft.scan if keep_all else ft.fold
+    out = ft.map(lambda s: loop(step, s, (np.int64(0), ft.zeros(H)))[1], ids)
+    tb = RNG.standard_normal((4, H))
+
+    def reference(s):
+        previous, h, rows = 0, np.zeros(H), []
+        for i in s:
+            previous, h = i, h + tb[previous]
+            rows.append(h)
+        return np.array(rows).reshape(-1, H) if keep_all else h
+    compiled = ft.compile(out)
+    data = [np.array([], np.int64), np.array([9]), np.array([0, 3, 2]),
+            np.array([1, 8])]
+    for got in (compiled(ids=data, table=tb),
+                ft.evaluate_numpy(out, ids=data, table=tb)):
+        for g, s in zip(got.tolist() if keep_all else got, data):
+            np.testing.assert_allclose(g, reference(s), rtol=1e-12)
+    for run in (compiled, lambda **a: ft.evaluate_numpy(out, **a)):
+        with pytest.raises(IndexError, match="index 9 is out of"):
+            run(ids=[np.array([1, 9, 0])], table=tb)
 
 
 @pytest.mark.parametrize("body, message", [

@@ -221,6 +221,6 @@ def test_reads_at_a_nested_loops_steps_are_refused(xs, ys):
                        ft.arange(3), ft.sum(y, axis=0))
 
     out = ft.map(body, ys, pair_index(ys))
-    with pytest.raises(NotImplementedError, match=r"inside the body of a map, "
-                       "scan or fold"):
+    with pytest.raises(NotImplementedError, match=r"in this loop body is not "
+                       "supported yet"):
         ft.compile(out)

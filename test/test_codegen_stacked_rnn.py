@@ -101,3 +101,24 @@ def test_stacked_rnn_over_length_distributions(cell, depth):
             for g, w in zip(got.tolist(), want):
                 assert g.shape == w.shape
                 np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_sunk_step_inputs_of_a_fold_with_per_row_carries():
+    # a fold whose carry has a row per row of the element (each query's
+    # running sum, as the online softmax of examples/flash_attention.py
+    # keeps) over the rows of s @ W, sunk into the step: the sunk product
+    # runs per element, not per packed row (it read offsets past their end)
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    W = ft.make_placeholder("W", (H, H), np.float64)
+    out = ft.map(lambda s: ft.fold(lambda c, k: c + ft.tanh(s @ k), s @ W,
+                                   ft.zeros(s.shape[0])), xs)
+    f = ft.compile(out)
+    rng = np.random.default_rng(3)
+    wv = rng.standard_normal((H, H))
+    for lengths in [(0, 300, 1), (2, 0), ()]:
+        data = [rng.standard_normal((n, H)) for n in lengths]
+        want = [sum((np.tanh(s @ k) for k in s @ wv), np.zeros(len(s)))
+                for s in data]
+        for got in (f(xs=data, W=wv), ft.evaluate_numpy(out, xs=data, W=wv)):
+            for g, w in zip(got.tolist(), want, strict=True):
+                np.testing.assert_allclose(g, w, rtol=1e-12)

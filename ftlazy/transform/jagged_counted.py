@@ -117,6 +117,16 @@ def _zip_selection(jmap: JaggedMap, selection: HostIndexArray, name: str
         return None
     packed, = _over_elements(jmap, lengths)
     starts = packed.loop.output_offsets(0)
+    if packed.ndim == 2:
+        # rows of an array of a static number of rows (a captured table):
+        # the map stacks them, (n, R); their lengths in element order
+        rows_each = packed.shape[1]
+        i = index_var(0)
+        packed = IndexLambda(
+            prim.Variable("_in0")[prim.FloorDiv(i, rows_each),
+                                  prim.Remainder(i, rows_each)],
+            (sh.mul(packed.shape[0], rows_each),), packed.dtype,
+            {"_in0": packed})
     every = _offsets_of(packed)
     total = DerivedSize(name, _last(every))
     rows = prim.Variable(name)

@@ -101,6 +101,11 @@ class HostDerivations:
     #: size parameter name -> the largest extent over all elements
     max_extents: dict[str, tuple[Array, tuple[int, int]]] = field(
         default_factory=dict)
+    #: size parameter name -> the steps of a scan over the elements' rows:
+    #: the largest extent, 0 where no element has a row (unlike
+    #: :attr:`max_extents`, which is at least 1 to size padded axes)
+    step_counts: dict[str, tuple[Array, tuple[int, int]]] = field(
+        default_factory=dict)
     #: (offsets node, extent, reduction op): max/min reductions that need
     #: every element's extent to be positive
     nonempty: list[tuple[Array, tuple[int, int], str]] = field(default_factory=list)
@@ -114,25 +119,32 @@ class HostDerivations:
     same_count: list[tuple[str, Array, Array]] = field(default_factory=list)
 
     def segment_ids_for(self, offsets: Array, form: tuple[int, int]) -> Placeholder:
-        for name, (o, f) in self.segment_ids.items():
-            if o == offsets and f == form:
-                return _seg_placeholder(name)
-        name = f"_ft_seg{len(self.segment_ids)}"
-        self.segment_ids[name] = (offsets, form)
-        return _seg_placeholder(name)
+        return _seg_placeholder(_name_for(self.segment_ids, "_ft_seg",
+                                          offsets, form))
 
     def max_extent_for(self, offsets: Array, form: tuple[int, int]) -> str:
-        for name, (o, f) in self.max_extents.items():
-            if o == offsets and f == form:
-                return name
-        name = f"_ft_maxlen{len(self.max_extents)}"
-        self.max_extents[name] = (offsets, form)
-        return name
+        return _name_for(self.max_extents, "_ft_maxlen", offsets, form)
+
+    def step_count_for(self, offsets: Array, form: tuple[int, int]) -> str:
+        return _name_for(self.step_counts, "_ft_steps", offsets, form)
 
     @property
     def empty(self) -> bool:
-        return not (self.segment_ids or self.max_extents or self.nonempty
+        return not (self.segment_ids or self.max_extents or self.step_counts
+                    or self.nonempty
                     or self.zipped or self.same_count)
+
+
+def _name_for(table: dict[str, tuple[Array, tuple[int, int]]], prefix: str,
+              offsets: Array, form: tuple[int, int]) -> str:
+    """The name *table* gives the derivation from *offsets* and *form*
+    (a new one, numbered after *prefix*, the first time)."""
+    for name, (o, f) in table.items():
+        if o == offsets and f == form:
+            return name
+    name = f"{prefix}{len(table)}"
+    table[name] = (offsets, form)
+    return name
 
 
 def _total(offsets: Array, form: tuple[int, int], nnz: Any) -> Any:

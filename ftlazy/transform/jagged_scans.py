@@ -125,8 +125,7 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, symbol: str,
     from ftlazy.transform.jagged_lowering import _DENSE, _Kind
     nc, ns = scan.num_carries, scan.num_scanned
     offsets = lowering.offsets_of(symbol)
-    max_name = lowering.host.max_extent_for(offsets, form)
-    steps = prim.Variable(max_name)
+    steps = prim.Variable(lowering.host.step_count_for(offsets, form))
     n = lowering.n
     new_inputs: list[Array] = []
     params: list[tuple[BodyParam, _Kind]] = []     # by the body's own indices

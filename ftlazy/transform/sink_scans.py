@@ -64,7 +64,9 @@ class _Sinking:
 
     def __init__(self, scan: RaggedScan, uses: Counter) -> None:
         self.scan, self.uses = scan, uses
-        self.n = scan.inits[0].shape[0]
+        # (the number of elements: the rows of a ragged parameter; a carry
+        # of the element's length has a row per packed row instead)
+        self.n = scan.body.params[scan.num_carries].shape[0]
         self.ragged: list[Array] = []       # new ragged scanned inputs
         self.captured: list[Array] = []     # new captured inputs
         self.body: dict[Node, Array] = {}   # sunk node -> its body node

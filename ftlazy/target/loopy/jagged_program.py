@@ -91,13 +91,15 @@ def _check_not_in_bodies(roots: list[Array]) -> None:
             if isinstance(n, (DerivedSize, HostIndexArray)):
                 raise NotImplementedError(
                     "compiling a data-dependent size (xs[i], a slice, "
-                    "ft.gather, ft.filter, ... on a FractalTensor) inside the "
-                    "body of a map, scan or fold is not supported yet, except "
-                    "xs[i] of a depth-2 FractalTensor read in a map's body at "
-                    "the map's own index i (ft.map(f, ys, ft.arange(n))) and, "
-                    "in a map over depth-2 FractalTensors, one ft.filter of "
-                    "the element's rows per size or ft.product of two "
-                    "elements; ft.evaluate_numpy evaluates it")
+                    "ft.gather, ft.filter, ... on a FractalTensor) in this loop "
+                    "body is not supported yet. Maps over depth-2 "
+                    "FractalTensors compile reads of a FractalTensor's element "
+                    "at an index computed per element, and lists counted per "
+                    "element (ft.filter of rows, also of kept rows or of a "
+                    "captured array's rows; ft.repeat; ft.product of two "
+                    "elements); not in a scan's or fold's body, in a depth-3 "
+                    "map, or at the steps of a loop nested in the map's body. "
+                    "ft.evaluate_numpy evaluates it")
             if isinstance(n, Loop):
                 stack.append(n.body)
 
@@ -199,8 +201,23 @@ class _Lowering:
         #: what the user may pass, and what the dense program reads
         self.user_names = ({n.name for n in self.input_nodes if n.name}
                            | collect_size_names(roots.values()))
-        self.dense_names = ({n.name for n in collect_inputs(lowered.values())
-                             if n.name} | collect_size_names(lowered.values()))
+        dense_inputs = collect_inputs(lowered.values())
+        self.dense_names = ({n.name for n in dense_inputs if n.name}
+                            | collect_size_names(lowered.values()))
+        #: placeholders the dense program does not read whose shapes give
+        #: sizes it needs (the number of elements of a FractalTensor whose
+        #: map's body does not read it): bound from them at each call
+        shown = {name for n in dense_inputs for d in n.shape
+                 for name in sh.size_param_names(d)}
+        unread = collect_size_names(lowered.values()) - shown
+        self.size_sources = [
+            n for n in self.input_nodes
+            if isinstance(n, Placeholder) and n not in dense_inputs
+            and unread & {name for d in n.shape
+                          for name in sh.size_param_names(d)}]
+        self.unread_sizes = unread & {name for n in self.size_sources
+                                      for d in n.shape
+                                      for name in sh.size_param_names(d)}
 
 
 class _InputCopiesForwarded(CopyMapper):
@@ -271,6 +288,10 @@ class JaggedCompiledFunction:
         derived = _derive(lowering.host, given, lowering.input_nodes)
         kernel_inputs = {k: v for k, v in given.items()
                          if k in lowering.dense_names}
+        if lowering.unread_sizes:
+            env, _ = bind_inputs(lowering.size_sources, {
+                n.name: given[n.name] for n in lowering.size_sources})
+            kernel_inputs.update((k, env[k]) for k in lowering.unread_sizes)
         # (derived inputs a result does not read, e.g. segment ids of
         # another result of the same map, are left out)
         out = self.inner(**kernel_inputs, **{
@@ -407,6 +428,10 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         # (at least 1: a max or min over no step is refused by the size
         # checks, even when no element would run it)
         derived[name] = int(max(extents(offsets, form).max(initial=0), 1))
+    for name, (offsets, form) in host.step_counts.items():
+        # (0 where no element has a row: no step runs, and no step reads a
+        # packed row that is not there)
+        derived[name] = int(extents(offsets, form).max(initial=0))
     for offsets, form, op in host.nonempty:
         ext = extents(offsets, form)
         if ext.size and ext.min() <= 0:

@@ -791,7 +791,11 @@ class KernelBuilder:
             args.append(lp.GlobalArg(a.name, storage_dtype(a.dtype),
                                      shape=tuple(a.shape) or (1,), is_input=False,
                                      is_output=True))
-        for p in sorted(self.parts.params):
+        # (sizes of the arguments' shapes are arguments too, also where no
+        # instruction reads them: an empty output's)
+        params = set(self.parts.params).union(*(
+            sh.size_param_names(d) for a in inputs + outputs for d in a.shape))
+        for p in sorted(params):
             args.append(lp.ValueArg(p, np.int64))
         args.extend(self.parts.temporaries.values())
         domains = [isl.BasicSet(d) for d in self.parts.domains] or ["{ : }"]

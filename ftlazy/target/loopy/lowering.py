@@ -134,21 +134,28 @@ def _unravel(position: Any, shape: sh.Shape, typed: bool = True
     return tuple(reversed(index))
 
 
-def _first_failure(array: Array, bad: Any) -> IndexLambda:
+def _first_failure(array: Array, bad: Any, live: Array | None = None
+                   ) -> IndexLambda:
     """A 0-d int64 array: the flat position of the first element of *array*
     for which *bad* (an expression of the element ``_v``) holds, else
-    :data:`PASSED`."""
+    :data:`PASSED`. *live*: a boolean array along *array*'s first axis;
+    rows where it is false never fail."""
     if any(d == 0 for d in array.shape):
         return IndexLambda(PASSED, (), _INT64, {})
     rvars = [reduction_var(i) for i in range(array.ndim)]
     read = (prim.Subscript(prim.Variable("_in0"), tuple(rvars)) if rvars
             else prim.Variable("_in0"))
-    expr: Any = prim.If(substitute(bad, {"_v": read}),
-                        _flat_position(rvars, array.shape), PASSED)
+    cond = substitute(bad, {"_v": read})
+    bindings = {"_in0": array}
+    if live is not None:
+        cond = prim.LogicalAnd((prim.Subscript(prim.Variable("_live"),
+                                               (rvars[0],)), cond))
+        bindings["_live"] = live
+    expr: Any = prim.If(cond, _flat_position(rvars, array.shape), PASSED)
     if rvars:
         expr = Reduce("min", expr, tuple((v.name, 0, d)
                                          for v, d in zip(rvars, array.shape)))
-    return _lambda(expr, (), _INT64, {"_in0": array})
+    return _lambda(expr, (), _INT64, bindings)
 
 
 def _value_at(array: Array, failed: Array) -> IndexLambda:
@@ -162,10 +169,11 @@ def _value_at(array: Array, failed: Array) -> IndexLambda:
                    {"_in0": array, "_in1": failed})
 
 
-def _index_check(indices: Array, length: sh.ShapeComponent, message: str
-                 ) -> KernelCheck | None:
+def _index_check(indices: Array, length: sh.ShapeComponent, message: str,
+                 live: Array | None = None) -> KernelCheck | None:
     """A check that every entry of *indices* lies in ``[-length, length)``
-    (``[0, length)`` for unsigned indices); None for an empty array."""
+    (``[0, length)`` for unsigned indices); None for an empty array.
+    *live*: as for :func:`_first_failure`."""
     if any(d == 0 for d in indices.shape):
         return None
     v = TypeCast(_INT64, prim.Variable("_v"))
@@ -177,7 +185,7 @@ def _index_check(indices: Array, length: sh.ShapeComponent, message: str
         low = prim.Comparison(v, "<", np.int64(-length) if isinstance(length, int)
                               else prim.Product((np.int64(-1), n)))
     failed = _first_failure(indices, prim.LogicalOr(
-        (low, prim.Comparison(v, ">=", n))))
+        (low, prim.Comparison(v, ">=", n))), live)
     return KernelCheck(IndexError, message, failed, _value_at(indices, failed),
                        length, ("array", indices.shape))
 
@@ -197,10 +205,12 @@ def _may_be_negative(exponent: Any, bindings: Mapping[str, Array]) -> bool:
     return True
 
 
-def _power_check(node: IndexLambda) -> KernelCheck | None:
+def _power_check(node: IndexLambda, live: Array | None = None
+                 ) -> KernelCheck | None:
     """A check that no signed integer power in *node*'s body has a negative
     exponent, at any element (numpy raises :class:`ValueError` whether or
-    not the power's value is used, e.g. in a ``where`` branch)."""
+    not the power's value is used, e.g. in a ``where`` branch). *live*: as
+    for :func:`_first_failure`."""
     found: list[tuple[Any, tuple]] = []
     stack: list[tuple[Any, tuple]] = [(node.expr, ())]
     while stack:
@@ -229,14 +239,25 @@ def _power_check(node: IndexLambda) -> KernelCheck | None:
     outer = {f"_{i}": prim.Variable(name) for i, name in enumerate(fresh)}
     outer_bounds = tuple((name, 0, d) for name, d in zip(fresh, node.shape))
     terms = []
+    extra = {}
+    if live is not None:
+        live_name = "_ft_live"
+        while live_name in node.bindings:
+            live_name += "_"
+        extra[live_name] = live
     for cond, bounds in found:
-        term: Any = prim.If(substitute(cond, outer), np.int64(0), PASSED)
+        cond = substitute(cond, outer)
+        if live is not None:
+            cond = prim.LogicalAnd((prim.Subscript(
+                prim.Variable(live_name), (prim.Variable(fresh[0]),)), cond))
+        term: Any = prim.If(cond, np.int64(0), PASSED)
         if outer_bounds + bounds:
             term = Reduce("min", term, outer_bounds + bounds)
         terms.append(term)
     expr = terms[0] if len(terms) == 1 else prim.Min(tuple(terms))
     names = get_variable_names(expr)
-    bindings = {k: v for k, v in node.bindings.items() if k in names}
+    bindings = {k: v for k, v in {**node.bindings, **extra}.items()
+                if k in names}
     return KernelCheck(ValueError, NEGATIVE_POWER,
                        _lambda(expr, (), _INT64, bindings))
 
@@ -284,10 +305,22 @@ class _CheckInserter(CopyMapper):
     def __init__(self) -> None:
         super().__init__()
         self.checks: list[KernelCheck] = []
+        #: in the body of a ragged scan: which elements run the step, (n,)
+        self.live: Array | None = None
 
     def _reset_for_body(self) -> None:
         super()._reset_for_body()
         self.checks = []
+        self.live = None
+
+    def _live_rows(self, array: Array) -> Array | None:
+        """The running elements, where *array* is batched over them (its
+        first axis has their number): a finished element's step reads
+        stand-in rows and carries, which must not fail."""
+        if (self.live is not None and array.ndim
+                and sh.prove_equal(array.shape[0], self.live.shape[0])):
+            return self.live
+        return None
 
     def _add(self, check: KernelCheck | None) -> None:
         if check is not None:
@@ -296,13 +329,15 @@ class _CheckInserter(CopyMapper):
     def map_index_lambda(self, expr: IndexLambda) -> Node:
         new = self.map_node(expr)
         if any(isinstance(e, prim.Power) for e in iter_subexpressions(new.expr)):
-            self._add(_power_check(new))
+            self._add(_power_check(new, self._live_rows(new)))
         for tag in new.tags:
             if isinstance(tag, IndicesChecked):
+                indices = new.bindings[tag.binding]
                 self._add(_index_check(
-                    new.bindings[tag.binding], tag.length,
+                    indices, tag.length,
                     f"gather index {{value}} is out of range for axis "
-                    f"{tag.axis} with size {{length}}"))
+                    f"{tag.axis} with size {{length}}",
+                    self._live_rows(indices)))
         return new
 
     def map_gather(self, expr: Gather) -> Node:
@@ -310,7 +345,7 @@ class _CheckInserter(CopyMapper):
         self._add(_index_check(
             new.indices, new.array.shape[new.axis],
             f"gather index {{value}} is out of range for axis {new.axis} with "
-            "size {length}"))
+            "size {length}", self._live_rows(new.indices)))
         return new
 
     def map_scatter(self, expr: Scatter) -> Node:
@@ -318,7 +353,7 @@ class _CheckInserter(CopyMapper):
         self._add(_index_check(
             new.indices, new.x.shape[0],
             "scatter index {value} is out of range for axis 0 with size "
-            "{length}"))
+            "{length}", self._live_rows(new.indices)))
         return new
 
     def map_advanced_index(self, expr: AdvancedIndex) -> Node:
@@ -328,12 +363,13 @@ class _CheckInserter(CopyMapper):
                 self._add(_index_check(
                     new.index_arrays[idx], new.array.shape[axis],
                     f"index {{value}} is out of range for axis {axis} with "
-                    "size {length}"))
+                    "size {length}", self._live_rows(new.index_arrays[idx])))
         return new
 
-    def _body_checks(self, body: Body
+    def _body_checks(self, body: Body, live: Array | None = None
                      ) -> tuple[tuple[Array, ...], list[KernelCheck]]:
         clone = self.clone_for_body()
+        clone.live = live
         return tuple(clone(o) for o in body.outputs), clone.checks
 
     def map_map(self, expr: Map) -> Node:
@@ -352,10 +388,11 @@ class _CheckInserter(CopyMapper):
 
     def map_scan(self, expr: Scan) -> Node:
         inputs = tuple(self.rec(a) for a in expr.inputs)
-        outputs, checks = self._body_checks(expr.body)
+        ragged = isinstance(expr, RaggedScan)
+        outputs, checks = self._body_checks(
+            expr.body, _running_elements(expr) if ragged else None)
         if not checks:
             return expr.copy(body=expr.body.copy(outputs=outputs), inputs=inputs)
-        ragged = isinstance(expr, RaggedScan)
         # per check, carries: the first failure so far (and its value); a
         # ragged scan stacks its carries per element into packed rows, so
         # there each element keeps its own copy, (n,)
@@ -404,6 +441,20 @@ class _CheckInserter(CopyMapper):
             k += len(_reported(c))
             self.checks.append(c.lifted(failed, value, ("scan",)))
         return new
+
+
+def _running_elements(scan: RaggedScan) -> IndexLambda:
+    """In *scan*'s body: whether each element runs the step, ``(n,)``
+    (the step index below the element's extent)."""
+    params = scan.body.params
+    step = params[scan.step_index]
+    offsets = params[scan.offsets_index]
+    off, i = prim.Variable("_off"), index_var(0)
+    const, coeff = scan.form
+    running = prim.Comparison(prim.Variable("_step"), "<",
+                              const + coeff * (off[i + 1] - off[i]))
+    return IndexLambda(running, (sh.sub(offsets.shape[0], 1),),
+                       np.dtype(np.bool_), {"_step": step, "_off": offsets})
 
 
 class _ShiftParams(CopyMapper):

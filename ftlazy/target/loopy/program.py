@@ -162,15 +162,18 @@ class CompiledArtifact:
             self.executors[context] = ex
         return ex
 
-    def launcher(self, context: cl.Context) -> _Launcher:
+    def launcher(self, context: cl.Context) -> _Launcher | _InvokerLauncher:
         """The kernels built for *context* (see :meth:`executor`) and the
         host function of loopy's invoker that enqueues them."""
         launch = self.launchers.get(context)
         if launch is None:
             ex = self.executor(context)
             info = ex.translation_unit_info(ex.arg_to_dtype({}))
-            launch = self.launchers[context] = _Launcher(
-                info.cl_kernels, _host_function(self.t_unit, info.invoker))
+            host = _host_function(self.t_unit, info.invoker)
+            launch = self.launchers[context] = (
+                _Launcher(info.cl_kernels, host) if host is not None
+                else _InvokerLauncher(
+                    ex, self.t_unit.default_entrypoint.arg_dict))
         return launch
 
     @cached_property
@@ -210,19 +213,42 @@ class _Launcher:
                          allocator=allocator, **args)
 
 
+@dataclass(frozen=True)
+class _InvokerLauncher:
+    """The fallback of :class:`_Launcher` where loopy's invoker has no host
+    function ftlazy knows (another loopy version): the buffers are wrapped
+    as device arrays of the kernel arguments' shapes and passed to the
+    invoker (its checks cost some microseconds per call)."""
+
+    executor: Any
+    arg_dict: Any
+
+    def __call__(self, queue: cl.CommandQueue, allocator: Any,
+                 wait_for: list | None, args: dict[str, Any]) -> cl.Event:
+        sizes = {k: v for k, v in args.items()
+                 if not isinstance(v, cl.MemoryObjectHolder) and v is not None}
+        wrapped = dict(sizes)
+        for name, value in args.items():
+            if name in sizes:
+                continue
+            arg = self.arg_dict[name]
+            shape = tuple(int(pymbolic.evaluate(d, sizes)) for d in arg.shape)
+            wrapped[name] = cla.Array(queue, shape, arg.dtype.numpy_dtype,
+                                      data=value, allocator=allocator)
+        evt, _ = self.executor(queue, allocator=allocator, wait_for=wait_for,
+                               out_host=False, **wrapped)
+        return evt
+
+
 def _host_function(t_unit: lp.TranslationUnit, invoker: Any) -> Any:
     """The host function (loopy's "host program") that *invoker*, loopy's
-    generated invoker of *t_unit*, calls after its checks."""
+    generated invoker of *t_unit*, calls after its checks; None where it
+    has none by the name this loopy version gives it."""
     entry = t_unit.default_entrypoint
-    name = (t_unit.target.host_program_name_prefix + entry.name
-            + entry.target.host_program_name_suffix)
-    host = getattr(getattr(invoker, "module", None), "mod_globals", {}).get(name)
-    if host is None:
-        raise RuntimeError(
-            f"loopy's invoker of kernel {entry.name!r} has no host function "
-            f"{name!r}: this version of loopy generates invokers ftlazy "
-            "does not know")
-    return host
+    name = (getattr(t_unit.target, "host_program_name_prefix", "_lpy_host_")
+            + entry.name
+            + getattr(entry.target, "host_program_name_suffix", ""))
+    return getattr(getattr(invoker, "module", None), "mod_globals", {}).get(name)
 
 
 #: what pyopencl says when PoCL serves a program from a half-written cache
