@@ -61,7 +61,7 @@ import pymbolic.primitives as prim
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda
 from ftlazy.fractal import tree_flatten, tree_leaves_like, tree_unflatten
-from ftlazy.fractal_tensor import Jagged
+from ftlazy.fractal_tensor import Jagged, preferring_offsets
 from ftlazy.scalar_expr import index_var
 
 __all__ = ["MAX_UNROLLED_STEPS", "has_jagged_leaf", "fractal_carry_loop",
@@ -93,8 +93,7 @@ class StructureChanged(Exception):
     def describe(self) -> str:
         return (f"the body changes the lengths of carry leaf {self.leaf} (its "
                 f"offsets of level {self.level} are not provably the init's: "
-                "other lengths, or a leaf-wise operation whose first operand "
-                "is another FractalTensor, whose offsets it keeps)")
+                "other lengths)")
 
 
 # {{{ checks
@@ -200,7 +199,8 @@ def kept_structure_loop(run: Callable[[Callable, Any], Any], f: Callable,
         leaves, _ = tree_flatten(carry)
         viewed = [Jagged(leaf, jagged[k].offsets) if k in jagged else leaf
                   for k, leaf in enumerate(leaves)]
-        new = f(tree_unflatten(viewed, structure), x)
+        with preferring_offsets([jagged[k].offsets for k in jagged]):
+            new = f(tree_unflatten(viewed, structure), x)
         new_leaves = tree_leaves_like(new, structure, what, "init",
                                       "the carry the body returns")
         out = []

@@ -27,7 +27,8 @@ per element at run time from the offsets.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -173,6 +174,25 @@ def _op(name: str, x1: Any, x2: Any) -> Jagged:
     return getattr(ops, name)(x1, x2)
 
 
+#: offsets a leaf-wise result takes where an operand has them (see
+#: :func:`preferring_offsets`)
+_preferred_offsets: list[tuple] = []
+
+
+@contextmanager
+def preferring_offsets(offsets: list[tuple]) -> Iterator[None]:
+    """While tracing a loop body whose FractalTensor carries have
+    *offsets* (one tuple of levels each), a leaf-wise operation of a carry
+    with another FractalTensor (``ys + carry``) keeps the carry's offsets,
+    not its first operand's: both are checked equal at run time, and the
+    loop keeps its structure only if it can prove the carry's unchanged."""
+    _preferred_offsets.append(offsets)
+    try:
+        yield
+    finally:
+        _preferred_offsets.pop()
+
+
 def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
     """``fn`` applied to the leaves of the FractalTensor arguments. A dense
     argument broadcasts against the element shape (it must not have more
@@ -183,9 +203,13 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
     element by element by a :class:`JaggedMap` over depth 2 or 3, whose
     run-time check of all their offsets levels names them
     (:func:`ftlazy.target.jagged_inputs.check_zipped`); the result keeps
-    the first operand's offsets."""
+    the first operand's offsets (a loop body's carry's, see
+    :func:`preferring_offsets`)."""
     jagged = [a for a in args if isinstance(a, Jagged)]
     first = jagged[0]
+    preferred = _preferred_offsets[-1] if _preferred_offsets else ()
+    kept = next((a for a in jagged if any(a.offsets == p for p in preferred)),
+                first)
     for other in jagged[1:]:
         if other.depth != first.depth or not sh.shapes_equal(
                 other.elem_shape, first.elem_shape):
@@ -210,7 +234,10 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
             f"leaf-wise operation on FractalTensors of depth {first.depth} with "
             "different offsets (run-time structure checks are made for depths "
             "2 and 3); compute both from the same input, or flatten them")
-    positions = [k for k, a in enumerate(args) if isinstance(a, Jagged)]
+    # (the kept operand zipped first: the values have its number of rows)
+    positions = sorted((k for k, a in enumerate(args) if isinstance(a, Jagged)),
+                       key=lambda k: args[k] is not kept)
+    jagged = [args[k] for k in positions]
 
     def element_fn(*elems: Any) -> Any:
         # one element of each: an array (L, *elem_shape) at depth 2, a
@@ -222,8 +249,8 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
 
     zipped = jagged_map(element_fn, *jagged,
                         what="leaf-wise operation on FractalTensors")
-    # the packed values in order; the offsets checked equal to the first's
-    return first.with_values(zipped.values)
+    # the packed values in order; the offsets checked equal to the others
+    return kept.with_values(zipped.values)
 
 # }}}
 

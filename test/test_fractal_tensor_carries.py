@@ -158,20 +158,21 @@ def test_bodies_that_change_a_carry(xs, layers):
         ft.fold(lambda c, s: ft.map(lambda e: e[1:], c), xs, ys)
 
 
-def test_leafwise_operation_with_another_fractal_tensor(xs, layers):
-    """``b + ys`` keeps the carry's offsets (checked equal to *ys*'s at run
-    time); ``ys + b`` keeps *ys*'s, which are not provably the init's."""
+@pytest.mark.parametrize("carry_first", [True, False])
+def test_leafwise_operation_with_another_fractal_tensor(xs, layers,
+                                                        carry_first):
+    """``b + ys`` and ``ys + b`` keep the carry's offsets (checked equal to
+    *ys*'s at run time), so the fold keeps the carry's structure."""
     ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
-    result = ft.fold(lambda b, w: ft.tanh(b @ w + ys), layers, xs)
+    result = ft.fold(lambda b, w: ft.tanh(b @ w + ys if carry_first
+                                          else ys + b @ w), layers, xs)
     data, ydata = batch(LENGTHS["mixed"]), batch(LENGTHS["mixed"], seed=1)
     want = data
     for w in LAYERS:
         want = [np.tanh(s @ w + y) for s, y in zip(want, ydata)]
-    got = ft.evaluate_numpy(result, xs=data, ys=ydata, layers=LAYERS)
-    assert_nested(got.tolist(), want)
-    with pytest.raises(ValueError, match="different"):
-        ft.evaluate_numpy(result, xs=data, ys=batch((3, 0, 2, 5, 2)),
-                          layers=LAYERS)
-    with pytest.raises(NotImplementedError, match="first operand is another "
-                       "FractalTensor"):
-        ft.fold(lambda b, w: ft.tanh(ys + b @ w), layers, xs)
+    compiled = ft.compile(result)
+    for run in (compiled, lambda **a: ft.evaluate_numpy(result, **a)):
+        got = run(xs=data, ys=ydata, layers=LAYERS)
+        assert_nested(got.tolist(), want)
+        with pytest.raises(ValueError, match="different"):
+            run(xs=data, ys=batch((3, 0, 2, 5, 2)), layers=LAYERS)

@@ -259,6 +259,11 @@ class JaggedCompiledFunction:
         self.result = result
         self.lowering = lowering
         self.inner = compile_dense(lowering.dense)
+        # segment ids that no kernel reads (a fused plan finds each element's
+        # rows from the offsets) are not derived at each call
+        program = getattr(self.inner, "program", None)
+        self.underived = (program.omittable_inputs(set(lowering.host.segment_ids))
+                          if program is not None else frozenset())
 
     @property
     def source(self) -> str:
@@ -285,7 +290,8 @@ class JaggedCompiledFunction:
             raise ValueError(f"unexpected input(s) {sorted(unknown)}: the "
                              f"program's inputs are {sorted(lowering.user_names)}")
         given.update(lowering.host_values.compute(given))
-        derived = _derive(lowering.host, given, lowering.input_nodes)
+        derived = _derive(lowering.host, given, lowering.input_nodes,
+                          self.underived)
         kernel_inputs = {k: v for k, v in given.items()
                          if k in lowering.dense_names}
         if lowering.unread_sizes:
@@ -383,7 +389,11 @@ def _extents(offsets: np.ndarray, form: tuple[int, int]) -> np.ndarray:
 
 
 def _derive(host: HostDerivations, given: dict[str, Any],
-            placeholders: Any = ()) -> dict[str, Any]:
+            placeholders: Any = (), underived: frozenset[str] = frozenset()
+            ) -> dict[str, Any]:
+    """The inputs of the dense program that the host derives from the
+    offsets in *given*, after checking zipped structures; the segment ids
+    named in *underived* are left out."""
     if host.empty:
         return {}
     cache: dict[Node, np.ndarray] = {}
@@ -418,6 +428,8 @@ def _derive(host: HostDerivations, given: dict[str, Any],
     derived: dict[str, Any] = {}
     ids_of: dict[int, np.ndarray] = {}
     for name, (offsets, form) in host.segment_ids.items():
+        if name in underived:
+            continue
         ext = extents(offsets, form)
         if id(ext) not in ids_of:
             if ext.size and ext.min() < 0:

@@ -679,9 +679,6 @@ class KernelBuilder:
                 if n not in self.packed:
                     scope.names[n] = n.name
                     inputs.append(ArgSpec(n.name, n.shape, n.dtype))
-                    # (sizes only indirect reads use are still arguments)
-                    for c in n.shape:
-                        self.parts.params |= sh.size_param_names(c)
             elif isinstance(n, SizeParam):
                 self.parts.params.add(n.name)
         out_names: dict[Array, str] = {}
@@ -737,6 +734,12 @@ class KernelBuilder:
             elif isinstance(n, LoopResult) and n.loop in self.level:
                 self.level[n] = self.level[n.loop]
         self._add_barriers()
+        # (an input no statement reads, such as segment ids where a fused
+        # plan finds the rows from the offsets, is no argument: a call may
+        # leave it out)
+        read = set().union(*(i.read_dependency_names()
+                             for i in self.final_instructions))
+        inputs = [a for a in inputs if a.name in read]
         return self._make_kernel(inputs, outputs), inputs, outputs
 
     # {{{ scans
@@ -792,7 +795,8 @@ class KernelBuilder:
                                      shape=tuple(a.shape) or (1,), is_input=False,
                                      is_output=True))
         # (sizes of the arguments' shapes are arguments too, also where no
-        # instruction reads them: an empty output's)
+        # statement reads them: an empty output's, an input's read only
+        # indirectly)
         params = set(self.parts.params).union(*(
             sh.size_param_names(d) for a in inputs + outputs for d in a.shape))
         for p in sorted(params):

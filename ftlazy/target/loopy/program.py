@@ -693,6 +693,22 @@ class BoundProgram:
         return frozenset(user for user, name in self.canon.input_names.items()
                          if name not in read)
 
+    def omittable_inputs(self, names: set[str]) -> frozenset[str]:
+        """Those of the user's inputs *names* that a call may leave out:
+        the kernel does not read them, and every size of their shapes it
+        needs is told by the other inputs."""
+        everything = set(self.canon.input_names)
+        found = set()
+        for name in set(names) & self._unread_inputs:
+            kept, size_names = self._bound_inputs(everything - {name})
+            node = next(n for n in self.canon.user_inputs if n.name == name)
+            told = {s for n in kept if isinstance(n, Placeholder)
+                    for c in n.shape for s in sh.size_param_names(c)}
+            if all(s in told or s not in size_names
+                   for c in node.shape for s in sh.size_param_names(c)):
+                found.add(name)
+        return frozenset(found)
+
     def _bound_inputs(self, given: set[str]) -> tuple[list[Array], list[str]]:
         """The inputs and size parameter names a call binds: as in the
         jagged programs, an input the kernel does not read may be left out
