@@ -551,13 +551,20 @@ class _MapLowering:
         from ftlazy.target.loopy.lowering import IndicesChecked
         from ftlazy.transform.lower import to_index_lambda
         extent = node.array.shape[node.axis]
+        if (self.extent_of(extent) is not None and node.axis == 0
+                and values[node.array][1].what == "packed"
+                and not self.padded_axes(node.array.shape)
+                and not self.padded_axes(node.indices.shape)):
+            return self._gather_element_rows(node, values)
         if self.extent_of(extent) is not None or self.padded_axes(
                 node.indices.shape):
             raise NotImplementedError(
                 "compiling a gather inside a map over a FractalTensor from an "
                 "array the body computes is only supported along an axis of "
-                "the same extent for every element, with indices without the "
-                f"element's length after their first axis (got axis "
+                "the same extent for every element, or along axis 0 of the "
+                "element's rows, with indices without the element's length "
+                "after their first axis, from an array whose later axes are "
+                f"not of the element's length (got axis "
                 f"{node.axis} of {sh.shape_str(node.array.shape)}, indices "
                 f"{sh.shape_str(node.indices.shape)})")
         read = to_index_lambda(node)
@@ -567,6 +574,47 @@ class _MapLowering:
         value, kind = self._index_lambda(read, values)
         return value.copy(tags=value.tags | {IndicesChecked(
             name, extent, node.axis)}), kind
+
+    def _gather_element_rows(self, node: Gather, values: dict
+                             ) -> tuple[Array, _Kind]:
+        """Rows of an array of the element's length (the element itself,
+        ``s * 2``) at indices the body gives (``ft.gather(s, idx)``,
+        ``s[idx]``): each index is wrapped and bounded by its own element's
+        extent, an array of its own (``_x``) that the run-time check
+        compares the indices (``_v``) with (:class:`ElementRowsChecked`);
+        indices the same for every element are read per element."""
+        from ftlazy.target.loopy.lowering import ElementRowsChecked
+        array, array_kind = values[node.array]
+        indices, kind = values[node.indices]
+        if kind.what == "hoisted":
+            indices, kind = self._broadcast(indices), _DENSE
+        rewriter = _BatchRewriter(self, {}, kind, {})
+        bindings: dict[str, Array] = {"_v": indices}
+        if kind.what == "packed":
+            bindings[rewriter.segment_ids_name()] = self.outer(
+                self.host.segment_ids_for(self.offsets_of(kind.symbol),
+                                          kind.form))
+        extent = rewriter.extent(array_kind.form, array_kind.symbol)
+        start = rewriter.start(array_kind.form, array_kind.symbol)
+        for symbol in rewriter.symbols:
+            bindings[self.offsets_name(symbol)] = self.outer(
+                self.offsets_of(symbol))
+        position = tuple(index_var(k) for k in range(indices.ndim))
+        rest = tuple(index_var(indices.ndim + k)
+                     for k in range(array.ndim - 1))
+        extents = IndexLambda(extent, indices.shape, _INT64,
+                              {k: b for k, b in bindings.items() if k != "_v"})
+        v = prim.Variable("_v")[position]
+        x = prim.Variable("_x")[position]
+        wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
+        inside = prim.LogicalAnd((prim.Comparison(wrapped, ">=", 0),
+                                  prim.Comparison(wrapped, "<", x)))
+        read = prim.Variable("_a")[(start + wrapped,) + rest]
+        bindings.update({"_x": extents, "_a": array})
+        return IndexLambda(
+            prim.If(inside, read, node.dtype.type(0)),
+            indices.shape + array.shape[1:], node.dtype, bindings,
+            tags=frozenset({ElementRowsChecked("_v", "_x")})), kind
 
     def _broadcast(self, value: Array) -> IndexLambda:
         idx = tuple(index_var(k + 1) for k in range(value.ndim))

@@ -134,19 +134,24 @@ def _unravel(position: Any, shape: sh.Shape, typed: bool = True
     return tuple(reversed(index))
 
 
-def _first_failure(array: Array, bad: Any, live: Array | None = None
-                   ) -> IndexLambda:
+def _first_failure(array: Array, bad: Any, live: Array | None = None,
+                   beside: Array | None = None) -> IndexLambda:
     """A 0-d int64 array: the flat position of the first element of *array*
-    for which *bad* (an expression of the element ``_v``) holds, else
+    for which *bad* (an expression of the element ``_v``, and of the
+    element ``_ext`` of *beside*, of the same shape) holds, else
     :data:`PASSED`. *live*: a boolean array along *array*'s first axis;
     rows where it is false never fail."""
     if any(d == 0 for d in array.shape):
         return IndexLambda(PASSED, (), _INT64, {})
     rvars = [reduction_var(i) for i in range(array.ndim)]
-    read = (prim.Subscript(prim.Variable("_in0"), tuple(rvars)) if rvars
-            else prim.Variable("_in0"))
-    cond = substitute(bad, {"_v": read})
+
+    def at(name: str) -> Any:
+        return (prim.Subscript(prim.Variable(name), tuple(rvars)) if rvars
+                else prim.Variable(name))
+    cond = substitute(bad, {"_v": at("_in0"), "_ext": at("_in1")})
     bindings = {"_in0": array}
+    if beside is not None:
+        bindings["_in1"] = beside
     if live is not None:
         cond = prim.LogicalAnd((prim.Subscript(prim.Variable("_live"),
                                                (rvars[0],)), cond))
@@ -169,15 +174,17 @@ def _value_at(array: Array, failed: Array) -> IndexLambda:
                    {"_in0": array, "_in1": failed})
 
 
-def _index_check(indices: Array, length: sh.ShapeComponent, message: str,
-                 live: Array | None = None) -> KernelCheck | None:
+def _index_check(indices: Array, length: sh.ShapeComponent | None,
+                 message: str, live: Array | None = None,
+                 extents: Array | None = None) -> KernelCheck | None:
     """A check that every entry of *indices* lies in ``[-length, length)``
     (``[0, length)`` for unsigned indices); None for an empty array.
-    *live*: as for :func:`_first_failure`."""
+    *live*: as for :func:`_first_failure`. *extents* (of *indices*' shape,
+    *length* None): each entry's own length."""
     if any(d == 0 for d in indices.shape):
         return None
     v = TypeCast(_INT64, prim.Variable("_v"))
-    n = _int64(length)
+    n = (prim.Variable("_ext") if extents is not None else _int64(length))
     if indices.dtype.kind in "ub":
         # (uint64 entries beyond the int64 range read as negative)
         low: Any = prim.Comparison(v, "<", np.int64(0))
@@ -185,7 +192,7 @@ def _index_check(indices: Array, length: sh.ShapeComponent, message: str,
         low = prim.Comparison(v, "<", np.int64(-length) if isinstance(length, int)
                               else prim.Product((np.int64(-1), n)))
     failed = _first_failure(indices, prim.LogicalOr(
-        (low, prim.Comparison(v, ">=", n))), live)
+        (low, prim.Comparison(v, ">=", n))), live, extents)
     return KernelCheck(IndexError, message, failed, _value_at(indices, failed),
                        length, ("array", indices.shape))
 
@@ -297,6 +304,18 @@ class IndicesChecked(Tag):
     axis: int
 
 
+@tag_dataclass
+class ElementRowsChecked(Tag):
+    """Marks an :class:`~ftlazy.array.IndexLambda` that reads rows of each
+    element of a FractalTensor at the indices of its binding :attr:`values`,
+    each bounded by the extent at the same position of its binding
+    :attr:`extents` (a gather of an element's own rows in a map): the
+    indices are checked at run time against those extents."""
+
+    values: str
+    extents: str
+
+
 class _CheckInserter(CopyMapper):
     """Collects a :class:`KernelCheck` per data-dependent read or write
     and per integer power that may have a negative exponent; loop bodies
@@ -331,6 +350,12 @@ class _CheckInserter(CopyMapper):
         if any(isinstance(e, prim.Power) for e in iter_subexpressions(new.expr)):
             self._add(_power_check(new, self._live_rows(new)))
         for tag in new.tags:
+            if isinstance(tag, ElementRowsChecked):
+                indices = new.bindings[tag.values]
+                self._add(_index_check(
+                    indices, None, "gather index {value} is out of range for "
+                    "the rows of its element", self._live_rows(indices),
+                    new.bindings[tag.extents]))
             if isinstance(tag, IndicesChecked):
                 indices = new.bindings[tag.binding]
                 self._add(_index_check(

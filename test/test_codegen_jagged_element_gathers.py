@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: MIT
+"""Gathers of an element's own rows in maps over FractalTensors
+(``ft.gather(s, idx)``, ``s[idx]``, also from arrays of the element's
+length the body computes): the indices may be zipped with the element,
+the same for every element, computed in the body, or another
+FractalTensor's element read at the map's index. Compiled on every
+profile flavour and checked against per-element numpy loops and the
+reference evaluator; each index is bounded by its own element's length
+(negative ones count from its end), and an out-of-range one raises
+IndexError from both paths, while finished or empty elements never do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from helpers import JAGGED_LENGTHS
+
+H = 3
+RNG = np.random.default_rng(11)
+
+
+def run_both(result, **inputs):
+    return (ft.compile(result)(**inputs), ft.evaluate_numpy(result, **inputs))
+
+
+def assert_lists(got, want):
+    got = got.tolist() if hasattr(got, "tolist") else list(got)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture
+def xs():
+    return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+
+
+@pytest.mark.parametrize("lengths", [JAGGED_LENGTHS["mixed"],
+                                     JAGGED_LENGTHS["empty_batch"],
+                                     JAGGED_LENGTHS["all_empty"], (1,)])
+def test_rows_at_zipped_indices(xs, lengths):
+    # each element's rows in the order of its own indices (zipped: the
+    # same lengths), from the element and from rows the body computes,
+    # written as ft.gather and as indexing; negative indices count back
+    ids = ft.make_jagged_placeholder("ids", (), np.int64, depth=2)
+    out = ft.map(lambda s, i: ft.gather(s, i) + (s * 2)[i] + s[-1 - i], xs, ids)
+    data = [RNG.standard_normal((n, H)) for n in lengths]
+    idd = [RNG.permutation(n) - (n if n % 2 else 0) for n in lengths]
+    want = [s[i] + (s * 2)[i] + s[-1 - i] for s, i in zip(data, idd)]
+    for got in run_both(out, xs=data, ids=idd):
+        assert_lists(got, want)
+
+
+def test_rows_at_indices_the_body_computes(xs):
+    # the same indices for every element (the first and last rows), and a
+    # 0-d index computed from the element (the number of rows of positive
+    # sum, less one: -1 is the last row)
+    first_last = ft.map(lambda s: ft.gather(s, np.array([0, -1])), xs)
+    peak = ft.map(lambda s: s[ft.sum(ft.sum(s, axis=1) > 0).astype(np.int64)
+                              - 1], xs)
+    data = [RNG.standard_normal((n, H)) for n in (3, 1, 4)]
+    for got in run_both(first_last, xs=data):
+        assert_lists(got, [s[[0, -1]] for s in data])
+    for got in run_both(peak, xs=data):
+        assert_lists(got, [s[(s.sum(axis=1) > 0).sum() - 1] for s in data])
+    # an empty element has no first row: both paths raise, naming the index
+    for run in (ft.compile(first_last),
+                lambda **a: ft.evaluate_numpy(first_last, **a)):
+        with pytest.raises(IndexError, match="index (0|-1) is out of"):
+            run(xs=data + [np.zeros((0, H))])
+
+
+def test_rows_at_another_fractal_tensors_element(xs):
+    # indices of other lengths: the element of ids at the map's index
+    ids = ft.make_jagged_placeholder("ids", (), np.int64, depth=2)
+    n = ft.arange(ft.lengths(xs).shape[0])
+    out = ft.map(lambda s, k: ft.sum(ft.gather(s, ids[k]), axis=0), xs, n)
+    data = [RNG.standard_normal((m, H)) for m in (3, 0, 2)]
+    idd = [np.array([2, 2, 0, 1]), np.array([], np.int64), np.array([1])]
+    for got in run_both(out, xs=data, ids=idd):
+        np.testing.assert_allclose(
+            got, [s[i].sum(axis=0) for s, i in zip(data, idd)], atol=1e-12)
+
+
+def test_out_of_range_indices_raise(xs):
+    ids = ft.make_jagged_placeholder("ids", (), np.int64, depth=2)
+    out = ft.map(lambda s, i: ft.gather(s, i), xs, ids)
+    compiled = ft.compile(out)
+    data = [RNG.standard_normal((n, H)) for n in (2, 3)]
+    # index 2 is in range for the second element, not for the first
+    for bad in ([np.array([2, 0]), np.array([0, 1, 2])],
+                [np.array([0, 1]), np.array([0, 1, -4])]):
+        for run in (compiled, lambda **a: ft.evaluate_numpy(out, **a)):
+            with pytest.raises(IndexError, match="index (2|-4) is out of"):
+                run(xs=data, ids=bad)
+    good = [np.array([1, -2]), np.array([2, -3, 0])]
+    assert_lists(compiled(xs=data, ids=good),
+                 [s[i] for s, i in zip(data, good)])
