@@ -11,7 +11,6 @@ reference evaluator."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
 
 import ftlazy as ft
