@@ -242,3 +242,18 @@ def test_initial_reduces_from_the_identity():
     np.testing.assert_array_equal(got, want)
 
 # }}}
+
+
+def test_negative_extents_raise_where_no_kernel_reads_segment_ids():
+    # rows s[1:] of an empty element: -1 of them; the fused CPU plan finds
+    # rows from the offsets (its segment ids are not derived), and the call
+    # still refuses the element before anything runs
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    result = ft.map(lambda s: softmax(s[1:]), xs)
+    f = ft.compile(result)
+    data = batch((3, 0), 0)
+    for run in (f, lambda **a: ft.evaluate_numpy(result, **a)):
+        with pytest.raises(ValueError, match="element 1"):
+            run(xs=data)
+    check_packed(f(xs=batch((3, 1), 1)), [s[1:] for s in batch((3, 1), 1)],
+                 lambda s: softmax_numpy(s))

@@ -428,12 +428,13 @@ def _derive(host: HostDerivations, given: dict[str, Any],
     derived: dict[str, Any] = {}
     ids_of: dict[int, np.ndarray] = {}
     for name, (offsets, form) in host.segment_ids.items():
+        ext = extents(offsets, form)
+        if ext.size and ext.min() < 0:
+            # (checked also where no kernel reads the ids)
+            raise ValueError(_negative_message(ext, form))
         if name in underived:
             continue
-        ext = extents(offsets, form)
         if id(ext) not in ids_of:
-            if ext.size and ext.min() < 0:
-                raise ValueError(_negative_message(ext, form))
             ids_of[id(ext)] = np.repeat(np.arange(len(ext), dtype=np.int64), ext)
         derived[name] = ids_of[id(ext)]
     for name, (offsets, form) in host.max_extents.items():

@@ -216,6 +216,13 @@ class KernelBuilder:
         if node in scope.plan.private:
             return self._private(node, ctx)
         if isinstance(node, IndexLambda):
+            padding = padding_bounds(node)
+            if padding is not None:
+                # (inlined: its readers read only inside each element's
+                # extent, where the guard of its padding holds)
+                return self.translate_expr(
+                    padding[0], node,
+                    {f"_{i}": idx for i, idx in enumerate(index)}, ctx)
             return self._translate(node, index, ctx)
         raise AssertionError(f"unexpected node in code generation: {node!r}")
 

@@ -49,6 +49,19 @@ def _expr_cost(expr: Any) -> int:
                if isinstance(e, prim.ExpressionNode))
 
 
+def _computed_part(n: IndexLambda) -> Any:
+    """*n*'s expression without the guard of its unread padding (an array
+    of a jagged map's body padded to the longest element: readers read
+    only inside each element's extent, so a reader inlining it pays for
+    the computation alone)."""
+    from ftlazy.target.loopy.padding import UnreadPadding
+    expr = n.expr
+    if isinstance(expr, prim.If) and any(isinstance(t, UnreadPadding)
+                                         for t in n.tags):
+        return expr.then
+    return expr
+
+
 @lru_cache(maxsize=2**16)
 def has_reduce(expr: Any) -> bool:
     return any(isinstance(e, Reduce) for e in iter_subexpressions(expr))
@@ -132,7 +145,8 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
         if n in root_set or (not inlined_tag and (
                 any(isinstance(t, (ImplStored, Named, PrefixNamed)) for t in tags)
                 or has_reduce(n.expr)
-                or (users[n] > 1 and _expr_cost(n.expr) > RECOMPUTE_COST_LIMIT))):
+                or (users[n] > 1
+                    and _expr_cost(_computed_part(n)) > RECOMPUTE_COST_LIMIT))):
             plan.stored.add(n)
         ident = identity_read_bindings(n)
         d, priv = 0, False
