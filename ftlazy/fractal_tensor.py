@@ -434,11 +434,20 @@ class JaggedMap(Loop):
     #: dense int output giving each element's rows, their total the
     #: data-dependent size *size name* (see :mod:`ftlazy.fractal_nested`)
     counted: tuple[tuple[int, int, str], ...] = ()
+    #: ``(symbol, input)``: the zipped FractalTensor whose element length
+    #: is *symbol* has its own number of elements, and element ``i`` of the
+    #: map reads its element ``index[i]``, *index* the ``(n,)`` int64
+    #: captured array ``inputs[input]`` (a sentence reading its document's
+    #: tokens, as :mod:`ftlazy.transform.jagged_nesting` makes the map;
+    #: compiled only)
+    element_index: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "counted", tuple(
             tuple(c) for c in self.counted))
+        object.__setattr__(self, "element_index", tuple(
+            tuple(c) for c in self.element_index))
         for k, out in enumerate(self.body.outputs):
             if any(self._element_symbols & sh.size_param_names(c)
                    for c in out.shape[1:]):

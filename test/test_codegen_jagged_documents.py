@@ -173,3 +173,55 @@ def test_maps_over_sentences_capture_document_data(docs):
                 assert len(g) == len(w)
                 for gs, ws in zip(g, w):
                     np.testing.assert_allclose(gs, ws, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("key", list(DOCS))
+def test_sentences_attend_to_their_documents_tokens(docs, key):
+    # hierarchical attention: each sentence's tokens attend (a softmax over
+    # the document's tokens) to values its document computes from all of
+    # its tokens (d.values @ W, captured by the sentence map), plus the
+    # number of the document's tokens
+    Wp = ft.make_placeholder("W", (H, H), np.float64)
+
+    def doc_fn(doc):
+        tokens = doc.values
+        values = tokens @ Wp
+
+        def sentence(s):
+            scores = s @ tokens.T
+            e = ft.exp(scores - ft.amax(scores, axis=1, keepdims=True,
+                                        initial=-np.inf))
+            return (e / ft.sum(e, axis=1, keepdims=True)) @ values \
+                + tokens.shape[0]
+        return ft.map(sentence, doc)
+
+    def reference(doc):
+        tokens = np.concatenate(doc) if doc else np.zeros((0, H))
+        out = []
+        for s in doc:
+            scores = s @ tokens.T
+            e = np.exp(scores - scores.max(axis=1, keepdims=True,
+                                           initial=-np.inf))
+            out.append((e / e.sum(axis=1, keepdims=True)) @ (tokens @ W)
+                       + len(tokens))
+        return out
+    data = documents(key, seed=3)
+    want = [reference(d) for d in data]
+    result = ft.map(doc_fn, docs)
+    for got in (ft.compile(result)(docs=data, W=W),
+                ft.evaluate_numpy(result, docs=data, W=W)):
+        assert len(got.tolist()) == len(data)
+        for gd, wd in zip(got.tolist(), want):
+            assert len(gd) == len(wd)
+            for g, w in zip(gd, wd):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_sentences_reading_the_sentence_structure_stay_refused(docs):
+    # per sentence, data of the document's sizes that reads its sentence
+    # offsets (each sentence's rows scaled by every sentence's length)
+    result = ft.map(lambda d: ft.map(
+        lambda s: ft.sum(s[:, None, :] * ft.lengths(d)[None, :, None], axis=1),
+        d), docs)
+    with pytest.raises(NotImplementedError, match="depth 3"):
+        ft.compile(result)

@@ -108,7 +108,10 @@ class HostDerivations:
         default_factory=dict)
     #: (offsets node, extent, reduction op): max/min reductions that need
     #: every element's extent to be positive
-    nonempty: list[tuple[Array, tuple[int, int], str]] = field(default_factory=list)
+    #: (and the name of the segment ids whose entries pick the elements
+    #: that read them, or None for all: ``_MapLowering.repeats``)
+    nonempty: list[tuple[Array, tuple[int, int], str, str | None]] = field(
+        default_factory=list)
     #: (what zips them, for messages; groups of offsets nodes of zipped
     #: FractalTensors that must be equal; the dense arrays mapped along)
     zipped: list[tuple[str, tuple[Array, ...], tuple[Array, ...]]] = field(
@@ -189,6 +192,9 @@ class _BatchRewriter(ExprIdentityMapper):
         self.sizes: set[str] = set()
         #: the element length symbols whose offsets it reads
         self.symbols: set[str] = set()
+        #: binding name -> the element index arrays it reads (see
+        #: ``_MapLowering.repeats``)
+        self.index_arrays: dict[str, Array] = {}
         if out_kind.what == "packed":
             self.element = prim.Variable(self.segment_ids_name())[index_var(0)]
         else:
@@ -211,8 +217,13 @@ class _BatchRewriter(ExprIdentityMapper):
         """The element of *symbol*'s offsets that the element reads (the
         outer element of an inner one, see ``_MapLowering.repeats``)."""
         repeats = self.lowering.repeats.get(symbol)
-        return (self.element if repeats is None
-                else prim.FloorDiv(self.element, repeats))
+        if repeats is None:
+            return self.element
+        if isinstance(repeats, int):
+            return prim.FloorDiv(self.element, repeats)
+        name = self.lowering.element_index_name(symbol)
+        self.index_arrays[name] = self.lowering.outer(repeats)
+        return prim.Variable(name)[self.element]
 
     def start(self, form: tuple[int, int], symbol: str) -> Any:
         """First packed row of the element for extent *form* of *symbol*."""
@@ -278,7 +289,10 @@ class _BatchRewriter(ExprIdentityMapper):
             max_name = self.lowering.host.max_extent_for(offsets, form)
             self.sizes.add(max_name)
             if expr.op in ("max", "min"):
-                self.lowering.host.nonempty.append((offsets, form, expr.op))
+                picked = self.lowering.repeats.get(symbol)
+                self.lowering.host.nonempty.append((
+                    offsets, form, expr.op,
+                    picked.name if isinstance(picked, Placeholder) else None))
             bounds.append((name, 0, prim.Variable(max_name)))
             masks.append(prim.Comparison(prim.Variable(name), "<",
                                          self.extent(form, symbol)))
@@ -351,14 +365,18 @@ class _MapLowering:
         self.params += [(a, _HOISTED) for a in inputs[pos:]]
         #: element length symbol -> K where element ``i`` reads element
         #: ``i // K`` of its offsets (inner maps reading their outer
-        #: element: :mod:`ftlazy.transform.jagged_inner_maps`); arrays of
+        #: element: :mod:`ftlazy.transform.jagged_inner_maps`), or an
+        #: ``(n,)`` array where it reads element ``index[i]`` (a sentence
+        #: its document's tokens, ``JaggedMap.element_index``); arrays of
         #: that length are read, not computed
-        self.repeats: dict[str, int] = {}
+        self.repeats: dict[str, Any] = {
+            symbol: inputs[position] for symbol, position in jmap.element_index}
         #: the first FractalTensor's length symbol and offsets
         self.symbol = next(iter(self.segments))
         self.offsets = self.segments[self.symbol][0]
         self.n = sh.sub(self.offsets.shape[0], 1)
-        first, *others = zipped.values()
+        first, *others = (group for symbol, group in zipped.items()
+                          if symbol not in self.repeats)
         if len(first) > 1 or dense_mapped:
             host.zipped.append((jmap.what, tuple(first), tuple(dense_mapped)))
         for group in others:
@@ -374,6 +392,11 @@ class _MapLowering:
         """The name under which a batched expression reads them."""
         k = list(self.segments).index(symbol)
         return "_ft_off" if k == 0 else f"_ft_off{k}"
+
+    def element_index_name(self, symbol: str) -> str:
+        """The name under which a batched expression reads the element
+        index array of *symbol* (see :attr:`repeats`)."""
+        return f"_ft_eix{list(self.segments).index(symbol)}"
 
     def extent_of(self, c: Any) -> tuple[str, tuple[int, int]] | None:
         """``(symbol, (const, coeff))`` of extent *c* if it involves an
@@ -505,6 +528,10 @@ class _MapLowering:
         repeats = self.repeats.get(symbol)
         if repeats is None:
             return lengths
+        if not isinstance(repeats, int):
+            return IndexLambda(
+                prim.Variable("_in0")[prim.Variable("_in1")[index_var(0)]],
+                (self.n,), lengths.dtype, {"_in0": lengths, "_in1": repeats})
         return IndexLambda(
             prim.Variable("_in0")[prim.FloorDiv(index_var(0), repeats)],
             (self.n,), lengths.dtype, {"_in0": lengths})
@@ -599,6 +626,7 @@ class _MapLowering:
         for symbol in rewriter.symbols:
             bindings[self.offsets_name(symbol)] = self.outer(
                 self.offsets_of(symbol))
+        bindings.update(rewriter.index_arrays)
         position = tuple(index_var(k) for k in range(indices.ndim))
         rest = tuple(index_var(indices.ndim + k)
                      for k in range(array.ndim - 1))
@@ -658,6 +686,7 @@ class _MapLowering:
             if symbol != self.symbol and symbol in rewriter.symbols:
                 bindings[self.offsets_name(symbol)] = self.outer(
                     self.offsets_of(symbol))
+        bindings.update(rewriter.index_arrays)
         bindings.update({f"_ft_size_{name}": SizeParam(name)
                          for name in sorted(rewriter.sizes)})
         # (code generation then computes only the element's own extent)

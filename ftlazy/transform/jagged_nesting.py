@@ -59,15 +59,24 @@ map over its sentences) zipped with its sentences are, over all
 documents, the rows of all sentences in order: computed first the same
 way, they are mapped along step 1.
 
+A map over sentences that captures data of the document's sizes computed
+from its tokens alone (the tokens themselves, ``tokens @ W``, their
+transpose: each sentence attending to its whole document) computes it in
+its body instead, from arrays of a row per token: the tokens, or what the
+document computes from them (by a map over each document's tokens). Those
+are zipped into step 1 as a FractalTensor over documents whose element
+each sentence reads at its own document (``JaggedMap.element_index``:
+offsets ``offsets1[offsets0]``, read at the sentence's segment id).
+
 :func:`flatten_document_map` performs this rewrite on the map's body.
 Zipped depth-3 FractalTensors are mapped together in each view; their
 structure is checked at run time, level by level, as the reference
 evaluator does. What the views do not express raises
 :class:`NotImplementedError` naming it (``ft.evaluate_numpy`` evaluates
-it): maps over sentences that capture data of the document's sizes (its
-tokens), zipped with other data than the document's sentences and
-per-sentence rows, or whose results have counted lengths; sentence
-offsets read other than by index.
+it): maps over sentences that capture data of the document's sizes that
+reads its sentence structure, zipped with other data than the document's
+sentences and per-sentence rows, or whose results have counted lengths;
+sentence offsets read other than by index.
 
 .. autofunction:: flatten_document_map
 """
@@ -247,6 +256,18 @@ class _DocumentMap:
                     "maps over sentences capturing per-document data")})
         return self.sentence_rows[a]
 
+    def document_tokens(self, rows: Array) -> tuple[Array, Array]:
+        """The values and offsets of the FractalTensor over documents whose
+        element is *rows*, a row per token of the document: its tokens (the
+        values parameter), or an array the body computes from them (by a
+        map over each document's tokens)."""
+        _, offsets0, offsets1 = self.parts[self.docs[0]][1]
+        if isinstance(rows, BodyParam) and rows.index in self.values_params:
+            values = self.parts[self.values_params[rows.index]][1][0]
+        else:
+            values = _flatten(self, [rows])[0]
+        return values, _token_offsets(offsets0, offsets1)
+
     @property
     def num_sentences(self) -> Any:
         return sh.sub(self.parts[self.docs[0]][1][2].shape[0], 1)
@@ -398,25 +419,121 @@ def _flat_sentence_map(doc: _DocumentMap, inner: JaggedMap) -> JaggedMap:
     captured = list(zip(inner.body.params[num_mapped:], inner.captured))
     kept: list[tuple[BodyParam, Array]] = []
     along: list[tuple[BodyParam, Array]] = []
+    #: captured data of the document's sizes, computed in the sentence
+    #: map's body instead, from the document's token rows: those are
+    #: zipped in as a FractalTensor over documents that each sentence
+    #: reads at its own document (``JaggedMap.element_index``)
+    computed: dict[BodyParam, Array] = {}
+    tokens: dict[BodyParam, BodyParam] = {}     # doc values param -> stand-in
+    outer: dict[BodyParam, BodyParam] = {}      # doc captured param -> stand-in
     for p, a in captured:
         if isinstance(a, BodyParam) and a.index >= doc.num_mapped_params:
             kept.append((p, doc.outer_input[a.index]))
-        elif _depends_on_params(a):
+        elif _reads_document(doc, a) and _document_sized(doc, a):
+            for leaf in _token_leaves(doc, a):
+                table = (outer if isinstance(leaf, BodyParam)
+                         and leaf.index not in doc.values_params else tokens)
+                table.setdefault(leaf, BodyParam(-1 - len(tokens) - len(outer),
+                                                 leaf.shape, leaf.dtype))
+            computed[p] = a
+        elif _reads_document(doc, a):
             along.append((p, doc.rows_per_sentence(a)))
         else:
             kept.append((p, a))
+    kept += [(stand_in, doc.outer_input[leaf.index])
+             for leaf, stand_in in outer.items()]
     body = inner.body
-    if along:
+    if along or computed:
         # (the mapped parameters come first: renumbered)
-        order = list(body.params[:num_mapped]) + [p for p, _ in along + kept]
+        order = (list(body.params[:num_mapped]) + list(tokens.values())
+                 + [p for p, _ in along + kept])
         replace: dict[Node, Array] = {
             p: BodyParam(k, p.shape, p.dtype) for k, p in enumerate(order)}
+        leaves = {leaf: replace[stand_in]
+                  for leaf, stand_in in {**tokens, **outer}.items()}
+        replace.update((p, _Rebuilder(dict(leaves))(a))
+                       for p, a in computed.items())
         rebuild = _Rebuilder(replace)
         body = Body(tuple(replace[p] for p in order),
                     tuple(rebuild(o) for o in body.outputs))
-    return JaggedMap(body, tuple(inputs) + tuple(a for _, a in along + kept),
-                     inner.depths + (1,) * len(along),
-                     inner.symbols + ((),) * len(along), inner.what)
+    element_index: tuple = ()
+    index_input: list[Array] = []
+    if tokens:
+        element_index = ((doc.T, len(inputs) + 2 * len(tokens) + len(along)
+                          + len(kept)),)
+        index_input = [doc.sentence_documents(
+            "maps over sentences reading their document's tokens")]
+    return JaggedMap(body, tuple(inputs)
+                     + tuple(x for leaf in tokens
+                             for x in doc.document_tokens(leaf))
+                     + tuple(a for _, a in along + kept) + tuple(index_input),
+                     inner.depths + (2,) * len(tokens) + (1,) * len(along),
+                     inner.symbols + ((doc.T,),) * len(tokens)
+                     + ((),) * len(along), inner.what,
+                     element_index=element_index)
+
+
+def _reads_document(doc: _DocumentMap, a: Array) -> bool:
+    """Whether *a* reads the document: its parameters or sizes."""
+    return any(isinstance(n, BodyParam) or (
+        isinstance(n, SizeParam) and n.name in (doc.m, doc.T))
+        for n in topological_order([a]))
+
+
+def _document_sized(doc: _DocumentMap, a: Array) -> bool:
+    """Whether *a* has an axis of the document's sizes."""
+    return bool({doc.m, doc.T} & set().union(
+        *(sh.size_param_names(c) for c in a.shape)))
+
+
+def _token_leaves(doc: _DocumentMap, a: Array) -> list[Array]:
+    """What *a* (of the document's sizes, to be computed per sentence)
+    reads of the document: arrays of a row per token that read nothing of
+    its sentence structure (its tokens, or computed from them: zipped in
+    over all documents) and its captured arrays; refused where it reads
+    the sentence structure or runs a loop."""
+    from ftlazy.fractal import Loop
+    leaves: dict[Array, None] = {}
+    seen: set[Node] = set()
+    stack: list[Node] = [a]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if isinstance(n, (Loop, LoopResult)) or (
+                isinstance(n, BodyParam) and n.index in doc.offsets_params) or (
+                isinstance(n, SizeParam) and n.name == doc.m):
+            raise _refuse(
+                "maps over sentences capturing data of the document's sizes "
+                "that reads its sentence structure or runs a loop (shape "
+                f"{sh.shape_str(a.shape)})")
+        if isinstance(n, BodyParam):
+            leaves[n] = None
+        elif (isinstance(n, Array) and _token_rows(doc, n)
+              and not _reads_structure(doc, n)):
+            leaves[n] = None
+        else:
+            stack.extend(iter_children(n))
+    return list(leaves)
+
+
+def _token_rows(doc: _DocumentMap, a: Array) -> bool:
+    """Whether *a* has a row per token of the document and no other axis
+    of the document's sizes."""
+    return (bool(a.shape) and sh.prove_equal(a.shape[0], prim.Variable(doc.T))
+            and not any({doc.m, doc.T} & sh.size_param_names(c)
+                        for c in a.shape[1:]))
+
+
+def _reads_structure(doc: _DocumentMap, a: Array) -> bool:
+    """Whether *a* reads the document's sentence structure (its sentence
+    offsets or number of sentences) or runs a loop."""
+    from ftlazy.fractal import Loop
+    return any(isinstance(n, (Loop, LoopResult)) or (
+        isinstance(n, BodyParam) and n.index in doc.offsets_params) or (
+        isinstance(n, SizeParam) and n.name == doc.m)
+        for n in topological_order([a]))
 
 
 def _document_rows(doc: _DocumentMap, outputs: list[Array], skip: Any,

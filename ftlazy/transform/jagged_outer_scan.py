@@ -204,7 +204,7 @@ class _ExprPadder(ExprIdentityMapper):
             self.used = True
             if expr.op in ("max", "min"):
                 self.padding.host.nonempty.append(
-                    (self.padding.offsets, form, expr.op))
+                    (self.padding.offsets, form, expr.op, None))
             bounds.append((name, lo, prim.Variable(max_name)))
             masks.append(prim.Comparison(prim.Variable(name), "<",
                                          self.padding.extent(form)))

@@ -445,8 +445,13 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         # (0 where no element has a row: no step runs, and no step reads a
         # packed row that is not there)
         derived[name] = int(extents(offsets, form).max(initial=0))
-    for offsets, form, op in host.nonempty:
+    for offsets, form, op, picked in host.nonempty:
         ext = extents(offsets, form)
+        if picked is not None:
+            # (the elements of another map that read them: those that any
+            # element of the map picks, in the map's order)
+            by = extents(*host.segment_ids[picked])
+            ext = ext[np.repeat(np.arange(len(by), dtype=np.int64), by)]
         if ext.size and ext.min() <= 0:
             i = int(np.argmin(ext))
             raise ValueError(
