@@ -225,3 +225,25 @@ def test_sentences_reading_the_sentence_structure_stay_refused(docs):
         d), docs)
     with pytest.raises(NotImplementedError, match="depth 3"):
         ft.compile(result)
+
+
+def test_sentences_read_the_tokens_of_zipped_documents(docs):
+    # each sentence of docs against the tokens of the zipped document of
+    # docs2 (the same structure, checked at run time) and its own's
+    docs2 = ft.make_jagged_placeholder("docs2", (H,), np.float64, depth=3)
+    result = ft.map(lambda d, e: ft.map(
+        lambda s: s @ e.values.T @ d.values, d), docs, docs2)
+    data, data2 = documents("mixed", seed=4), documents("mixed", seed=5)
+
+    def tokens(doc):
+        return np.concatenate(doc) if doc else np.zeros((0, H))
+    want = [[s @ tokens(e).T @ tokens(d) for s in d]
+            for d, e in zip(data, data2)]
+    compiled = ft.compile(result)
+    for got in (compiled(docs=data, docs2=data2),
+                ft.evaluate_numpy(result, docs=data, docs2=data2)):
+        for gd, wd in zip(got.tolist(), want, strict=True):
+            for g, w in zip(gd, wd, strict=True):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="docs2"):
+        compiled(docs=data, docs2=documents("one"))
