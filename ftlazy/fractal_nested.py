@@ -325,9 +325,11 @@ def check_no_counted_results(roots: list[Array]) -> None:
                     "selection of rows (ft.filter of the element's rows, of "
                     "kept rows or of a captured array's rows) or is computed "
                     "per element (ft.repeat by a size, a 0-d array or a kept "
-                    "count; ft.product of two elements); not for this one (a "
-                    "depth-3 element's lists, a captured FractalTensor's "
-                    "lists, ...): ft.evaluate_numpy evaluates it")
+                    "count; ft.product of two elements), also such sentence "
+                    "maps of a map over documents that read nothing else of "
+                    "the document; not for this one (lists counted from a "
+                    "whole document, a captured FractalTensor's lists, ...): "
+                    "ft.evaluate_numpy evaluates it")
             if isinstance(n, Loop) and n.body not in seen:
                 seen.add(n.body)
                 stack.append(topological_order(list(n.body.outputs)))

@@ -38,7 +38,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import (
     Array, IndexLambda, Placeholder, check_user_name, normalize_dtype)
 from ftlazy.fractal import (
-    Body, Loop, LoopResult, Scan, _trace, check_carries, tree_flatten,
+    Body, BodyParam, Loop, LoopResult, Scan, _trace, check_carries, tree_flatten,
     tree_unflatten)
 from ftlazy.node import Node, node
 from ftlazy.scalar_expr import index_var, substitute
@@ -664,12 +664,15 @@ def jagged_map(f: Callable, *xs: Any,
     # per leaf of the result: its body output, or how a FractalTensor
     # result nests one level deeper (ftlazy.fractal_nested)
     leaf_outputs: list[Any] = []
+    #: the traced parameters and result leaves (see _sentence_map_result)
+    traced_leaves: list[Any] = []
 
     def traced(*flat_params: Any) -> Any:
         from ftlazy.fractal_nested import counted_array, split_nested_leaf
         elements = element_views(flat_params, depths)
         out = f(*elements)
         leaves, structure = tree_flatten(out, "map")
+        traced_leaves[:] = [flat_params, leaves]
         sentence_offsets = {e.offsets[0]: k for k, e in enumerate(elements)
                             if depths[k] == 3}
         arrays: list[Array] = []
@@ -698,6 +701,10 @@ def jagged_map(f: Callable, *xs: Any,
         _map_nesting[0] -= 1
     counted = tuple(c for k in leaf_outputs if not isinstance(k, int)
                     for c in k.counted)
+    if counted and depths == [3]:
+        flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0])
+        if flat is not None:
+            return flat
     loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),
                      tuple(symbols), what, counted)
     results = []
@@ -712,6 +719,84 @@ def jagged_map(f: Callable, *xs: Any,
     return tree_unflatten(results, out_kinds[0])
 
 # }}}
+
+
+def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
+                         structure: Any) -> Any:
+    """A map over documents whose function returns maps over the
+    document's sentences, lists of a length computed per sentence
+    (``ft.map(lambda d: ft.map(lambda s: ft.filter(p, s), d), docs)``), as
+    that sentence map over all sentences of all documents nested per
+    document (the same values), which ft.compile zips as any map over
+    depth 2; None where the function does anything else, or its sentence
+    map reads the document beyond its sentence."""
+    from ftlazy.transform.jagged_element_reads import _BodyRewriter
+    inner = None
+    picked = []
+    for leaf in leaves:
+        values = _copied(leaf.values) if isinstance(leaf, Jagged) else None
+        if not (isinstance(values, LoopResult) and isinstance(
+                values.loop, JaggedMap) and len(leaf.offsets) == 1):
+            return None
+        if inner is None:
+            inner = values.loop
+        if values.loop is not inner:
+            return None
+        picked.append(values.index)
+    if (inner is None or inner.depths != (2,) or not inner.counted
+            or inner.inputs[:2] != (params[0], params[1])):
+        return None
+    traced = set(params)
+    if any(n in traced for a in inner.captured
+           for n in _trace_nodes(a)):
+        return None
+
+    class _Replay(_BodyRewriter):
+        """The sentence map's body with its parameters replaced by what the
+        new trace gives (its element length renamed to the new one)."""
+
+        def __init__(self, replace: dict, renames: dict[str, str]) -> None:
+            super().__init__({}, 0, len(replace), renames)
+            self.replace = replace
+
+        def map_body_param(self, expr: BodyParam) -> Any:
+            if self.top and expr in self.replace:
+                return self.replace[expr]
+            return super().map_body_param(expr)
+
+    body = inner.body
+
+    def sentence_fn(s: Any) -> Any:
+        replay = _Replay({body.params[0]: s,
+                          **dict(zip(body.params[1:], inner.captured))},
+                         {inner.symbols[0][0]: s.shape[0].name})
+        return tree_unflatten([replay(body.outputs[k]) for k in picked],
+                              structure)
+    sentences = Jagged(docs.values, docs.offsets[1:])
+    flat = jagged_map(sentence_fn, sentences, what=inner.what)
+    flat_leaves, _ = tree_flatten(flat, "map")
+    return tree_unflatten([Jagged(r.values, (docs.offsets[0],) + r.offsets)
+                           for r in flat_leaves], structure)
+
+
+def _copied(a: Any) -> Any:
+    """The array *a* copies whole (an IndexLambda reading one binding at
+    its own indices; its other bindings only bind sizes), else *a*."""
+    if isinstance(a, IndexLambda) and isinstance(a.expr, prim.Subscript):
+        name = a.expr.aggregate.name
+        own = tuple(index_var(k) for k in range(a.ndim))
+        b = a.bindings.get(name)
+        if (b is not None and a.expr.index_tuple == own
+                and sh.shapes_equal(a.shape, b.shape)
+                and all(k == name or k.startswith("_ft_size_")
+                        for k in a.bindings)):
+            return b
+    return a
+
+
+def _trace_nodes(a: Any) -> list[Any]:
+    from ftlazy.node import topological_order
+    return topological_order([a]) if isinstance(a, Node) else []
 
 
 def map(f: Callable, *xs: Any) -> Any:

@@ -267,3 +267,35 @@ def test_filter_of_a_captured_tables_rows(rows):
                 assert_nested(got, want, 2)
             else:
                 np.testing.assert_array_equal(got, np.zeros((len(a), 0, H)))
+
+
+@pytest.mark.parametrize("shapes", [[(3, 0, 2), (), (1,), (4, 4)], [],
+                                    [(0, 0), ()], [(5,)]])
+def test_filters_of_each_sentence_of_documents(shapes):
+    # depth 3: per document, per sentence, the rows a predicate keeps (with
+    # a captured array): the same as the sentence map over all sentences of
+    # all documents, nested per document (ft.map does that when it is built)
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    w = ft.make_placeholder("w", (H,), np.float64)
+    result = ft.map(lambda d: ft.map(
+        lambda s: ft.filter(lambda r: ft.sum(r * w) > 0, s) * 2, d), docs)
+    rng = np.random.default_rng(2)
+    wv = rng.standard_normal(H)
+    data = [[rng.standard_normal((n, H)) for n in doc] for doc in shapes]
+    want = [[s[(s * wv).sum(axis=1) > 0] * 2 for s in d] for d in data]
+    for got in (ft.compile(result)(docs=data, w=wv),
+                ft.evaluate_numpy(result, docs=data, w=wv)):
+        assert_nested(got, want, 3)
+
+
+def test_filters_reading_their_document_stay_refused():
+    # the predicate reads the document (its tokens' mean): not one sentence
+    # map over all sentences
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    result = ft.map(lambda d: ft.map(lambda s: ft.filter(
+        lambda r: ft.sum(r) > ft.sum(d.values) / 10, s), d), docs)
+    with pytest.raises(NotImplementedError, match="not affine in the element"):
+        ft.compile(result)
+    data = [[np.ones((2, H)), -np.ones((1, H))]]
+    assert_nested(ft.evaluate_numpy(result, docs=data),
+                  [[np.ones((2, H)), np.zeros((0, H))]], 3)

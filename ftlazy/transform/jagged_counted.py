@@ -41,7 +41,10 @@ their counts (or per-row lengths), the totals and the segment ids of the
 zipped rows; the host reads back the totals, data-dependent sizes that
 size the packed results; then the program runs phase 2, the rewritten
 map. A depth-3 map, or one whose lists no round can zip, is left as it is
-(compiling it is refused naming it).
+(compiling it is refused naming it); a map over documents that only maps
+over each document's sentences is built by ``ft.map`` as that sentence map
+over all sentences (``fractal_tensor._sentence_map_result``), a map over
+depth 2.
 
 .. autofunction:: zip_counted_lists
 """
