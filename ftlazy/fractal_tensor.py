@@ -36,7 +36,8 @@ from pytools.tag import UniqueTag, tag_dataclass
 
 from ftlazy import shapes as sh
 from ftlazy.array import (
-    Array, IndexLambda, Placeholder, check_user_name, normalize_dtype)
+    Array, IndexLambda, Placeholder, SizeParam, check_user_name,
+    normalize_dtype)
 from ftlazy.fractal import (
     Body, BodyParam, Loop, LoopResult, Scan, _trace, check_carries, tree_flatten,
     tree_unflatten)
@@ -702,7 +703,8 @@ def jagged_map(f: Callable, *xs: Any,
     counted = tuple(c for k in leaf_outputs if not isinstance(k, int)
                     for c in k.counted)
     if counted and depths == [3]:
-        flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0])
+        flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0],
+                                    frozenset(first_symbols))
         if flat is not None:
             return flat
     loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),
@@ -722,7 +724,7 @@ def jagged_map(f: Callable, *xs: Any,
 
 
 def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
-                         structure: Any) -> Any:
+                         structure: Any, doc_symbols: frozenset[str]) -> Any:
     """A map over documents whose function returns maps over the
     document's sentences, lists of a length computed per sentence
     (``ft.map(lambda d: ft.map(lambda s: ft.filter(p, s), d), docs)``), as
@@ -747,8 +749,8 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
             or inner.inputs[:2] != (params[0], params[1])):
         return None
     traced = set(params)
-    if any(n in traced for a in inner.captured
-           for n in _trace_nodes(a)):
+    if any(n in traced or (isinstance(n, SizeParam) and n.name in doc_symbols)
+           for a in inner.captured for n in _trace_nodes(a)):
         return None
 
     class _Replay(_BodyRewriter):

@@ -296,6 +296,11 @@ def test_filters_reading_their_document_stay_refused():
         lambda r: ft.sum(r) > ft.sum(d.values) / 10, s), d), docs)
     with pytest.raises(NotImplementedError, match="not affine in the element"):
         ft.compile(result)
+    # (nor its number of tokens)
+    by_size = ft.map(lambda d: ft.map(lambda s: ft.filter(
+        lambda r: ft.sum(r) > d.values.shape[0], s), d), docs)
+    with pytest.raises(NotImplementedError, match="not affine in the element"):
+        ft.compile(by_size)
     data = [[np.ones((2, H)), -np.ones((1, H))]]
     assert_nested(ft.evaluate_numpy(result, docs=data),
                   [[np.ones((2, H)), np.zeros((0, H))]], 3)
