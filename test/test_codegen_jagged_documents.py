@@ -247,3 +247,37 @@ def test_sentences_read_the_tokens_of_zipped_documents(docs):
                 np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="docs2"):
         compiled(docs=data, docs2=documents("one"))
+
+
+@pytest.mark.parametrize("key", list(DOCS))
+def test_maps_over_the_lists_a_sentence_map_returned(docs, key):
+    # per document, a map over the lists an earlier map over its sentences
+    # returned (a reversed RNN per sentence, then each one's sum and the
+    # lists scaled), as one would chain two maps in numpy
+    Wp = ft.make_placeholder("W", (H, H), np.float64)
+
+    def doc_fn(doc):
+        states = ft.map(lambda s: ft.scan(lambda h, x: ft.tanh(x + h @ Wp),
+                                          s[::-1], ft.zeros(H)), doc)
+        sums = ft.map(lambda x: ft.sum(x, axis=0), states)
+        return ft.sum(sums, axis=0), ft.map(lambda x: x * 2, states)
+
+    def rnn(s):
+        h, out = np.zeros(H), []
+        for x in s[::-1]:
+            h = np.tanh(x + h @ W)
+            out.append(h)
+        return np.array(out).reshape(len(s), H)
+    data = documents(key, seed=6)
+    totals, doubled = ft.map(doc_fn, docs)
+    want_totals = np.array([sum((rnn(s).sum(axis=0) for s in d), np.zeros(H))
+                            for d in data]).reshape(len(data), H)
+    for run in (lambda r: ft.compile(r)(docs=data, W=W),
+                lambda r: ft.evaluate_numpy(r, docs=data, W=W)):
+        np.testing.assert_allclose(run(totals), want_totals, rtol=1e-12,
+                                   atol=1e-12)
+        got = run(doubled).tolist()
+        for gd, d in zip(got, data, strict=True):
+            for g, s in zip(gd, d, strict=True):
+                np.testing.assert_allclose(g, rnn(s) * 2, rtol=1e-12,
+                                           atol=1e-12)

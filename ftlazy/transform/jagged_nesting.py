@@ -66,7 +66,9 @@ its body instead, from arrays of a row per token: the tokens, or what the
 document computes from them (by a map over each document's tokens). Those
 are zipped into step 1 as a FractalTensor over documents whose element
 each sentence reads at its own document (``JaggedMap.element_index``:
-offsets ``offsets1[offsets0]``, read at the sentence's segment id).
+offsets ``offsets1[offsets0]``, read at the sentence's segment id). A map
+over the lists an earlier sentence map returned (one per sentence) maps
+over that map's result over all sentences.
 
 :func:`flatten_document_map` performs this rewrite on the map's body.
 Zipped depth-3 FractalTensors are mapped together in each view; their
@@ -386,16 +388,30 @@ def _sentence_maps(doc: _DocumentMap, outputs: list[Array]
     per_sentence: dict[Node, Array] = {}
     for inner in topological_order(outputs):
         if not isinstance(inner, JaggedMap) or not any(
-                isinstance(a, BodyParam) and a.index in doc_params
+                (isinstance(a, BodyParam) and a.index in doc_params)
+                or _sentence_lists(a, per_sentence) is not None
                 for a in inner.inputs):
             continue
-        flat = _flat_sentence_map(doc, inner)
+        flat = _flat_sentence_map(doc, inner, per_sentence)
         for k in range(inner.num_outputs):
             per_sentence[LoopResult(inner, k)] = LoopResult(flat, k)
     return per_sentence
 
 
-def _flat_sentence_map(doc: _DocumentMap, inner: JaggedMap) -> JaggedMap:
+def _sentence_lists(values: Any, per_sentence: dict[Node, Array]
+                    ) -> tuple[Array, Array] | None:
+    """Where *values* is the packed result, a list per sentence, of a map
+    over the document's sentences already over all sentences (in
+    *per_sentence*): that result's values and offsets over all
+    sentences."""
+    flat = per_sentence.get(values)
+    if flat is None or not values.loop.is_jagged_output(values.index):
+        return None
+    return flat, flat.loop.output_offsets(flat.index)
+
+
+def _flat_sentence_map(doc: _DocumentMap, inner: JaggedMap,
+                       per_sentence: dict[Node, Array]) -> JaggedMap:
     """The map over the sentences of the document, *inner*, over all
     sentences of all documents. What it captures from the document's
     computations (per-document data) is mapped along, one row per
@@ -407,6 +423,14 @@ def _flat_sentence_map(doc: _DocumentMap, inner: JaggedMap) -> JaggedMap:
             # (per-sentence data the document computes, one row per
             # sentence: its rows over all sentences, in order)
             inputs.append(_flatten(doc, [arrays[0]])[0])
+            continue
+        lists = (_sentence_lists(arrays[0], per_sentence) if depth == 2
+                 else None)
+        if lists is not None and arrays[1] == arrays[0].loop.output_offsets(
+                arrays[0].index):
+            # (the lists an earlier map over the sentences returned, one per
+            # sentence: that map's result over all sentences)
+            inputs += list(lists)
             continue
         if not (depth == 2 and all(isinstance(a, BodyParam) for a in arrays)
                 and arrays[0].index in doc.values_params
