@@ -748,9 +748,11 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
     if (inner is None or inner.depths != (2,) or not inner.counted
             or inner.inputs[:2] != (params[0], params[1])):
         return None
+    from ftlazy.node import topological_order
     traced = set(params)
     if any(n in traced or (isinstance(n, SizeParam) and n.name in doc_symbols)
-           for a in inner.captured for n in _trace_nodes(a)):
+           for n in topological_order(
+               [a for a in inner.captured if isinstance(a, Node)])):
         return None
 
     class _Replay(_BodyRewriter):
@@ -794,11 +796,6 @@ def _copied(a: Any) -> Any:
                         for k in a.bindings)):
             return b
     return a
-
-
-def _trace_nodes(a: Any) -> list[Any]:
-    from ftlazy.node import topological_order
-    return topological_order([a]) if isinstance(a, Node) else []
 
 
 def map(f: Callable, *xs: Any) -> Any:

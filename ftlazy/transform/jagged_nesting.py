@@ -516,7 +516,6 @@ def _token_leaves(doc: _DocumentMap, a: Array) -> list[Array]:
     its sentence structure (its tokens, or computed from them: zipped in
     over all documents) and its captured arrays; refused where it reads
     the sentence structure or runs a loop."""
-    from ftlazy.fractal import Loop
     leaves: dict[Array, None] = {}
     seen: set[Node] = set()
     stack: list[Node] = [a]
@@ -525,9 +524,7 @@ def _token_leaves(doc: _DocumentMap, a: Array) -> list[Array]:
         if n in seen:
             continue
         seen.add(n)
-        if isinstance(n, (Loop, LoopResult)) or (
-                isinstance(n, BodyParam) and n.index in doc.offsets_params) or (
-                isinstance(n, SizeParam) and n.name == doc.m):
+        if _is_structure(doc, n):
             raise _refuse(
                 "maps over sentences capturing data of the document's sizes "
                 "that reads its sentence structure or runs a loop (shape "
@@ -550,14 +547,19 @@ def _token_rows(doc: _DocumentMap, a: Array) -> bool:
                         for c in a.shape[1:]))
 
 
-def _reads_structure(doc: _DocumentMap, a: Array) -> bool:
-    """Whether *a* reads the document's sentence structure (its sentence
-    offsets or number of sentences) or runs a loop."""
+def _is_structure(doc: _DocumentMap, n: Node) -> bool:
+    """Whether *n* is the document's sentence structure (its sentence
+    offsets or number of sentences) or a loop."""
     from ftlazy.fractal import Loop
-    return any(isinstance(n, (Loop, LoopResult)) or (
-        isinstance(n, BodyParam) and n.index in doc.offsets_params) or (
-        isinstance(n, SizeParam) and n.name == doc.m)
-        for n in topological_order([a]))
+    return (isinstance(n, (Loop, LoopResult))
+            or (isinstance(n, BodyParam) and n.index in doc.offsets_params)
+            or (isinstance(n, SizeParam) and n.name == doc.m))
+
+
+def _reads_structure(doc: _DocumentMap, a: Array) -> bool:
+    """Whether *a* reads the document's sentence structure or runs a
+    loop."""
+    return any(_is_structure(doc, n) for n in topological_order([a]))
 
 
 def _document_rows(doc: _DocumentMap, outputs: list[Array], skip: Any,
@@ -759,7 +761,3 @@ def _sizes(node: Node) -> frozenset[str]:
     if isinstance(node, Array):
         return frozenset().union(*(sh.size_param_names(c) for c in node.shape))
     return frozenset()
-
-
-def _depends_on_params(a: Array) -> bool:
-    return any(isinstance(n, BodyParam) for n in topological_order([a]))

@@ -207,17 +207,15 @@ class _Lowering:
         #: placeholders the dense program does not read whose shapes give
         #: sizes it needs (the number of elements of a FractalTensor whose
         #: map's body does not read it): bound from them at each call
-        shown = {name for n in dense_inputs for d in n.shape
-                 for name in sh.size_param_names(d)}
-        unread = collect_size_names(lowered.values()) - shown
+        def sizes(nodes: Any) -> set[str]:
+            return {name for n in nodes for d in n.shape
+                    for name in sh.size_param_names(d)}
+        unread = collect_size_names(lowered.values()) - sizes(dense_inputs)
         self.size_sources = [
             n for n in self.input_nodes
             if isinstance(n, Placeholder) and n not in dense_inputs
-            and unread & {name for d in n.shape
-                          for name in sh.size_param_names(d)}]
-        self.unread_sizes = unread & {name for n in self.size_sources
-                                      for d in n.shape
-                                      for name in sh.size_param_names(d)}
+            and unread & sizes([n])]
+        self.unread_sizes = unread & sizes(self.size_sources)
 
 
 class _InputCopiesForwarded(CopyMapper):
@@ -435,7 +433,7 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         if name in underived:
             continue
         if id(ext) not in ids_of:
-            ids_of[id(ext)] = np.repeat(np.arange(len(ext), dtype=np.int64), ext)
+            ids_of[id(ext)] = _segment_ids(ext)
         derived[name] = ids_of[id(ext)]
     for name, (offsets, form) in host.max_extents.items():
         # (at least 1: a max or min over no step is refused by the size
@@ -450,8 +448,7 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         if picked is not None:
             # (the elements of another map that read them: those that any
             # element of the map picks, in the map's order)
-            by = extents(*host.segment_ids[picked])
-            ext = ext[np.repeat(np.arange(len(by), dtype=np.int64), by)]
+            ext = ext[_segment_ids(extents(*host.segment_ids[picked]))]
         if ext.size and ext.min() <= 0:
             i = int(np.argmin(ext))
             raise ValueError(
@@ -459,6 +456,11 @@ def _derive(host: HostDerivations, given: dict[str, Any],
                 f"reduction operation {'maximum' if op == 'max' else 'minimum'} "
                 "which has no identity")
     return derived
+
+
+def _segment_ids(extents: np.ndarray) -> np.ndarray:
+    """The element of each packed row, elements of *extents* rows."""
+    return np.repeat(np.arange(len(extents), dtype=np.int64), extents)
 
 
 def _negative_message(extents: np.ndarray, form: tuple[int, int]) -> str:

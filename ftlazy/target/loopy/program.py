@@ -164,7 +164,8 @@ class CompiledArtifact:
 
     def launcher(self, context: cl.Context) -> _Launcher | _InvokerLauncher:
         """The kernels built for *context* (see :meth:`executor`) and the
-        host function of loopy's invoker that enqueues them."""
+        host function of loopy's invoker that enqueues them; the invoker
+        itself where this loopy version's has no such function."""
         launch = self.launchers.get(context)
         if launch is None:
             ex = self.executor(context)

@@ -50,16 +50,13 @@ def _expr_cost(expr: Any) -> int:
 
 
 def _computed_part(n: IndexLambda) -> Any:
-    """*n*'s expression without the guard of its unread padding (an array
-    of a jagged map's body padded to the longest element: readers read
-    only inside each element's extent, so a reader inlining it pays for
-    the computation alone)."""
-    from ftlazy.target.loopy.padding import UnreadPadding
-    expr = n.expr
-    if isinstance(expr, prim.If) and any(isinstance(t, UnreadPadding)
-                                         for t in n.tags):
-        return expr.then
-    return expr
+    """*n*'s expression without the guard of its unread padding (see
+    :func:`~ftlazy.target.loopy.padding.padding_bounds`: readers read only
+    inside each element's extent, so a reader inlining it pays for the
+    computation alone, as the code it gets inlined shows)."""
+    from ftlazy.target.loopy.padding import padding_bounds
+    found = padding_bounds(n)
+    return n.expr if found is None else found[0]
 
 
 @lru_cache(maxsize=2**16)
