@@ -3,7 +3,7 @@
 ftlazy's compiled maps over FractalTensors versus numpy anchors.
 
 Run by hand: ``python benchmarks/bench_jagged_sequences.py [--quick]
-[--repeat 5] [--only J10,J8]``. Workloads and anchors follow
+[--repeat 5] [--warmup 5] [--only J10,J8]``. Workloads and anchors follow
 ``shared/research/jagged_anchors.md`` §4 (float32):
 
 * J8, segmented diagonal linear recurrence ``h_t = a ⊙ h_{t-1} + x_t``,
@@ -401,6 +401,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=5,
+                        help="untimed calls before each timing")
     parser.add_argument("--only", default=",".join(WORKLOADS),
                         help="comma-separated workloads to run (default: "
                         f"{','.join(WORKLOADS)})")
@@ -420,7 +422,10 @@ def main() -> None:
     print(f"OpenCL triad: {triad_bytes(sizes['triad']) / triad.best / 1e9:.1f} GB/s")
 
     rows, reuse_rows = [], []
-    timed = lambda fn: best_of(fn, repeat=args.repeat).median  # noqa: E731
+    # (a few warm-up calls: PoCL's worker threads take some calls to reach
+    # their steady pace after the previous workload's pause)
+    timed = lambda fn: best_of(fn, repeat=args.repeat,  # noqa: E731
+                               warmup=args.warmup).median
 
     def ft_times(f: Any, inputs: dict[str, Any]) -> tuple[float, float]:
         """Median seconds of ``f(**inputs)`` and of its kernels alone

@@ -360,12 +360,19 @@ class RaggedScan(Scan):
     :attr:`step_index`. The carries are ``(n, ...)``; the
     body must keep a finished element's carry (the lowering gates it with a
     step mask). With :attr:`keep_all`, result ``k`` is packed: element
-    ``i``'s carry after step ``t`` at row ``start_i + t``."""
+    ``i``'s carry after step ``t`` at row ``start_i + t``.
+
+    :attr:`order_index`, where not -1, is a captured ``(2, n)`` int64
+    input: row 0 the elements by descending extent, row 1 each element's
+    place in that order. It does not change what the scan computes; code
+    generation may use it to run elements of similar extents together
+    (:mod:`ftlazy.target.loopy.balance`)."""
 
     offsets_index: int = -1
     form: tuple[int, int] = (0, 1)
     steps: Any = 0
     num_ragged: int = 0
+    order_index: int = -1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -375,6 +382,11 @@ class RaggedScan(Scan):
                 < len(self.inputs)):
             raise ValueError("RaggedScan: its packed inputs must be scanned, "
                              "then the step index, and its offsets captured")
+        if self.order_index != -1 and not (
+                nc + ns <= self.order_index < len(self.inputs)
+                and self.inputs[self.order_index].ndim == 2):
+            raise ValueError("RaggedScan: its order of elements must be a "
+                             "captured (2, n) input")
         if len(self.body.params) != len(self.inputs) or \
                 len(self.body.outputs) != nc:
             raise ValueError("RaggedScan: the body does not match the inputs")
@@ -387,6 +399,11 @@ class RaggedScan(Scan):
     @property
     def offsets(self) -> Array:
         return self.inputs[self.offsets_index]
+
+    @property
+    def order(self) -> Array | None:
+        """The captured order of the elements (see the class docs), or None."""
+        return None if self.order_index == -1 else self.inputs[self.order_index]
 
     @property
     def step_index(self) -> int:

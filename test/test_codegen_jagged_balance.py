@@ -7,6 +7,8 @@ program serving every length distribution."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pymbolic.primitives as prim
 import pytest
@@ -14,7 +16,10 @@ from pymbolic import evaluate
 
 import ftlazy as ft
 from ftlazy.fractal_tensor import RaggedScan
-from ftlazy.target.loopy.balance import block_extent
+from ftlazy.target.loopy.balance import _block_of_group, block_extent
+from ftlazy.target.loopy.jagged_program import _row_order
+from ftlazy.target.loopy.plan import ScanPlan
+from ftlazy.target.loopy.profile import as_options
 
 H = 3
 RNG = np.random.default_rng(11)
@@ -29,6 +34,9 @@ SKEWED = {
     "descending": tuple(range(20, -1, -1)),
     "ascending": tuple(range(21)),
     "empty_batch": (),
+    # five whole blocks of eight (their order alternates) and a partial one
+    "many_blocks": tuple(int(v) for v in
+                         np.random.default_rng(5).integers(0, 30, 45)),
 }
 
 
@@ -66,10 +74,10 @@ def ragged_scan_plans(compiled):
     return [compiled.plan.scans[s] for s in ragged_scans(compiled)]
 
 
-def check_all(result, reference, **more):
+def check_all(result, reference, options=None, **more):
     """*result* compiled once, run on every skewed distribution, against
     the per-sequence *reference* (the stacked results or last carries)."""
-    compiled = ft.compile(result)
+    compiled = ft.compile(result, options=options)
     for lengths in SKEWED.values():
         data = batch(lengths)
         got = compiled(xs=data, **more)
@@ -84,17 +92,80 @@ def check_all(result, reference, **more):
     return compiled
 
 
+def current_options(**changes):
+    """The options the test's flavour compiles with, *changes* applied."""
+    return dataclasses.replace(as_options(None), **changes)
+
+
+@pytest.mark.parametrize("sort", [True, False], ids=["sorted", "in_order"])
 @pytest.mark.parametrize("stacked", [True, False], ids=["scan", "fold"])
-def test_rnn_over_skewed_lengths(xs, stacked):
-    # h @ U is a product: rows run in blocks of several elements
+def test_rnn_over_skewed_lengths(xs, stacked, sort):
+    # h @ U is a product: rows run in blocks of several elements, by
+    # default the elements sorted by length (a fold's last carries are then
+    # read from the slot of their block's step count)
     Up = ft.make_placeholder("U", (H, H), np.float64)
     loop = ft.scan if stacked else ft.fold
     result = ft.map(lambda s: loop(lambda h, x: ft.tanh(x + h @ Up), s,
                                    ft.zeros(H)), xs)
     compiled = check_all(result, lambda s: rnn_numpy(s)[0 if stacked else 1],
-                         U=U)
+                         options=current_options(sort_ragged_rows=sort), U=U)
     (plan,) = ragged_scan_plans(compiled)
     assert plan.flavour == "row_blocked" and plan.block_bounded
+    assert plan.rows_per_group > 1 and plan.sorted_rows == sort
+    assert ("by descending length" in str(plan)) == sort
+
+
+def test_stacked_layers_share_the_sorted_blocks(xs):
+    # a fold over layers of maps of scans: every layer's scan blocks the
+    # same elements in the same order, so on CPUs all run in one kernel
+    Ws = ft.make_placeholder("Ws", (3, H, H), np.float64)
+
+    def layer(batch, W):
+        return ft.map(lambda s: ft.scan(lambda h, x: ft.tanh(x + h @ W), s,
+                                        ft.zeros(H)), batch)
+    result = ft.fold(layer, Ws, xs)
+    Wv = RNG.standard_normal((3, H, H)) * 0.5
+
+    def reference(s):
+        for W in Wv:
+            h, out = np.zeros(H), []
+            for x in s:
+                h = np.tanh(x + h @ W)
+                out.append(h)
+            s = np.array(out).reshape(len(s), H)
+        return s
+    compiled = check_all(result, reference, Ws=Wv)
+    plans = ragged_scan_plans(compiled)
+    assert len(plans) == 3 and all(p.sorted_rows for p in plans)
+    # (chains are for groups of one work item: CPUs)
+    chained = 2 if plans[0].single_item_groups else 0
+    assert [p.chained for p in plans].count(True) == chained
+    (order,) = {s.order for s in ragged_scans(compiled)}
+    assert order is not None
+
+
+def test_row_order_is_by_descending_extent():
+    extents = np.array([3, 0, 7, 3, 7, 1])
+    order, place = _row_order(extents)
+    assert order.tolist() == [2, 4, 0, 3, 5, 1]
+    assert (place[order] == np.arange(6)).all()
+    assert _row_order(np.zeros(0, np.int64)).shape == (2, 0)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 8, 9, 16, 21, 45, 48, 63])
+def test_blocks_of_groups_are_a_permutation(rows):
+    # whole blocks alternate longest and shortest; a partial last block
+    # stays with the last group, whose rows the emitters guard
+    plan = ScanPlan("T", "row_blocked", prim.Variable("n"), 8)
+    expr = _block_of_group(prim.Variable("g"), plan)
+    groups = -(-rows // 8)
+    blocks = [evaluate(expr, {"g": g, "n": rows}) for g in range(groups)]
+    assert sorted(blocks) == list(range(groups))
+    whole = rows // 8
+    if whole < groups:
+        assert blocks[-1] == groups - 1
+    first = min(2, whole)
+    assert blocks[:first] == [0, whole - 1][:first]
 
 
 def test_linear_recurrence_over_skewed_lengths(xs):

@@ -309,6 +309,8 @@ def _hoisted(scan: Scan, pays: Pays, where: str) -> Scan:
             if isinstance(n, BodyParam) and n.index >= nc + ns}
     if ragged:
         used.add(scan.offsets_index)
+        if scan.order_index != -1:
+            used.add(scan.order_index)
     captured = scan.captured
     outside = _Substituter({}, {nc + ns + k: a for k, a in enumerate(captured)})
 
@@ -341,7 +343,9 @@ def _hoisted(scan: Scan, pays: Pays, where: str) -> Scan:
                                    num_scanned=ns + len(step_nodes))
     if ragged:
         changes.update(num_ragged=scan.num_ragged + len(step_nodes),
-                       offsets_index=renumber[scan.offsets_index].index)
+                       offsets_index=renumber[scan.offsets_index].index,
+                       order_index=(-1 if scan.order_index == -1
+                                    else renumber[scan.order_index].index))
     return scan.copy(**changes)
 
 # }}}

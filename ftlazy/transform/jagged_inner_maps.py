@@ -147,9 +147,7 @@ def _read_only(node: Array) -> Array:
 def _host_computable(node: Array, host: HostDerivations) -> bool:
     """Whether the host can evaluate *node* from the inputs of a call: it
     runs no loop and reads nothing that *host* derives at the call."""
-    derived = (set(host.segment_ids) | set(host.max_extents)
-               | set(host.step_counts)) | {
-        f"{name}_rows" for name in host.segment_ids}
+    derived = host.names
     return not any(isinstance(n, (Loop, LoopResult)) or (
         isinstance(n, (Placeholder, SizeParam)) and n.name in derived)
         for n in topological_order([node]))

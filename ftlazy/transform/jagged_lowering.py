@@ -68,6 +68,8 @@ from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.mapper import UnsupportedExpressionError
+from pymbolic.mapper.flattener import flatten
 
 from ftlazy import shapes as sh
 from ftlazy.array import AdvancedIndex, Array, IndexLambda, Placeholder, SizeParam
@@ -84,9 +86,28 @@ from ftlazy.transform.jagged_scans import lower_scan, unroll_element_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
 
-__all__ = ["lower_jagged_maps", "HostDerivations"]
+__all__ = ["lower_jagged_maps", "HostDerivations", "copied_source"]
 
 _INT64 = np.dtype(np.int64)
+
+
+def copied_source(node: Array) -> Array:
+    """*node*, or the array it copies if its body reads one at its own
+    indices only (followed down a chain of such copies): the offsets of a
+    map's result that are its input's, for instance."""
+    while (isinstance(node, IndexLambda) and node.ndim == 1
+           and len(node.bindings) == 1):
+        (name, source), = node.bindings.items()
+        try:
+            body = flatten(node.expr)
+        except UnsupportedExpressionError:  # (casts, reductions, ...)
+            break
+        if (body != prim.Subscript(prim.Variable(name), index_var(0))
+                or source.dtype != node.dtype
+                or not sh.shapes_equal(source.shape, node.shape)):
+            break
+        node = source
+    return node
 
 
 @dataclass
@@ -105,6 +126,10 @@ class HostDerivations:
     #: the largest extent, 0 where no element has a row (unlike
     #: :attr:`max_extents`, which is at least 1 to size padded axes)
     step_counts: dict[str, tuple[Array, tuple[int, int]]] = field(
+        default_factory=dict)
+    #: placeholder name -> ``(2, n)``: the elements by descending extent,
+    #: then each element's place in that order (see ``RaggedScan.order``)
+    row_orders: dict[str, tuple[Array, tuple[int, int]]] = field(
         default_factory=dict)
     #: (offsets node, extent, reduction op): max/min reductions that need
     #: every element's extent to be positive
@@ -131,9 +156,25 @@ class HostDerivations:
     def step_count_for(self, offsets: Array, form: tuple[int, int]) -> str:
         return _name_for(self.step_counts, "_ft_steps", offsets, form)
 
+    def row_order_for(self, offsets: Array, form: tuple[int, int]
+                      ) -> Placeholder:
+        # (one order for the copies of the same offsets: the layers of a
+        # stacked RNN run their elements in the same blocks, see
+        # ftlazy.target.loopy.scan_chains)
+        name = _name_for(self.row_orders, "_ft_order", offsets, form)
+        return Placeholder(name, (2, sh.sub(offsets.shape[0], 1)), _INT64)
+
+    @property
+    def names(self) -> set[str]:
+        """The names of the arrays and sizes derived at each call."""
+        return (set(self.segment_ids) | set(self.max_extents)
+                | set(self.step_counts) | set(self.row_orders)
+                | {f"{name}_rows" for name in self.segment_ids})
+
     @property
     def empty(self) -> bool:
         return not (self.segment_ids or self.max_extents or self.step_counts
+                    or self.row_orders
                     or self.nonempty
                     or self.zipped or self.same_count)
 
@@ -141,7 +182,10 @@ class HostDerivations:
 def _name_for(table: dict[str, tuple[Array, tuple[int, int]]], prefix: str,
               offsets: Array, form: tuple[int, int]) -> str:
     """The name *table* gives the derivation from *offsets* and *form*
-    (a new one, numbered after *prefix*, the first time)."""
+    (a new one, numbered after *prefix*, the first time). Copies of the
+    same offsets (the offsets of a map's result that are its input's, as in
+    each layer of a stacked RNN) share it."""
+    offsets = copied_source(offsets)
     for name, (o, f) in table.items():
         if o == offsets and f == form:
             return name

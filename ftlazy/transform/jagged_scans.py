@@ -171,13 +171,15 @@ def _scan_over_rows(lowering: _MapLowering, scan: Scan, symbol: str,
         gated.append(_gated(carry, value, step, captures(offsets), form,
                             segment_ids))
     offsets_index = captures(offsets).index
+    order_index = captures(lowering.host.row_order_for(offsets, form)).index
     body_params = sorted([p for p, _ in params] + [step]
                          + list(captures.params.values()), key=lambda p: p.index)
     batched_scan = RaggedScan(Body(tuple(body_params), tuple(gated)),
                               tuple(new_inputs) + tuple(captures.params),
                               nc, ns + 1, scan.keep_all,
                               offsets_index=offsets_index, form=form,
-                              steps=steps, num_ragged=ns)
+                              steps=steps, num_ragged=ns,
+                              order_index=order_index)
     return [(LoopResult(batched_scan, k),
              _Kind("packed", form, symbol) if scan.keep_all else params[k][1])
             for k in range(nc)]

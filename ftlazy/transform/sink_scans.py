@@ -143,7 +143,9 @@ def _sunk(scan: RaggedScan, uses: Counter) -> RaggedScan:
                          key=lambda p: p.index)
     return scan.copy(body=Body(tuple(body_params), outputs), inputs=tuple(inputs),
                      num_scanned=ns - nr + num_ragged, num_ragged=num_ragged,
-                     offsets_index=renumber[scan.offsets_index].index)
+                     offsets_index=renumber[scan.offsets_index].index,
+                     order_index=(-1 if scan.order_index == -1
+                                  else renumber[scan.order_index].index))
 
 
 class _ScanSinker(CopyMapper):

@@ -22,10 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import pymbolic.primitives as prim
 import pyopencl.array as cla
-from pymbolic.mapper import UnsupportedExpressionError
-from pymbolic.mapper.flattener import flatten
 
 from ftlazy import shapes as sh
 from ftlazy.array import (
@@ -36,7 +33,6 @@ from ftlazy.fractal_nested import check_no_counted_results
 from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
-from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import (
     bind_inputs, collect_inputs, collect_size_names)
 from ftlazy.target.loopy.jagged_first_phase import FirstPhase
@@ -44,7 +40,8 @@ from ftlazy.target.jagged_inputs import (
     check_zipped, expand_jagged_inputs, fractal_tensor_label)
 from ftlazy.transform.jagged_counted import zip_counted_lists
 from ftlazy.transform.jagged_element_reads import zip_element_reads
-from ftlazy.transform.jagged_lowering import HostDerivations, lower_jagged_maps
+from ftlazy.transform.jagged_lowering import (
+    HostDerivations, copied_source, lower_jagged_maps)
 from ftlazy.transform.mappers import CopyMapper
 from ftlazy.transform.scan_body_maps import close_scan_bodies, open_scan_bodies
 
@@ -260,7 +257,8 @@ class JaggedCompiledFunction:
         # segment ids that no kernel reads (a fused plan finds each element's
         # rows from the offsets) are not derived at each call
         program = getattr(self.inner, "program", None)
-        self.underived = (program.omittable_inputs(set(lowering.host.segment_ids))
+        self.underived = (program.omittable_inputs(set(lowering.host.segment_ids)
+                                                  | set(lowering.host.row_orders))
                           if program is not None else frozenset())
 
     @property
@@ -340,21 +338,9 @@ def _on_host(value: Any) -> Any:
 
 @lru_cache(maxsize=1024)
 def _host_source(node: Array) -> tuple[Array, frozenset[str]]:
-    """*node*, or the array it copies if its body reads one at its own
-    indices only (followed down a chain of such copies), and the names of
-    the inputs evaluating that array needs."""
-    while (isinstance(node, IndexLambda) and node.ndim == 1
-           and len(node.bindings) == 1):
-        (name, source), = node.bindings.items()
-        try:
-            body = flatten(node.expr)
-        except UnsupportedExpressionError:  # (casts, reductions, ...)
-            break
-        if (body != prim.Subscript(prim.Variable(name), index_var(0))
-                or source.dtype != node.dtype
-                or not sh.shapes_equal(source.shape, node.shape)):
-            break
-        node = source
+    """*node*, or the array it copies (see :func:`copied_source`), and the
+    names of the inputs evaluating that array needs."""
+    node = copied_source(node)
     return node, frozenset(
         {n.name for n in collect_inputs([node]) if n.name is not None}
         | collect_size_names([node]))
@@ -443,6 +429,9 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         # (0 where no element has a row: no step runs, and no step reads a
         # packed row that is not there)
         derived[name] = int(extents(offsets, form).max(initial=0))
+    for name, (offsets, form) in host.row_orders.items():
+        if name not in underived:
+            derived[name] = _row_order(extents(offsets, form))
     for offsets, form, op, picked in host.nonempty:
         ext = extents(offsets, form)
         if picked is not None:
@@ -461,6 +450,15 @@ def _derive(host: HostDerivations, given: dict[str, Any],
 def _segment_ids(extents: np.ndarray) -> np.ndarray:
     """The element of each packed row, elements of *extents* rows."""
     return np.repeat(np.arange(len(extents), dtype=np.int64), extents)
+
+
+def _row_order(extents: np.ndarray) -> np.ndarray:
+    """``(2, n)``: the elements by descending extent (ties in element order),
+    then each element's place in that order."""
+    order = np.argsort(-extents, kind="stable")
+    place = np.empty_like(order)
+    place[order] = np.arange(len(order))
+    return np.stack([order, place]).astype(np.int64, copy=False)
 
 
 def _negative_message(extents: np.ndarray, form: tuple[int, int]) -> str:

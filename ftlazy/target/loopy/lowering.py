@@ -451,7 +451,9 @@ class _CheckInserter(CopyMapper):
         new = expr.copy(body=new_body,
                         inputs=inputs[:nc] + tuple(inits) + inputs[nc:],
                         num_carries=nc + extra,
-                        **({"offsets_index": expr.offsets_index + extra}
+                        **({"offsets_index": expr.offsets_index + extra,
+                            "order_index": (-1 if expr.order_index == -1
+                                            else expr.order_index + extra)}
                            if ragged else {}))
         k = nc
         for c in checks:

@@ -106,6 +106,10 @@ class ScanPlan:
     :attr block_bounded: each group's time loop stops at the longest
         element of its own block of rows (a row-blocked ragged scan, see
         :mod:`.balance`), not at the scan's length.
+    :attr sorted_rows: the blocks take the elements by descending extent
+        (the scan's :attr:`~ftlazy.fractal_tensor.RaggedScan.order`), not
+        in element order, so that a block's elements run about as many
+        steps as each other (see :mod:`.balance`).
     """
 
     length: Any
@@ -114,6 +118,7 @@ class ScanPlan:
     rows_per_group: int = 1
     single_item_groups: bool = False
     block_bounded: bool = False
+    sorted_rows: bool = False
     #: runs in the kernel of the scan before it, each group's after that
     #: scan's loop for the same rows (see :mod:`.scan_chains`)
     chained: bool = False
@@ -142,6 +147,8 @@ class ScanPlan:
                         else "")
                      + (", each group's loop bounded by its block's longest "
                         "element" if self.block_bounded else "")
+                     + (", elements blocked by descending length"
+                        if self.sorted_rows else "")
                      + (", in one kernel after the scan before it, each "
                         "group after its own rows' loop there" if self.chained
                         else ""))
@@ -680,9 +687,12 @@ def plan_scan(scan: Scan, profile: DeviceProfile, nested: bool = False
     if (vector_storage is not storage
             and independent_rows(scan, vector_storage, profile) == batch):
         storage = vector_storage
+    bounded = block_bounded(scan, "row_blocked", batch[0], nested)
     return ScanPlan(scan.length, "row_blocked", batch[0], batch[1],
-                    profile.kind == "cpu",
-                    block_bounded(scan, "row_blocked", batch[0], nested),
+                    profile.kind == "cpu", bounded,
+                    sorted_rows=(bounded and batch[1] > 1
+                                 and profile.sort_ragged_rows
+                                 and scan.order is not None),
                     storage=storage)
 
 

@@ -49,6 +49,9 @@ class CodegenOptions:
         block per work item.
     :attr vector_min_length: flat elementwise kernels shorter than this stay
         scalar (the profile's default is 4096).
+    :attr sort_ragged_rows: ``False`` runs the scans over a FractalTensor's
+        rows with each work group's block of elements in element order, not
+        sorted by length (the default, ``None``, sorts them).
     """
 
     vector_width: int | None = None
@@ -56,6 +59,7 @@ class CodegenOptions:
     device_kind: str | None = None
     matmul_block: tuple[int, int] | None = None
     vector_min_length: int | None = None
+    sort_ragged_rows: bool | None = None
 
     def __post_init__(self) -> None:
         if self.vector_width is not None and self.vector_width not in VECTOR_WIDTHS:
@@ -159,6 +163,9 @@ class DeviceProfile:
     bounds_check_max_nodes: int = 500
     #: rows per work group tried, in order, for row-blocked scans
     scan_rows_per_group: tuple[int, ...] = (8, 4, 2)
+    #: row-blocked ragged scans block their elements by descending extent
+    #: (each block's loop then runs about its own elements' steps)
+    sort_ragged_rows: bool = True
     #: elements of a private accumulator block (doubles: 32 KiB)
     max_private_accumulator: int = 4096
     #: inputs of at most this many elements are packed into one argument
@@ -215,6 +222,8 @@ class DeviceProfile:
             changes["matmul_block"] = options.matmul_block
         if options.vector_min_length is not None:
             changes["vector_min_length"] = options.vector_min_length
+        if options.sort_ragged_rows is not None:
+            changes["sort_ragged_rows"] = bool(options.sort_ragged_rows)
         return dataclasses.replace(self, **changes) if changes else self
 
 

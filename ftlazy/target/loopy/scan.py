@@ -55,10 +55,9 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
         group: str | None = kb.parts.fresh("_ft_bg")
         kb.parts.add_blocks_domain(group, per_group, rows)
         kb.parts.iname_tags[group] = "g.0"
-        first_row: Any = prim.Variable(group) * per_group
     else:
         rows = per_group = node.shape[0] if node.ndim == 2 else 1
-        group, first_row = None, 0
+        group = None
     (rname, _, kext), = reduction.bounds
     ncols = node.shape[-1]
     # k steps summed per accumulator update: fewer loads and stores of
@@ -84,7 +83,23 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
     kb.parts.priorities.extend([(t, r) for t in scope.outer_inames]
                            + [(r, j)] + [(t, k) for t in scope.outer_inames]
                            + [(k, r)])
+    # (sorted elements: the block's rows are not contiguous in the result,
+    # so the store runs a row loop, each row's columns contiguous)
+    sorted_store = group is not None and scope.element_at is not None
+    if sorted_store:
+        r2, j2 = kb.parts.fresh("_ft_rr"), kb.parts.fresh("_ft_jj")
+        if partial:
+            kb.parts.add_guarded_domain([r2, j2], [per_group, ncols],
+                                        f"{per_group}*{group} + {r2}", rows,
+                                        (group,))
+        else:
+            kb.parts.add_domain([r2, j2], [per_group, ncols])
+        loops["store"] = (r2, j2)
+        kb.parts.priorities.extend([(t, r2) for t in scope.outer_inames]
+                                   + [(r2, j2)])
     for role in ("init", "store"):
+        if role == "store" and sorted_store:
+            continue
         flat = kb.parts.fresh("_ft_ff")
         if partial and role == "store":
             kb.parts.add_guarded_domain(
@@ -98,15 +113,19 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
 
     def element(row: Any, col: Any) -> tuple:
         # (a one-dimensional result is a single row)
-        return (first_row + row, col) if node.ndim == 2 else (col,)
+        if node.ndim != 2:
+            return (col,)
+        if group is None:
+            return (row, col)
+        return (scope.element_row(prim.Variable(group), row), col)
 
     def split(flat: Any) -> tuple:
         return (flat // ncols, flat % ncols) if per_group > 1 else (0, flat)
 
     def at(role):
-        if role == "update":
-            return prim.Subscript(prim.Variable(acc), (
-                prim.Variable(r), prim.Variable(j)))
+        if len(loops[role]) == 2:
+            return prim.Subscript(prim.Variable(acc), tuple(
+                prim.Variable(i) for i in loops[role]))
         return prim.Subscript(prim.Variable(acc),
                               split(prim.Variable(loops[role][0])))
     here = element(prim.Variable(r), prim.Variable(j))
@@ -122,7 +141,8 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
     acc = kb.parts.private_array("_ft_acc", node.dtype, (per_group, ncols))
     base = frozenset(scope.outer_inames) | set(hardware)
     init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
-    stored = prim.Variable(loops["store"][0])
+    stored = (tuple(prim.Variable(i) for i in loops["store"])
+              if sorted_store else split(prim.Variable(loops["store"][0])))
     insns = [
         lp.Assignment(at("init"), node.dtype.type(0), id=init_id,
                       within_inames=base | set(loops["init"]),
@@ -131,8 +151,7 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
                       within_inames=base | {k, *loops["update"]},
                       within_inames_is_final=True,
                       depends_on=frozenset(ctx.deps) | {init_id}),
-        lp.Assignment(prim.Subscript(prim.Variable(name), element(
-                          *split(stored))),
+        lp.Assignment(prim.Subscript(prim.Variable(name), element(*stored)),
                       at("store"), id=kb.parts.fresh(name + "_store"),
                       within_inames=base | set(loops["store"]),
                       within_inames_is_final=True,
@@ -168,14 +187,17 @@ def _emit_row_blocked(kb: KernelBuilder, node: IndexLambda, name: str,
                            + [(jo, k), (k, lanes["update"])])
     col = prim.Variable(jo) * size + prim.Variable(jl)
 
-    def row(role):
+    def position(role):
         return prim.Variable(group) * per_group + prim.Variable(lanes[role])
+
+    def row(role):
+        return scope.element_row(prim.Variable(group), prim.Variable(lanes[role]))
 
     def present(role):
         # the lanes are unrolled: the last group's missing rows are masked
         if not partial_last_block(rows, per_group):
             return frozenset()
-        return frozenset({prim.Comparison(row(role), "<",
+        return frozenset({prim.Comparison(position(role), "<",
                                           sh.to_affine(rows).to_expr())})
 
     ctx = StoreContext(scope, [group, jo, jl], (row("update"), col))
@@ -211,7 +233,9 @@ def flat_row_block_nest(kb: KernelBuilder, shape: tuple, scope: Scope
     the group's block of a 2-D array (its rows are contiguous), or None
     where that does not apply."""
     if (scope.batch is None or not scope.single_item_groups or len(shape) != 2
-            or not isinstance(shape[1], int)):
+            or not isinstance(shape[1], int) or scope.element_at is not None):
+        # (sorted elements: the block's rows are not contiguous, and a row
+        # loop keeps each row's contiguous loop free of the element lookup)
         return None
     rows, per_group = scope.batch
     ncols = shape[1]
@@ -229,8 +253,9 @@ def flat_row_block_nest(kb: KernelBuilder, shape: tuple, scope: Scope
     kb.parts.iname_tags.update({group: "g.0", item: "l.0"})
     kb.parts.priorities.extend((t, flat) for t in scope.outer_inames)
     f = prim.Variable(flat)
-    return [group, item, flat], (prim.Variable(group) * per_group + f // ncols,
-                                 f % ncols)
+    return [group, item, flat], (
+        scope.element_row(prim.Variable(group), f // ncols),
+        f % ncols)
 
 def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope,
                       lanes: int = 1) -> tuple[list[str], tuple]:
@@ -251,7 +276,8 @@ def batched_loop_nest(kb: KernelBuilder, shape: tuple, scope: Scope,
         kb.parts.add_split_domain(group, row, per_group, rows)
         kb.parts.iname_tags[group] = "g.0"
         inames += [group, row]
-        index.append(prim.Variable(group) * per_group + prim.Variable(row))
+        index.append(scope.element_row(prim.Variable(group),
+                                       prim.Variable(row)))
         sequential.append(row)
         first = 1
     # one work item per group (CPUs): its contiguous loops vectorize
@@ -402,8 +428,11 @@ def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
     scan_plan = kb.plan.scans[scan]
     outer_reader = _reader(kb, outer)
     bounded = (BlockBoundedLoop(kb, scan, scan_plan,
-                                outer_reader(scan.offsets), t)
+                                outer_reader(scan.offsets), t,
+                                outer_reader(scan.order)
+                                if scan_plan.sorted_rows else None)
                if scan_plan.block_bounded else None)
+    element_at = (bounded.element_at if scan_plan.sorted_rows else None)
     if bounded is None:
         kb.parts.add_domain([t], [length])
     tvar = prim.Variable(t)
@@ -419,9 +448,10 @@ def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
     body_plan = scan_plan.storage
     batch = scan_plan.batch
     single = scan_plan.single_item_groups
-    local = Scope(body_plan, {}, {}, inside, "local", batch, single)
+    local = Scope(body_plan, {}, {}, inside, "local", batch, single,
+                  element_at)
     prologue_scope = Scope(outer.plan, outer.names, outer.params, around,
-                           "local", batch, single)
+                           "local", batch, single, element_at)
 
     for k, name in enumerate(carry_names):
         local.params[k] = (lambda idx, name=name: prim.Subscript(
@@ -438,15 +468,16 @@ def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
 
     insns: list[Any] = []
     pro_ids: set[str] = set()
+    if bounded is not None:
+        insns += bounded.instructions
+        pro_ids |= bounded.instruction_ids
     for name, init in zip(carry_names, scan.inits):
         read = outer_reader(init)
+        # (after the block's elements are loaded, where sorted)
         new = kb.emit_copy(read, name, init.shape, prologue_scope,
-                              frozenset(), (0,))
+                           frozenset(pro_ids), (0,))
         insns += new
         pro_ids |= {i.id for i in new}
-    if bounded is not None:
-        insns.append(bounded.instruction)
-        pro_ids.add(bounded.instruction.id)
     pro_barrier = _local_barrier(kb, pro_ids, around, single)
     insns.append(pro_barrier)
 

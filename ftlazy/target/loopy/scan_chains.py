@@ -13,7 +13,8 @@ first scan's loop: element ``i``'s row ``start_i + t``. So the group can
 run the first scan for its elements and then the second, in one kernel
 with no synchronization between groups. A link ``(P, S)`` is made where:
 
-* both are such scans (the same row count, block size, offsets and form,
+* both are such scans (the same row count, block size, offsets, form
+  and order of the elements in the blocks,
   one work item per group, each group's loop bounded by its own block);
 * ``S`` reads ``P``'s results only as ragged scanned inputs, and its other
   inputs do not depend on ``P``;
@@ -51,7 +52,9 @@ def _same_blocks(a: RaggedScan, pa: ScanPlan, b: RaggedScan, pb: ScanPlan
                  ) -> bool:
     return (_blocked(pa) and _blocked(pb) and a.offsets is b.offsets
             and a.form == b.form and pa.rows_per_group == pb.rows_per_group
-            and sh.prove_equal(pa.rows, pb.rows))
+            and sh.prove_equal(pa.rows, pb.rows)
+            and pa.sorted_rows == pb.sorted_rows
+            and (not pa.sorted_rows or a.order == b.order))
 
 
 def _reads_only_as_ragged(prev: Scan, scan: RaggedScan) -> bool:

@@ -155,6 +155,17 @@ class Scope:
     #: in a scan whose work groups are single work items (CPUs): program
     #: order replaces barriers, and loops over a group's rows are flat
     single_item_groups: bool = False
+    #: in a row-blocked scan that blocks its elements in another order
+    #: (``ScanPlan.sorted_rows``): ``(group, row in block)`` -> the element
+    #: there (the row of every ``(n, ...)`` array); None: element order
+    element_at: Callable[[Any, Any], Any] | None = None
+
+    def element_row(self, group: Any, row: Any) -> Any:
+        """The row of the element that row *row* of work group *group*'s
+        block runs in a row-blocked scan."""
+        if self.element_at is None:
+            return group * self.batch[1] + row
+        return self.element_at(group, row)
 
 
 @dataclass
