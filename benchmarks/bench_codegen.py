@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """ftlazy code generation on the default OpenCL device versus numpy.
 
-Run by hand: ``python benchmarks/bench_codegen.py [--quick] [--only W1,W3]``.
+Run by hand: ``python benchmarks/bench_codegen.py [--quick] [--only W1,W3]
+[--device gpu]``.
 Workloads (full sizes; ``--quick`` uses smaller ones):
 
 * W1: ``exp(-x*x)*sin(3x) + 0.5*x/(1+x*x)`` on 2**24 float64;
@@ -25,7 +26,10 @@ numpy in and out (``ft.compile``); the first call (build + compile + run)
 in this process and in fresh subprocesses, one with the user's disk caches
 (loopy, pyopencl, PoCL) and one with empty cache directories; numpy's time;
 and for the memory-bound workloads W3 and W4 the achieved GB/s as a
-fraction of a plain OpenCL STREAM triad. Nothing here asserts on a time.
+fraction of a plain OpenCL STREAM triad and of the device's own buffer
+copy. ``--device gpu`` runs on the first OpenCL GPU found and, where CuPy
+or torch is installed with a CUDA device, times the same workloads there
+(:mod:`gpu_peers`). Nothing here asserts on a time.
 """
 
 from __future__ import annotations
@@ -47,8 +51,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import (
-    best_of, fmt_seconds, numpy_triad, opencl_triad, print_header, print_table,
-    triad_bytes)
+    best_of, fmt_seconds, numpy_triad, opencl_copy, opencl_triad, print_header,
+    print_table, select_queue, triad_bytes)
 
 CHILD_MARKER = "FIRST_CALL_JSON "
 
@@ -302,6 +306,8 @@ class Result:
     first_cold: float | None = None
     first_proc_detail: dict = field(default_factory=dict)
     max_rel_err: float | None = None
+    #: the same workload in CuPy or torch (``--device gpu``, if installed)
+    peer: float | None = None
     bytes_moved: int | None = None
     flops: float | None = None
     extra: list[str] = field(default_factory=list)
@@ -423,13 +429,13 @@ def _w5_rebuild(wl: Workload, queue: Any, inputs: dict, want: Any) -> list[str]:
 
 # {{{ first call in a fresh process
 
-def child_first_call(key: str, sizes: dict) -> None:
+def child_first_call(key: str, sizes: dict, device: str = "default") -> None:
     """In a fresh process: build, compile and run *key* once and print the
     times as one JSON line (inputs are made before the clock starts)."""
     start = time.perf_counter()
     import ftlazy as ft
-    from ftlazy.target.loopy.device import default_queue
-    queue = default_queue()
+    from common import select_queue
+    queue = select_queue(device)
     t_import = time.perf_counter() - start
     (wl,) = [w for w in all_workloads(sizes) if w.key == key]
     inputs = wl.make_inputs()
@@ -460,6 +466,9 @@ def first_call_subprocess(key: str, extra_args: list[str], cold: bool,
             env.setdefault("FTLAZY_CACHE_DIR", str(probe_cache_dir().parent))
             env["XDG_CACHE_HOME"] = tmp
             env["POCL_CACHE_DIR"] = os.path.join(tmp, "pocl")
+            # (NVIDIA's driver caches builds in ~/.nv/ComputeCache, which
+            # XDG_CACHE_HOME does not move)
+            env["CUDA_CACHE_DISABLE"] = "1"
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
                               timeout=timeout, check=False)
     for line in proc.stdout.splitlines():
@@ -485,8 +494,8 @@ def _ftlazy_cell(res: Result, value: float | None) -> str:
     return fmt_seconds(value)
 
 
-def report(results: list[Result], triad_cl_gbs: float, subprocess_on: bool
-           ) -> None:
+def report(results: list[Result], triad_cl_gbs: float, subprocess_on: bool,
+           copy_gbs: float, peer_name: str | None) -> None:
     """Print the detail tables, then the summary table."""
     rows = []
     for r in results:
@@ -534,19 +543,27 @@ def report(results: list[Result], triad_cl_gbs: float, subprocess_on: bool
             first_cell += f" (empty caches {fmt_seconds(r.first_cold)})"
         ratio = (f"{r.numpy / r.steady_device:.2f}x"
                  if r.steady_device else "-")
-        rows.append((
-            r.key, _ftlazy_cell(r, r.steady_device),
-            first_cell,
-            fmt_seconds(r.numpy), ratio,
-            "-" if gbs is None else f"{gbs:.1f}",
-            "-" if gbs is None else f"{100 * gbs / triad_cl_gbs:.0f} %"))
+        row = [r.key, _ftlazy_cell(r, r.steady_device), first_cell,
+               fmt_seconds(r.numpy), ratio]
+        if peer_name is not None:
+            row += [fmt_seconds(r.peer),
+                    f"{r.peer / r.steady_device:.2f}x"
+                    if r.peer and r.steady_device else "-"]
+        row += ["-" if gbs is None else f"{gbs:.1f}",
+                "-" if gbs is None else f"{100 * gbs / triad_cl_gbs:.0f} %",
+                "-" if gbs is None else f"{100 * gbs / copy_gbs:.0f} %"]
+        rows.append(row)
     first_what = ("fresh process, warm disk caches" if subprocess_on
                   else "in this process")
-    print_table(["workload", "ftlazy steady", "ftlazy first call", "numpy",
-                 "numpy/ftlazy", "GB/s", "% of triad"], rows,
+    headers = ["workload", "ftlazy steady", "ftlazy first call", "numpy",
+               "numpy/ftlazy"]
+    if peer_name is not None:
+        headers += [peer_name, f"{peer_name}/ftlazy"]
+    print_table(headers + ["GB/s", "% of triad", "% of copy"], rows,
                 title=f"Summary (steady: device arrays, best of N; first call: "
                       f"build + compile + run, {first_what}; % of the OpenCL "
-                      f"triad {triad_cl_gbs:.1f} GB/s)")
+                      f"triad {triad_cl_gbs:.1f} GB/s and of the device's "
+                      f"copy {copy_gbs:.1f} GB/s)")
 
 # }}}
 
@@ -569,19 +586,23 @@ def main() -> None:
                         "empty disk caches (default: on, off with --quick)")
     parser.add_argument("--w5-degree", type=int, default=None,
                         help="override W5's polynomial degree")
+    parser.add_argument("--device", choices=("default", "gpu", "cpu"),
+                        default="default",
+                        help="the OpenCL device: the first GPU or CPU found, "
+                        "or the default (PYOPENCL_CTX); with a GPU, CuPy or "
+                        "torch (if installed) run the same workloads")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = dict(QUICK_SIZES if args.quick else FULL_SIZES)
     if args.w5_degree is not None:
         sizes["W5"] = (args.w5_degree, sizes["W5"][1])
     if args.child:
-        child_first_call(args.child, sizes)
+        child_first_call(args.child, sizes, args.device)
         return
     cold = (not args.quick) if args.cold is None else args.cold
 
-    from ftlazy.target.loopy.device import default_queue
     from ftlazy.target.loopy.profile import device_profile
-    queue = default_queue()
+    queue = select_queue(args.device)
     print_header("ftlazy code generation vs numpy", queue)
     start = time.perf_counter()
     profile = device_profile(queue.device, queue)
@@ -598,22 +619,40 @@ def main() -> None:
     t_cl = opencl_triad(queue, n_triad).best
     triad_np_gbs = triad_bytes(n_triad) / t_np / 1e9
     triad_cl_gbs = triad_bytes(n_triad) / t_cl / 1e9
+    t_copy = opencl_copy(queue, n_triad).best
+    copy_gbs = 2 * 8 * n_triad / t_copy / 1e9
     print_table(["triad a = b + s*c", "n", "time", "GB/s (3 x 8 B x n)"],
                 [("numpy, in place, 2 passes", n_triad, fmt_seconds(t_np),
                   f"{triad_np_gbs:.1f}"),
                  ("plain OpenCL kernel", n_triad, fmt_seconds(t_cl),
-                  f"{triad_cl_gbs:.1f}")], title="Memory bandwidth reference")
+                  f"{triad_cl_gbs:.1f}"),
+                 ("device-to-device copy (2 x 8 B x n)", n_triad,
+                  fmt_seconds(t_copy), f"{copy_gbs:.1f}")],
+                title="Memory bandwidth reference")
+    peer = None
+    if profile.kind == "gpu":
+        from gpu_peers import find_peer
+        peer = find_peer()
+        found = (peer.name if peer is not None
+                 else "none (neither CuPy nor torch with CUDA found)")
+        print(f"GPU baseline: {found}")
 
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     workloads = [w for w in all_workloads(sizes)
                  if not only or w.key in only or w.group in only]
-    child_args = ["--quick"] if args.quick else []
+    child_args = (["--quick"] if args.quick else []) + ["--device", args.device]
     if args.w5_degree is not None:
         child_args += ["--w5-degree", str(args.w5_degree)]
     results = []
     for wl in workloads:
         start = time.perf_counter()
         res = measure(wl, queue, args.repeat, args.budget)
+        if peer is not None:
+            from gpu_peers import peer_time
+            try:
+                res.peer = peer_time(peer, wl.key, wl.make_inputs())
+            except Exception as exc:  # noqa: BLE001 (report, go on)
+                res.extra.append(f"{peer.name}: failed ({exc})")
         if not args.no_subprocess and res.status == "ok":
             for what, is_cold in (("warm disk cache", False),
                                   ("empty disk cache", True)):
@@ -633,7 +672,8 @@ def main() -> None:
               f"{time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
         results.append(res)
 
-    report(results, triad_cl_gbs, not args.no_subprocess)
+    report(results, triad_cl_gbs, not args.no_subprocess, copy_gbs,
+           peer.name if peer is not None else None)
     print(f"\nload average after: {os.getloadavg()} (other processes on this "
           "machine add noise; all times are wall clock)")
 

@@ -242,3 +242,48 @@ def opencl_triad(queue: Any, n: int, repeat: int = 9) -> Timing:
     return timing
 
 # }}}
+
+
+# {{{ devices
+
+def select_queue(kind: str = "default") -> Any:
+    """A command queue on the first OpenCL device of *kind* (``"gpu"`` or
+    ``"cpu"``) over all platforms, or ftlazy's default queue for
+    ``"default"`` (``PYOPENCL_CTX`` picks it). Exits with a message when no
+    device of *kind* is found."""
+    import pyopencl as cl
+
+    from ftlazy.target.loopy.device import default_queue
+    if kind == "default":
+        return default_queue()
+    wanted = {"gpu": cl.device_type.GPU, "cpu": cl.device_type.CPU}[kind]
+    for platform_ in cl.get_platforms():
+        try:
+            devices = platform_.get_devices(device_type=wanted)
+        except cl.Error:
+            continue
+        if devices:
+            return cl.CommandQueue(cl.Context([devices[0]]))
+    raise SystemExit(f"no OpenCL {kind.upper()} device found on "
+                     f"{[p.name for p in cl.get_platforms()]}")
+
+
+def opencl_copy(queue: Any, n: int, repeat: int = 9) -> Timing:
+    """Best time of a device-to-device copy of *n* doubles on *queue*'s
+    device (``clEnqueueCopyBuffer``): the bandwidth the memory-bound
+    workloads are compared with (it moves ``2 * 8 * n`` bytes)."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    src = cla.to_device(queue, np.arange(n, dtype=np.float64))
+    dst = cla.empty_like(src)
+
+    def run() -> None:
+        cl.enqueue_copy(queue, dst.data, src.data, byte_count=src.nbytes)
+        queue.finish()
+
+    timing = best_of(run, repeat=repeat, warmup=2)
+    assert dst.get()[-1] == n - 1
+    return timing
+
+# }}}

@@ -44,6 +44,7 @@ from ftlazy.target.loopy.scan import (
     flat_row_block_nest)
 from ftlazy.target.loopy.rolling import MIN_RUN, roll_repeated_statements
 from ftlazy.target.loopy.target import FtlazyOpenCLTarget
+from ftlazy.target.loopy.gpu_reductions import emit_group_reduction
 from ftlazy.target.loopy.contractions import (
     emit_blocked_contraction, emit_split_reduction)
 from ftlazy.target.loopy.plan import KernelPlan, local_size, plan_kernel
@@ -544,10 +545,54 @@ class KernelBuilder:
         """Work items per group along axis 0 (see :meth:`loop_nest`)."""
         return local_size(self.profile, shape, cheap, scope.parallel)
 
+    def _coalesced(self, node: IndexLambda, scope: Scope) -> bool:
+        """Whether *node*'s plan puts its last axis on ``l.0`` in the outer
+        DAG (GPUs, see :func:`~.plan.coalesced_on_last_axis`)."""
+        array_plan = self.plan.arrays.get(node)
+        return (array_plan is not None and array_plan.strategy == "loop_nest"
+                and node.ndim >= 2 and array_plan.l0_axis == node.ndim - 1
+                and scope.parallel == "global" and scope.batch is None
+                and not scope.single_item_groups)
+
+    def coalesced_nest(self, shape: tuple, size: int
+                       ) -> tuple[list[str], tuple]:
+        """A GPU loop nest whose last axis is split into ``(g.0, l.0)``
+        groups of *size* work items, the axis before it on ``g.1`` and the
+        one before that on ``g.2``; earlier axes are sequential loops in
+        each work item."""
+        inames: list[str] = []
+        index: list[Any] = []
+        sequential: list[str] = []
+        hardware = {len(shape) - 2: "g.1", len(shape) - 3: "g.2"}
+        for d, extent in enumerate(shape):
+            if d == len(shape) - 1:
+                outer, inner = self.parts.fresh("_ft_o"), self.parts.fresh("_ft_l")
+                self.parts.add_split_domain(outer, inner, size, extent)
+                self.parts.iname_tags.update({outer: "g.0", inner: "l.0"})
+                inames += [outer, inner]
+                index.append(prim.Variable(outer) * size + prim.Variable(inner))
+            else:
+                name = self.parts.fresh(f"_ft_i{d}_")
+                self.parts.add_domain([name], [extent])
+                if d in hardware:
+                    self.parts.iname_tags[name] = hardware[d]
+                else:
+                    sequential.append(name)
+                inames.append(name)
+                index.append(prim.Variable(name))
+        self.parts.priorities.extend(zip(sequential, sequential[1:]))
+        return inames, tuple(index)
+
     def _grid_key(self, node: IndexLambda, scope: Scope) -> str:
         """Arrays can share one kernel's grid when their work groups have the
         same size and axis 0 has the same symbolic extent (for concrete
-        extents loopy takes the maximum)."""
+        extents loopy takes the maximum); last-axis GPU nests also need the
+        same symbolic extents on ``g.1`` and ``g.2``."""
+        if self._coalesced(node, scope):
+            shape = node.shape
+            extents = [shape[-1]] + list(shape[-3:-1][::-1])
+            return (f"c{self.plan.arrays[node].local_size}:" + ",".join(
+                "#" if isinstance(e, int) else str(e) for e in extents))
         size = self._local_size(node.shape, scope, not has_reduce(node.expr))
         shape = node.shape
         if not shape or isinstance(shape[0], int):
@@ -568,7 +613,10 @@ class KernelBuilder:
         padding = (padding_bounds(node) if scope.batch is None and not index_prefix
                    and scope.parallel != "local" and self.vector_length is None
                    and nest is None else None)
-        if nest is not None:
+        if nest is None and self._coalesced(node, scope):
+            inames, index = self.coalesced_nest(node.shape, array_plan.local_size)
+            ctx = StoreContext(scope, inames, index, node.shape)
+        elif nest is not None:
             ctx = nest(lanes)
             inames, index = ctx.inames, ctx.index
         else:
@@ -714,7 +762,13 @@ class KernelBuilder:
                     scope.names[n] = name
                     self.level[n] = 0
                     continue
-                if array_plan.strategy == "split_reduction":
+                if array_plan.strategy == "group_reduction":
+                    insns, reads = emit_group_reduction(
+                        self, n, name, scope, array_plan.local_size)
+                    grid_key = (f"r{array_plan.local_size}:" + ",".join(
+                        "#" if isinstance(e, int) else str(e)
+                        for e in n.shape[::-1][:3]))
+                elif array_plan.strategy == "split_reduction":
                     insns, reads = emit_split_reduction(
                         self, n, name, scope, array_plan.block[0])
                     grid_key = self._grid_key(n, scope)

@@ -565,7 +565,9 @@ def lower_for_codegen(roots: dict[Any, Array],
     batcher = MapBatcher()
     lowerer = IndexLambdaLowerer()
     derived: dict[str, tuple[Any, int]] = {}
-    splitter = _ReductionSplitter(derived)
+    # (on GPUs a 0-d sum is a work group's tree, not one item's runs)
+    splitter = _ReductionSplitter(
+        derived, nested_sums=profile is None or profile.kind == "cpu")
     # (carry-independent work of scan bodies runs for all steps at once)
     hoisted = hoist_scans({k: lowerer(v) for k, v in roots.items()},
                           None if profile is None else hoisting_pays(profile))
@@ -670,7 +672,8 @@ class _SplitReductions(ExprIdentityMapper):
       :func:`_blocked_sum_min`; or over a symbolic number of elements) sums
       partial sums of blocks of :data:`SUM_BLOCK` consecutive elements, and
       so on recursively, which bounds the rounding error as a pairwise sum
-      does; a short sum in a 0-d body (one work item) sums runs;
+      does; a short sum in a 0-d body (one work item) sums runs, except
+      on GPUs (*nested_sums* false: a work group's tree adds it);
     * other reductions of a 0-d body: over the first of several axes, or
       over chunks of one long concrete axis.
 
@@ -680,9 +683,11 @@ class _SplitReductions(ExprIdentityMapper):
 
     def __init__(self, node: IndexLambda, blocked: bool,
                  derived: dict[str, tuple[Any, int]],
-                 split: Callable[[IndexLambda], IndexLambda]) -> None:
+                 split: Callable[[IndexLambda], IndexLambda],
+                 nested_sums: bool = True) -> None:
         self.node = node
         self.blocked = blocked
+        self.nested_sums = nested_sums
         self.derived = derived
         self.split = split
         self.bindings = dict(node.bindings)
@@ -726,6 +731,7 @@ class _SplitReductions(ExprIdentityMapper):
         """Bind a partial result of *shape* computing *expr* (which reads
         the node's bindings and earlier partials), with its own reductions
         split if *split*; returns its name."""
+        expr = _canonical_reduction_names(expr)
         names = get_variable_names(expr)
         bindings = {k: v for k, v in self.bindings.items() if k in names}
         part = f"_ft_part{len(self.bindings)}"
@@ -759,8 +765,8 @@ class _SplitReductions(ExprIdentityMapper):
             if hi <= shortest:
                 # (a sum over data in a node with axes keeps its loop nest,
                 # whose accumulator lanes shorten the chain of additions)
-                return (self._nested_sum(expr, dtype) if level or not d
-                        else expr)
+                return (self._nested_sum(expr, dtype)
+                        if (level or not d) and self.nested_sums else expr)
             blocks: Any = -(-hi // k)
         else:
             if level >= SYMBOLIC_SUM_LEVELS:
@@ -810,6 +816,27 @@ class _SplitReductions(ExprIdentityMapper):
                       ((outer_name, 0, runs),))
 
 
+def _canonical_reduction_names(expr: Any) -> Any:
+    """*expr* with its top reduction's variables renamed ``_r0, _r1, ...``
+    (skipping names its body uses otherwise): a partial result that equals
+    an array of the DAG (the row sums of a full sum, and the user's row
+    sums) is then the same node, computed once."""
+    if not isinstance(expr, Reduce):
+        return expr
+    own = {name for name, _, _ in expr.bounds}
+    used = (get_variable_names(expr.inner) | {
+        name for e in iter_subexpressions(expr.inner) if isinstance(e, Reduce)
+        for name, _, _ in e.bounds}) - own
+    renames, bounds, k = {}, [], 0
+    for name, lo, hi in expr.bounds:
+        while f"_r{k}" in used:
+            k += 1
+        renames[name] = prim.Variable(f"_r{k}")
+        bounds.append((f"_r{k}", lo, hi))
+        k += 1
+    return Reduce(expr.op, substitute(expr.inner, renames), tuple(bounds))
+
+
 def _fresh_reduction_name(expr: Any) -> str:
     """A reduction variable name ``_r<k>`` that *expr* does not use."""
     used = get_variable_names(expr) | {
@@ -837,9 +864,11 @@ class _ReductionSplitter(CopyMapper):
     reduction. Float sums are blocked outside loop bodies only (a scan's
     body keeps its loop nests; maps are batched away before)."""
 
-    def __init__(self, derived: dict[str, tuple[Any, int]]) -> None:
+    def __init__(self, derived: dict[str, tuple[Any, int]],
+                 nested_sums: bool = True) -> None:
         super().__init__()
         self.derived = derived
+        self.nested_sums = nested_sums
         self.in_body = False
 
     def _reset_for_body(self) -> None:
@@ -854,7 +883,7 @@ class _ReductionSplitter(CopyMapper):
         if not has_reduce(node.expr) or (self.in_body and node.shape != ()):
             return node
         splitter = _SplitReductions(node, not self.in_body, self.derived,
-                                    self.split)
+                                    self.split, self.nested_sums)
         body = splitter(node.expr)
         if body is node.expr:
             return node

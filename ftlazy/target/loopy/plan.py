@@ -31,12 +31,14 @@ from ftlazy.scalar_expr import (
     Reduce, get_variable_names, index_var, iter_subexpressions)
 from ftlazy.target.loopy.balance import block_bounded
 from ftlazy.target.loopy.expressions import C_FUNCTIONS
+from ftlazy.target.loopy.gpu_reductions import contiguous_reduction
 from ftlazy.target.loopy.padding import (
     PADDED_BLOCK, padded_contraction, padding_bounds)
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.ranges import data_dependent_range
 from ftlazy.target.loopy.storage import (
-    StoragePlan, decide_storage, has_reduce, identity_read_bindings)
+    StoragePlan, cap_nest_cost, decide_storage, has_reduce,
+    identity_read_bindings)
 from ftlazy.target.loopy.vectorize import has_vector_calls, simd_safe
 
 
@@ -49,7 +51,9 @@ class ArrayPlan:
         a data-dependent range, see :mod:`.segments`), ``"segment_rows"``
         and ``"segment_element"`` (a FractalTensor element's packed rows, or
         its row of an array with one per element, one work item per
-        element, see :mod:`.segment_fusion`), ``"padded_contraction"``
+        element, see :mod:`.segment_fusion`), ``"group_reduction"`` (GPUs:
+        a work group per output element, its items over the reduced axis,
+        see :mod:`.gpu_reductions`), ``"padded_contraction"``
         (a register-blocked contraction over axes bounded by data, see
         :mod:`.padding`), ``"row_blocked_product"``
         (in a scan whose rows are independent), ``"one_item_product"`` (the
@@ -58,7 +62,8 @@ class ArrayPlan:
     :attr local_size: work items per work group along the parallel axis.
     :attr l0_axis: the array axis whose consecutive indices go to
         consecutive work items (``l.0``); ``None`` when a work item computes
-        a whole block (register-blocked contractions, CPU scan row blocks).
+        a whole block (register-blocked contractions, CPU scan row blocks)
+        or when :attr:`l0_reduction` says ``l.0`` is on the reduced axis.
     :attr vector_width: elements per vector in the innermost loop (1: scalar).
     :attr block: the register block of a contraction ``(rows, columns)``,
         the accumulators of a split reduction ``(lanes,)``, the private
@@ -74,12 +79,15 @@ class ArrayPlan:
     l0_axis: int | None
     vector_width: int = 1
     block: tuple[int, ...] = ()
+    #: consecutive work items read consecutive indices of the reduced axis
+    l0_reduction: bool = False
 
     def __str__(self) -> str:
+        l0 = (f"l.0 on axis {self.l0_axis}" if self.l0_axis is not None
+              else "l.0 on the reduced axis" if self.l0_reduction
+              else "l.0 on no axis")
         parts = [self.strategy, f"shape {_fmt_shape(self.shape)}",
-                 f"{self.dtype}", f"local size {self.local_size}",
-                 f"l.0 on axis {self.l0_axis}" if self.l0_axis is not None
-                 else "l.0 on no axis"]
+                 f"{self.dtype}", f"local size {self.local_size}", l0]
         if self.vector_width > 1:
             parts.append(f"vectors of {self.vector_width}")
         if self.block:
@@ -634,14 +642,55 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
         return ArrayPlan("blocked_contraction", node.shape, node.dtype, 1, None,
                          1, blocked[1:])
     cheap = not has_reduce(node.expr)
+    if group_reduction(node, profile, storage):
+        extent = node.expr.bounds[0][2]
+        size = (min(profile.gpu_local_size, extent) if isinstance(extent, int)
+                else profile.gpu_local_size)
+        return ArrayPlan("group_reduction", node.shape, node.dtype, size, None,
+                         l0_reduction=True)
     if splittable_reduction(node, profile) is not None:
         return ArrayPlan("split_reduction", node.shape, node.dtype,
                          local_size(profile, node.shape, False), 0, 1,
                          (profile.reduction_lanes,))
+    if coalesced_on_last_axis(node, profile):
+        last = node.shape[-1]
+        size = (min(profile.gpu_local_size, last) if isinstance(last, int)
+                else profile.gpu_local_size)
+        return ArrayPlan("loop_nest", node.shape, node.dtype, size,
+                         node.ndim - 1)
     return ArrayPlan("loop_nest", node.shape, node.dtype,
                      local_size(profile, node.shape, cheap),
                      0 if node.shape else None,
                      row_vector_width(node, profile, storage, bounded=True))
+
+
+def group_reduction(node: IndexLambda, profile: DeviceProfile,
+                    storage: StoragePlan) -> bool:
+    """Whether *node* is a GPU work-group reduction over a contiguous axis
+    (:func:`.gpu_reductions.contiguous_reduction`) with no private
+    statement inlined into it."""
+    if profile.kind != "gpu" or contiguous_reduction(node) is None:
+        return False
+    return not any(n in storage.private for n in inlined_nodes(node, storage)[1:])
+
+
+#: on GPUs, a last axis at least this long goes on ``l.0`` (a warp's width:
+#: shorter rows read by neighbouring work items are already dense)
+MIN_COALESCED_LAST_AXIS = 32
+
+
+def coalesced_on_last_axis(node: IndexLambda, profile: DeviceProfile) -> bool:
+    """Whether a GPU loop nest over *node* puts its contiguous last axis on
+    ``l.0`` (consecutive work items at consecutive addresses), the axes
+    before it on ``g.1`` and ``g.2``: arrays of two or more axes whose last
+    axis is symbolic or at least :data:`MIN_COALESCED_LAST_AXIS`, and not
+    bounded by data (:mod:`.padding`)."""
+    if profile.kind != "gpu" or node.ndim < 2:
+        return False
+    last = node.shape[-1]
+    if isinstance(last, int) and last < MIN_COALESCED_LAST_AXIS:
+        return False
+    return padding_bounds(node) is None
 
 
 def vector_math_storage(roots: list[Node], storage: StoragePlan,
@@ -717,6 +766,8 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
     element, see :mod:`.segment_fusion`)."""
     order = order if order is not None else topological_order(list(outputs.values()))
     storage = decide_storage(list(outputs.values()), order)
+    if profile.kind == "gpu":
+        storage = cap_nest_cost(storage, order, profile.gpu_max_nest_cost)
     placeholders = [n for n in order if isinstance(n, Placeholder)]
     length, width = flat_vector_plan(order, storage, outputs, profile)
     plan = KernelPlan(profile, storage, vector_length=length, vector_width=width,

@@ -179,6 +179,41 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
     return plan
 
 
+def cap_nest_cost(plan: StoragePlan, order: list[Node], max_cost: int
+                  ) -> StoragePlan:
+    """*plan* with arrays stored wherever the code of one loop nest (its
+    stored array's body, the arrays inlined into it and its private
+    statements, see :func:`_expr_cost`) would cost more than *max_cost*
+    operations: straight-line code that repeats no step (which
+    :mod:`.rolling` cannot turn into a loop) is then cut into kernels of a
+    bounded size, for GPU compilers whose time grows faster than the
+    code (NVIDIA's took 59 s on 2,000 operations). Chains that repeat a
+    step are left to rolling."""
+    if plan.repeating_chains:
+        return plan
+    stored, private = set(plan.stored), set(plan.private)
+    cost: dict[Node, int] = {}
+    for n in order:
+        if not isinstance(n, IndexLambda):
+            continue
+        total = _expr_cost(_computed_part(n)) + sum(
+            cost.get(b, 0) for b in set(n.bindings.values())
+            if isinstance(b, IndexLambda) and b not in stored)
+        if n in stored:
+            cost[n] = 0
+        elif total > max_cost:
+            # (its readers read it from memory: a new nest starts here)
+            stored.add(n)
+            private.discard(n)
+            cost[n] = 0
+        else:
+            cost[n] = total
+    if stored == plan.stored:
+        return plan
+    return StoragePlan(stored=stored, private=private,
+                       repeating_chains=plan.repeating_chains)
+
+
 class _AbstractConstants(ExprIdentityMapper):
     """A body with each floating-point constant replaced by its dtype: steps
     of an unrolled loop often differ only in such constants (``p * x +

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: MIT
+"""The GPU baselines of ``benchmarks/bench_codegen.py --device gpu``
+(``benchmarks/gpu_peers.py``) compute what the workloads' numpy references
+compute: checked with numpy standing in for CuPy or torch."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+
+import bench_codegen  # noqa: E402
+import gpu_peers  # noqa: E402
+
+SIZES = dict(bench_codegen.QUICK_SIZES, W6=(3, 8, 2, 4))
+WORKLOADS = {w.key: w for w in bench_codegen.all_workloads(SIZES)}
+WITH_PEERS = [k for k in WORKLOADS
+              if gpu_peers.peer_function(k, np) is not None]
+
+
+def test_the_memory_bound_and_matmul_workloads_have_peers():
+    assert {"W1", "W2-matmul", "W3-rows", "W3-sum", "W3-both", "W4",
+            "W6"} <= set(WITH_PEERS)
+    assert gpu_peers.peer_function("W5-irregular", np) is None
+
+
+@pytest.mark.parametrize("key", WITH_PEERS)
+def test_peer_formulas_match_the_numpy_references(key):
+    wl = WORKLOADS[key]
+    inputs = wl.make_inputs()
+    got = gpu_peers.peer_function(key, np)(inputs)
+    want = wl.numpy_fn(inputs)
+    if isinstance(want, dict):
+        assert set(got) == set(want)
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-12)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_peer_time_runs_the_workload():
+    peer = gpu_peers.numpy_peer()
+    inputs = WORKLOADS["W4"].make_inputs()
+    seconds = gpu_peers.peer_time(peer, "W4", inputs, repeat=3)
+    assert seconds is not None and seconds > 0
+    assert gpu_peers.peer_time(peer, "W5", {}, repeat=3) is None
+
+
+def test_find_peer_finds_a_cuda_library_or_none():
+    peer = gpu_peers.find_peer()
+    assert peer is None or peer.name in ("CuPy", "torch")

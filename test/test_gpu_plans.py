@@ -1,0 +1,232 @@
+# SPDX-License-Identifier: MIT
+"""GPU plans, forced through the options on whatever device runs the suite
+(PoCL on CPUs): loop nests coalesced on their contiguous last axis and
+work-group reductions over a contiguous axis. Each test checks the plan
+(which axis is on ``l.0``) and the results against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from ftlazy.target.loopy.plan import MIN_COALESCED_LAST_AXIS
+
+GPU = {"device_kind": "gpu"}
+RNG = np.random.default_rng(7)
+
+
+def output_plan(compiled, shape):
+    """The plan of the array of *shape* that the program returns."""
+    (plan,) = [p for n, p in compiled.plan.arrays.items()
+               if compiled.plan.names.get(n, "").startswith("_ft_out")
+               and p.shape == shape]
+    return plan
+
+
+def only_plan(compiled):
+    (plan,) = compiled.plan.arrays.values()
+    return plan
+
+
+# {{{ elementwise loop nests
+
+@pytest.mark.parametrize("shape", [(5, 40), (3, 4, 33), (2, 3, 2, 65)])
+def test_elementwise_nests_put_the_last_axis_on_l0(shape):
+    x = ft.make_placeholder("x", shape, np.float64)
+    f = ft.compile(ft.sin(x) * 2 + x, options=GPU)
+    plan = only_plan(f)
+    assert plan.strategy == "loop_nest" and plan.l0_axis == len(shape) - 1
+    assert plan.local_size == min(64, shape[-1])
+    xv = RNG.standard_normal(shape)
+    np.testing.assert_allclose(f(x=xv), np.sin(xv) * 2 + xv, rtol=1e-13)
+
+
+def test_symbolic_rows_and_columns():
+    n, m = ft.make_size_param("n"), ft.make_size_param("m")
+    x = ft.make_placeholder("x", (n, m), np.float64)
+    f = ft.compile(ft.exp(x[:, ::-1]) + 1, options=GPU)
+    plan = only_plan(f)
+    assert plan.l0_axis == 1 and plan.local_size == 64
+    for shape in [(3, 200), (1, 1), (0, 5), (4, 0), (70, 64)]:
+        xv = RNG.standard_normal(shape)
+        np.testing.assert_allclose(f(x=xv), np.exp(xv[:, ::-1]) + 1, rtol=1e-13)
+
+
+def test_short_rows_stay_on_axis_0():
+    # rows shorter than a warp: neighbouring work items read neighbouring
+    # rows, which are dense anyway
+    x = ft.make_placeholder("x", (100, MIN_COALESCED_LAST_AXIS - 1), np.float64)
+    y = ft.make_placeholder("y", (100, MIN_COALESCED_LAST_AXIS), np.float64)
+    assert only_plan(ft.compile(x * 2, options=GPU)).l0_axis == 0
+    assert only_plan(ft.compile(y * 2, options=GPU)).l0_axis == 1
+
+
+def test_stencil_reads_neighbours_on_l0():
+    n = ft.make_size_param("n")
+    a = ft.make_placeholder("a", (n, n), np.float64)
+    w4 = (4 * a[1:-1, 1:-1] - a[:-2, 1:-1] - a[2:, 1:-1] - a[1:-1, :-2]
+          - a[1:-1, 2:])
+    f = ft.compile(w4, options=GPU)
+    assert only_plan(f).l0_axis == 1
+    # consecutive work items (lid(0)) read consecutive columns
+    assert "lid(0)" in f.source and "gid(1)" in f.source
+    av = RNG.standard_normal((67, 67))
+    want = (4 * av[1:-1, 1:-1] - av[:-2, 1:-1] - av[2:, 1:-1] - av[1:-1, :-2]
+            - av[1:-1, 2:])
+    np.testing.assert_allclose(f(a=av), want, rtol=1e-12, atol=1e-12)
+
+
+def test_cpu_plans_keep_rows_on_l0():
+    x = ft.make_placeholder("x", (5, 40), np.float64)
+    f = ft.compile(ft.sin(x), options={"device_kind": "cpu"})
+    assert only_plan(f).l0_axis == 0
+
+# }}}
+
+
+# {{{ work-group reductions
+
+@pytest.mark.parametrize("columns", [64, 100, 1000])
+def test_row_sums_are_group_reductions(columns):
+    a = ft.make_placeholder("a", (7, columns), np.float64)
+    f = ft.compile(ft.sum(a, axis=1), options=GPU)
+    plan = only_plan(f)
+    assert plan.strategy == "group_reduction" and plan.l0_reduction
+    assert "l.0 on the reduced axis" in str(plan)
+    assert "__local" in f.source and "barrier(CLK_LOCAL_MEM_FENCE)" in f.source
+    av = RNG.standard_normal((7, columns))
+    np.testing.assert_allclose(f(a=av), av.sum(axis=1), rtol=1e-12)
+
+
+def test_symbolic_reduction_length_including_empty():
+    n, k = ft.make_size_param("n"), ft.make_size_param("k")
+    a = ft.make_placeholder("a", (n, k), np.float64)
+    f = ft.compile(ft.sum(a * a, axis=1), options=GPU)
+    # (long symbolic reductions run in stages, each a group reduction)
+    assert all(p.strategy == "group_reduction"
+               for p in f.plan.arrays.values())
+    for shape in [(3, 1), (2, 63), (5, 65), (1, 1000), (4, 0), (0, 9)]:
+        av = RNG.standard_normal(shape)
+        np.testing.assert_allclose(f(a=av), (av * av).sum(axis=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "prod"])
+def test_other_operations(op):
+    a = ft.make_placeholder("a", (6, 300), np.float64)
+    f = ft.compile(getattr(ft, op)(a, axis=1), options=GPU)
+    assert only_plan(f).strategy == "group_reduction"
+    av = RNG.uniform(0.99, 1.01, (6, 300))
+    av[2, 17] = np.nan  # extrema propagate NaN as numpy's do
+    np.testing.assert_allclose(f(a=av), getattr(np, op)(av, axis=1),
+                               rtol=1e-12)
+
+
+def test_integer_extrema():
+    a = ft.make_placeholder("a", (4, 129), np.int32)
+    f = ft.compile(ft.max(a, axis=1) - ft.min(a, axis=1), options=GPU)
+    av = RNG.integers(-1000, 1000, (4, 129)).astype(np.int32)
+    np.testing.assert_array_equal(f(a=av), av.max(axis=1) - av.min(axis=1))
+    assert {p.strategy for p in f.plan.arrays.values()} >= {"group_reduction"}
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 200), (2, 3, 4, 70)])
+def test_many_output_axes(shape):
+    # outputs of two and three axes: g.0, g.1, g.2 (and a loop beyond)
+    a = ft.make_placeholder("a", shape, np.float64)
+    f = ft.compile(ft.sum(a, axis=-1), options=GPU)
+    assert only_plan(f).strategy == "group_reduction"
+    av = RNG.standard_normal(shape)
+    np.testing.assert_allclose(f(a=av), av.sum(axis=-1), rtol=1e-12)
+
+
+def test_full_sums_and_column_sums():
+    a = ft.make_placeholder("a", (300, 200), np.float64)
+    x = ft.make_placeholder("x", (5000,), np.float64)
+    f = ft.compile(ft.DictOfNamedArrays(
+        {"rows": ft.sum(a, axis=1), "total": ft.sum(a),
+         "columns": ft.sum(a, axis=0), "vector": ft.sum(x)}), options=GPU)
+    plans = [f.plan.arrays[n] for n in f.plan.arrays]
+    strategies = {(p.strategy, p.shape) for p in plans}
+    assert ("group_reduction", (300,)) in strategies
+    assert ("group_reduction", ()) in strategies
+    # a column sum reads rows: its items go over the columns (coalesced)
+    (columns,) = [p for p in plans if p.shape == (200,)]
+    assert columns.strategy != "group_reduction" and columns.l0_axis == 0
+    av, xv = RNG.standard_normal((300, 200)), RNG.standard_normal(5000)
+    got = f(a=av, x=xv)
+    np.testing.assert_allclose(got["rows"], av.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(got["total"], av.sum(), rtol=1e-12)
+    np.testing.assert_allclose(got["columns"], av.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(got["vector"], xv.sum(), rtol=1e-12)
+
+
+def test_strided_reductions_are_not_group_reductions():
+    # the reduced index is not the last one of the read: items would read
+    # a whole row apart
+    a = ft.make_placeholder("a", (100, 100), np.float64)
+    f = ft.compile(ft.einsum("ji->i", a), options=GPU)
+    assert only_plan(f).strategy != "group_reduction"
+    av = RNG.standard_normal((100, 100))
+    np.testing.assert_allclose(f(a=av), av.sum(axis=0), rtol=1e-12)
+
+# }}}
+
+
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+def test_row_sums_and_full_sum_read_the_input_once(kind):
+    # the full sum adds the row sums the program also returns (W3 "both")
+    a = ft.make_placeholder("a", (300, 200), np.float64)
+    f = ft.compile(ft.DictOfNamedArrays(
+        {"rows": ft.sum(a, axis=1), "total": ft.sum(a)}),
+        options={"device_kind": kind})
+    assert sorted(p.shape for p in f.plan.arrays.values()) == [(), (300,)]
+    reads_input = [n for n in f.plan.arrays
+                   if any(getattr(b, "name", None) == "_ft_in0"
+                          for b in n.bindings.values())]
+    assert len(reads_input) == 1
+    av = RNG.standard_normal((300, 200))
+    got = f(a=av)
+    np.testing.assert_allclose(got["rows"], av.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(got["total"], av.sum(), rtol=1e-12)
+
+
+# {{{ long straight-line code
+
+def _irregular_chain(x, steps, cos):
+    """Operations in an order that repeats no step (nothing to roll)."""
+    choices = np.random.default_rng(3).integers(0, 3, steps)
+    y = x
+    for c in choices:
+        y = y * 0.999 if c == 0 else (y + x if c == 1 else cos(y))
+    return y
+
+
+def test_long_straight_line_code_is_cut_into_kernels_on_gpus():
+    x = ft.make_placeholder("x", (50,), np.float64)
+    y = _irregular_chain(x, 600, ft.cos)
+    gpu = ft.compile(y, options=GPU)
+    cpu = ft.compile(y, options={"device_kind": "cpu"})
+    assert len(cpu.plan.arrays) == 1
+    assert len(gpu.plan.arrays) > 2
+    assert gpu.source.count("__kernel") == len(gpu.plan.arrays)
+    xv = RNG.uniform(-1, 1, 50)
+    want = _irregular_chain(xv, 600, np.cos)
+    np.testing.assert_allclose(gpu(x=xv), want, rtol=1e-11)
+    np.testing.assert_allclose(cpu(x=xv), want, rtol=1e-11)
+
+
+def test_repeating_chains_are_rolled_not_cut():
+    x = ft.make_placeholder("x", (50,), np.float64)
+    p = x * 0 + 0.5
+    for _ in range(400):
+        p = p * x + 0.25
+    f = ft.compile(p, options=GPU)
+    assert len(f.plan.arrays) == 1
+    xv = RNG.uniform(-1, 1, 50)
+    want = np.full(50, 0.5)
+    for _ in range(400):
+        want = want * xv + 0.25
+    np.testing.assert_allclose(f(x=xv), want, rtol=1e-12)
+
+# }}}
