@@ -84,25 +84,13 @@ def emit_group_reduction(kb: KernelBuilder, node: IndexLambda, name: str,
     work groups of *size* items."""
     reduction = node.expr
     (rname, _, extent), = reduction.bounds
-    inames: list[str] = []
-    index: list[Any] = []
-    sequential: list[str] = []
-    hardware = {node.ndim - 1: "g.0", node.ndim - 2: "g.1", node.ndim - 3: "g.2"}
-    for d, axis in enumerate(node.shape):
-        iname = kb.parts.fresh(f"_ft_i{d}_")
-        kb.parts.add_domain([iname], [axis])
-        if d in hardware:
-            kb.parts.iname_tags[iname] = hardware[d]
-        else:
-            sequential.append(iname)
-        inames.append(iname)
-        index.append(prim.Variable(iname))
+    inames, index = kb.coalesced_nest(node.shape, None)
+    inames = list(inames)
     if not node.shape:
         group = kb.parts.fresh("_ft_g")
         kb.parts.add_domain([group], [1])
         kb.parts.iname_tags[group] = "g.0"
         inames.append(group)
-    kb.parts.priorities.extend(zip(sequential, sequential[1:]))
     item, step = kb.parts.fresh("_ft_l"), kb.parts.fresh("_ft_s")
     params = sorted(sh.size_param_names(extent))
     kb.parts.params |= set(params)

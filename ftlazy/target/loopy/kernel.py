@@ -554,32 +554,34 @@ class KernelBuilder:
                 and scope.parallel == "global" and scope.batch is None
                 and not scope.single_item_groups)
 
-    def coalesced_nest(self, shape: tuple, size: int
+    def coalesced_nest(self, shape: tuple, size: int | None
                        ) -> tuple[list[str], tuple]:
         """A GPU loop nest whose last axis is split into ``(g.0, l.0)``
-        groups of *size* work items, the axis before it on ``g.1`` and the
-        one before that on ``g.2``; earlier axes are sequential loops in
-        each work item."""
+        groups of *size* work items (with *size* None: on ``g.0`` alone, a
+        work group per index), the axis before it on ``g.1`` and the one
+        before that on ``g.2``; earlier axes are sequential loops in each
+        work item."""
         inames: list[str] = []
         index: list[Any] = []
         sequential: list[str] = []
-        hardware = {len(shape) - 2: "g.1", len(shape) - 3: "g.2"}
+        hardware = {len(shape) - 1: "g.0", len(shape) - 2: "g.1",
+                    len(shape) - 3: "g.2"}
         for d, extent in enumerate(shape):
-            if d == len(shape) - 1:
+            if d == len(shape) - 1 and size is not None:
                 outer, inner = self.parts.fresh("_ft_o"), self.parts.fresh("_ft_l")
                 self.parts.add_split_domain(outer, inner, size, extent)
                 self.parts.iname_tags.update({outer: "g.0", inner: "l.0"})
                 inames += [outer, inner]
                 index.append(prim.Variable(outer) * size + prim.Variable(inner))
+                continue
+            name = self.parts.fresh(f"_ft_i{d}_")
+            self.parts.add_domain([name], [extent])
+            if d in hardware:
+                self.parts.iname_tags[name] = hardware[d]
             else:
-                name = self.parts.fresh(f"_ft_i{d}_")
-                self.parts.add_domain([name], [extent])
-                if d in hardware:
-                    self.parts.iname_tags[name] = hardware[d]
-                else:
-                    sequential.append(name)
-                inames.append(name)
-                index.append(prim.Variable(name))
+                sequential.append(name)
+            inames.append(name)
+            index.append(prim.Variable(name))
         self.parts.priorities.extend(zip(sequential, sequential[1:]))
         return inames, tuple(index)
 
