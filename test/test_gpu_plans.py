@@ -230,3 +230,65 @@ def test_repeating_chains_are_rolled_not_cut():
     np.testing.assert_allclose(f(x=xv), want, rtol=1e-12)
 
 # }}}
+
+
+# {{{ matrix products in local-memory tiles
+
+@pytest.mark.parametrize("shape", [(64, 64, 64), (130, 33, 70), (1, 17, 1),
+                                   (5, 200, 3)])
+def test_matrix_products_in_local_tiles(shape):
+    m, k, n = shape
+    a = ft.make_placeholder("a", (m, k), np.float64)
+    b = ft.make_placeholder("b", (k, n), np.float64)
+    f = ft.compile(a @ b, options=GPU)
+    plan = only_plan(f)
+    assert plan.strategy == "tiled_contraction" and plan.l0_axis == 1
+    assert plan.block == (16, 4, 16) and plan.local_size == 256
+    assert "__local" in f.source
+    av, bv = RNG.standard_normal((m, k)), RNG.standard_normal((k, n))
+    np.testing.assert_allclose(f(a=av, b=bv), av @ bv, rtol=1e-12, atol=1e-12)
+
+
+def test_tiled_products_of_symbolic_sizes_and_computed_operands():
+    # (a float sum over a symbolic k is blocked for accuracy first, see
+    # lowering._blocked_sum: its stages are group reductions instead)
+    m, n = (ft.make_size_param(s) for s in "mn")
+    k = 40
+    a = ft.make_placeholder("a", (k, m), np.float64)
+    b = ft.make_placeholder("b", (n, k), np.float64)
+    y = ft.einsum("km,nk->mn", ft.exp(a), b * 2)
+    f = ft.compile(y, options=GPU)
+    assert any(p.strategy == "tiled_contraction"
+               for p in f.plan.arrays.values())
+    for mv, kv, nv in [(3, 40, 7), (70, 40, 65), (0, 40, 3), (2, 40, 0)]:
+        av, bv = RNG.standard_normal((kv, mv)), RNG.standard_normal((nv, kv))
+        np.testing.assert_allclose(f(a=av, b=bv), np.exp(av).T @ (bv * 2).T,
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_tiled_products_get_the_devices_barrier_loop_build():
+    # its k loop holds barriers: built as the probe says such kernels must
+    # be on this device (see ftlazy.target.loopy.barrier_probe)
+    import loopy as lp
+
+    from ftlazy.target.loopy import barrier_probe as bp
+    from ftlazy.target.loopy.profile import synthetic_profile
+    a = ft.make_placeholder("a", (40, 50), np.float64)
+    b = ft.make_placeholder("b", (50, 30), np.float64)
+    program = ft.generate_loopy(a @ b, profile=synthetic_profile(
+        "gpu", 1, barrier_loop_build="optnone"))
+    linearized = lp.linearize(lp.preprocess_program(program.program))
+    assert len(bp.barrier_loop_kernels(linearized.default_entrypoint)) == 1
+    assert program.source.count(bp.OPTNONE) == 1
+
+
+def test_integer_products_in_tiles():
+    a = ft.make_placeholder("a", (40, 50), np.int64)
+    b = ft.make_placeholder("b", (50, 30), np.int64)
+    f = ft.compile(a @ b, options=GPU)
+    assert only_plan(f).strategy == "tiled_contraction"
+    av = RNG.integers(-9, 9, (40, 50))
+    bv = RNG.integers(-9, 9, (50, 30))
+    np.testing.assert_array_equal(f(a=av, b=bv), av @ bv)
+
+# }}}

@@ -70,9 +70,10 @@ def contiguous_reduction(node: IndexLambda) -> Reduce | None:
     return expr if reads_r else None
 
 
-def _loopy_op(reduction: Reduce, dtype: Any) -> Any:
-    if reduction.op in ("max", "min") and dtype.kind == "f":
-        # (numpy's NaN-propagating extrema, see .expressions)
+def _loopy_op(reduction: Reduce) -> Any:
+    if reduction.op in ("max", "min"):
+        # (numpy's NaN-propagating extrema with a neutral element for every
+        # integer width, see .expressions)
         return _Maximum() if reduction.op == "max" else _Minimum()
     return reduction.op
 
@@ -103,7 +104,7 @@ def emit_group_reduction(kb: KernelBuilder, node: IndexLambda, name: str,
     index_map = {f"_{d}": i for d, i in enumerate(index)}
     index_map[rname] = prim.Variable(step) * size + prim.Variable(item)
     inner = kb.translate_expr(reduction.inner, node, index_map, ctx)
-    op = _loopy_op(reduction, node.dtype)
+    op = _loopy_op(reduction)
     value = Reduction(op, (item,), Reduction(op, (step,), inner))
     ctx.pending.append(lp.Assignment(
         prim.Subscript(prim.Variable(name), tuple(index) or (0,)), value,

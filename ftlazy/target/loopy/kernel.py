@@ -44,6 +44,7 @@ from ftlazy.target.loopy.scan import (
     flat_row_block_nest)
 from ftlazy.target.loopy.rolling import MIN_RUN, roll_repeated_statements
 from ftlazy.target.loopy.target import FtlazyOpenCLTarget
+from ftlazy.target.loopy.gpu_contractions import emit_tiled_contraction
 from ftlazy.target.loopy.gpu_reductions import emit_group_reduction
 from ftlazy.target.loopy.contractions import (
     emit_blocked_contraction, emit_split_reduction)
@@ -783,6 +784,10 @@ class KernelBuilder:
                     insns, reads = emit_padded_contraction(
                         self, n, name, scope, *array_plan.block)
                     grid_key = self._grid_key(n, scope)
+                elif array_plan.strategy == "tiled_contraction":
+                    insns, reads = emit_tiled_contraction(
+                        self, n, name, scope, *array_plan.block)
+                    grid_key = f"~{name}"  # a kernel of its own
                 elif array_plan.strategy == "blocked_contraction":
                     insns, reads = emit_blocked_contraction(
                         self, n, name, scope, *array_plan.block)

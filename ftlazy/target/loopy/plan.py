@@ -31,6 +31,7 @@ from ftlazy.scalar_expr import (
     Reduce, get_variable_names, index_var, iter_subexpressions)
 from ftlazy.target.loopy.balance import block_bounded
 from ftlazy.target.loopy.expressions import C_FUNCTIONS
+from ftlazy.target.loopy.gpu_contractions import product_operands
 from ftlazy.target.loopy.gpu_reductions import contiguous_reduction
 from ftlazy.target.loopy.padding import (
     PADDED_BLOCK, padded_contraction, padding_bounds)
@@ -53,7 +54,10 @@ class ArrayPlan:
         its row of an array with one per element, one work item per
         element, see :mod:`.segment_fusion`), ``"group_reduction"`` (GPUs:
         a work group per output element, its items over the reduced axis,
-        see :mod:`.gpu_reductions`), ``"padded_contraction"``
+        see :mod:`.gpu_reductions`), ``"tiled_contraction"`` (GPUs: a
+        matrix product in local-memory tiles, see :mod:`.gpu_contractions`;
+        ``block`` is ``(items, register block, k step)``),
+        ``"padded_contraction"``
         (a register-blocked contraction over axes bounded by data, see
         :mod:`.padding`), ``"row_blocked_product"``
         (in a scan whose rows are independent), ``"one_item_product"`` (the
@@ -637,6 +641,14 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
         return ArrayPlan("padded_contraction", node.shape, node.dtype,
                          local_size(profile, node.shape, False), 0, 1,
                          (*PADDED_BLOCK, profile.vector_width(node.dtype)))
+    if (profile.kind == "gpu" and product_operands(node) is not None
+            and not any(n in storage.private
+                        for n in inlined_nodes(node, storage)[1:])):
+        items = profile.gpu_matmul_items
+        return ArrayPlan("tiled_contraction", node.shape, node.dtype,
+                         items * items, 1, 1,
+                         (items, profile.gpu_matmul_block,
+                          profile.gpu_matmul_depth))
     blocked = blockable_contraction(node, profile)
     if blocked is not None:
         return ArrayPlan("blocked_contraction", node.shape, node.dtype, 1, None,

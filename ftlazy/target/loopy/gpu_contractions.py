@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: MIT
+"""Matrix products on GPUs with local-memory tiles (the
+``tiled_contraction`` plan): ``out[i, j] = sum_k A(i, k) * B(k, j)``, where
+``A`` and ``B`` are any expressions of their indices (``a[i, k]``,
+``exp(a[i, k])``, a transposed read).
+
+A work group of ``items x items`` work items computes a ``tile x tile``
+block of the output, each item ``(l1, l0)`` the ``block x block`` outputs
+at rows ``l1 + items*r`` and columns ``l0 + items*c`` (``tile = items *
+block``), kept in private accumulators. The ``k`` axis runs in steps of
+``depth``: the group loads ``A``'s ``tile x depth`` and ``B``'s ``depth x
+tile`` pieces into local memory (consecutive work items load consecutive
+addresses of both), waits at a barrier, adds their products, and waits
+again before the next step overwrites them. Each loaded element is then
+read ``block`` times from registers and ``tile / block`` times from local
+memory instead of ``tile`` times from global memory. Rows, columns and
+steps past the array's end load zeros and store nothing, so any size
+(symbolic too) works.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import loopy as lp
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import IndexLambda
+from ftlazy.node import Node
+from ftlazy.scalar_expr import Reduce, get_variable_names, index_var
+from ftlazy.target.loopy.scopes import StoreContext
+
+if TYPE_CHECKING:
+    from ftlazy.target.loopy.kernel import KernelBuilder
+    from ftlazy.target.loopy.scopes import Scope
+
+__all__ = ["product_operands", "emit_tiled_contraction"]
+
+
+def product_operands(node: IndexLambda) -> tuple[Any, Any] | None:
+    """``(A, B)`` if *node* is ``sum_k A(i, k) * B(k, j)`` over two axes:
+    its summand a product of two factors, one reading rows and ``k`` only,
+    the other ``k`` and columns only, each reading some array; else None."""
+    expr = node.expr
+    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or node.dtype.kind not in "iuf"):
+        return None
+    (rname, lo, _), = expr.bounds
+    inner = expr.inner
+    if lo != 0 or not isinstance(inner, prim.Product) or len(inner.children) != 2:
+        return None
+    row, col = index_var(0).name, index_var(1).name
+    found: dict[str, Any] = {}
+    for factor in inner.children:
+        names = get_variable_names(factor)
+        if isinstance(factor, Reduce) or any(
+                isinstance(e, Reduce) for e in _walk(factor)):
+            return None
+        reads = any(isinstance(e, prim.Subscript) for e in _walk(factor))
+        if not reads or rname not in names:
+            return None
+        if col not in names:
+            found.setdefault("A", factor)
+        elif row not in names:
+            found.setdefault("B", factor)
+    if set(found) != {"A", "B"}:
+        return None
+    return found["A"], found["B"]
+
+
+def _walk(expr: Any) -> list[Any]:
+    from ftlazy.scalar_expr import iter_subexpressions
+    return list(iter_subexpressions(expr))
+
+
+def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
+                           scope: Scope, items: int, block: int, depth: int
+                           ) -> tuple[list[Any], set[Node]]:
+    """Instructions computing *node* (see the module docs) into *name*."""
+    (rname, _, kext), = node.expr.bounds
+    a_part, b_part = product_operands(node)
+    ni, nj = node.shape
+    tile = items * block
+    parts = kb.parts
+    gi, gj, li, lj, kt = (parts.fresh(p) for p in
+                          ("_ft_ti", "_ft_tj", "_ft_li", "_ft_lj", "_ft_kt"))
+    parts.add_blocks_domain(gi, tile, ni)
+    parts.add_blocks_domain(gj, tile, nj)
+    parts.add_domain([li, lj], [items, items])
+    parts.add_blocks_domain(kt, depth, kext)
+    parts.iname_tags.update({gi: "g.1", gj: "g.0", li: "l.1", lj: "l.0"})
+    hardware = frozenset({gi, gj, li, lj})
+    v = prim.Variable
+    limit = {d: sh.to_affine(e).to_expr() for d, e in
+             (("i", ni), ("j", nj), ("k", kext))}
+
+    def inside(*conditions: tuple[Any, str]) -> Any:
+        tests = [prim.Comparison(x, "<", limit[d]) for x, d in conditions]
+        return tests[0] if len(tests) == 1 else prim.LogicalAnd(tuple(tests))
+
+    ctx = StoreContext(scope, [gi, gj, li, lj], (v(gi), v(gj)), None)
+    dtype = node.dtype
+    a_loc = parts.fresh("_ft_atile")
+    b_loc = parts.fresh("_ft_btile")
+    for local_name, shape in ((a_loc, (tile, depth)), (b_loc, (depth, tile))):
+        parts.temporaries[local_name] = lp.TemporaryVariable(
+            local_name, dtype, shape=shape, address_space=lp.AddressSpace.LOCAL)
+    # loads: item (l1, l0) loads A's rows l1 + items*s at step column l0,
+    # and B's step row l1 at columns l0 + items*s (s < block): consecutive
+    # items read consecutive addresses of both
+    sa, sb = parts.fresh("_ft_sa"), parts.fresh("_ft_sb")
+    parts.add_domain([sa, sb], [block, block])
+    parts.iname_tags.update({sa: "unr", sb: "unr"})
+    a_row = v(gi) * tile + v(li) + items * v(sa)
+    a_k = v(kt) * depth + v(lj)
+    b_k = v(kt) * depth + v(li)
+    b_col = v(gj) * tile + v(lj) + items * v(sb)
+    a_value = kb.translate_expr(a_part, node, {"_0": a_row, rname: a_k}, ctx)
+    b_value = kb.translate_expr(b_part, node, {"_1": b_col, rname: b_k}, ctx)
+    zero = dtype.type(0)
+    barrier_after_loads = parts.fresh("_ft_tload_barrier")
+    barrier_after_step = parts.fresh("_ft_tstep_barrier")
+    load_a = lp.Assignment(
+        prim.Subscript(v(a_loc), (v(li) + items * v(sa), v(lj))),
+        prim.If(inside((a_row, "i"), (a_k, "k")), a_value, zero),
+        id=parts.fresh(name + "_load_a"),
+        within_inames=hardware | {kt, sa}, within_inames_is_final=True,
+        depends_on=frozenset(ctx.deps))
+    load_b = lp.Assignment(
+        prim.Subscript(v(b_loc), (v(li), v(lj) + items * v(sb))),
+        prim.If(inside((b_k, "k"), (b_col, "j")), b_value, zero),
+        id=parts.fresh(name + "_load_b"),
+        within_inames=hardware | {kt, sb}, within_inames_is_final=True,
+        depends_on=frozenset(ctx.deps))
+    # accumulators: init, the step's products, store
+    acc = parts.private_array("_ft_acc", dtype, (block, block))
+    blocks = {}
+    for role in ("init", "update", "store"):
+        r, c = parts.fresh("_ft_br"), parts.fresh("_ft_bc")
+        parts.add_domain([r, c], [block, block])
+        parts.iname_tags.update({r: "ilp" if role == "update" else "unr",
+                                 c: "ilp" if role == "update" else "unr"})
+        blocks[role] = (r, c)
+    kk = parts.fresh("_ft_kk")
+    parts.add_domain([kk], [depth])
+    r, c = blocks["update"]
+    parts.priorities.extend([(kt, kk), (kk, r), (r, c), (kt, sa), (kt, sb)])
+
+    def acc_at(role: str) -> Any:
+        return prim.Subscript(v(acc), tuple(v(x) for x in blocks[role]))
+    init_id = parts.fresh(name + "_init")
+    update_id = parts.fresh(name + "_upd")
+    loads = frozenset({load_a.id, load_b.id})
+    out_row = v(gi) * tile + v(li) + items * v(blocks["store"][0])
+    out_col = v(gj) * tile + v(lj) + items * v(blocks["store"][1])
+    insns = [
+        lp.Assignment(acc_at("init"), zero, id=init_id,
+                      within_inames=hardware | set(blocks["init"]),
+                      within_inames_is_final=True),
+        load_a, load_b,
+        lp.BarrierInstruction(
+            id=barrier_after_loads, synchronization_kind="local",
+            mem_kind="local", depends_on=loads,
+            within_inames=frozenset({kt}), within_inames_is_final=True),
+        lp.Assignment(
+            acc_at("update"), acc_at("update") + prim.Subscript(
+                v(a_loc), (v(li) + items * v(r), v(kk))) * prim.Subscript(
+                v(b_loc), (v(kk), v(lj) + items * v(c))),
+            id=update_id, within_inames=hardware | {kt, kk, r, c},
+            within_inames_is_final=True,
+            depends_on=frozenset({init_id, barrier_after_loads})),
+        lp.BarrierInstruction(
+            id=barrier_after_step, synchronization_kind="local",
+            mem_kind="local", depends_on=frozenset({update_id}),
+            within_inames=frozenset({kt}), within_inames_is_final=True),
+        lp.Assignment(
+            prim.Subscript(v(name), (out_row, out_col)), acc_at("store"),
+            id=parts.fresh(name + "_store"),
+            within_inames=hardware | set(blocks["store"]),
+            within_inames_is_final=True, depends_on=frozenset({update_id}),
+            predicates=frozenset({inside((out_row, "i"), (out_col, "j"))}))]
+    return ctx.pending + insns, ctx.reads
