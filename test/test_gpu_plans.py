@@ -282,6 +282,34 @@ def test_tiled_products_get_the_devices_barrier_loop_build():
     assert program.source.count(bp.OPTNONE) == 1
 
 
+@pytest.mark.parametrize("leading", [(6, 5), (3, 4, 7)])
+def test_batched_rows_are_tiled_as_one_product(leading):
+    # out[t, b, j] = sum_k x[t, b, k] * u[k, j] (a product hoisted out of a
+    # scan): the leading axes are the rows of one tiled product
+    x = ft.make_placeholder("x", leading + (40,), np.float64)
+    u = ft.make_placeholder("u", (40, 70), np.float64)
+    letters = "abc"[:len(leading)]
+    f = ft.compile(ft.einsum(f"{letters}k,kj->{letters}j", x, u), options=GPU)
+    plan = only_plan(f)
+    assert plan.strategy == "tiled_contraction"
+    assert plan.l0_axis == len(leading)
+    xv, uv = RNG.standard_normal(leading + (40,)), RNG.standard_normal((40, 70))
+    np.testing.assert_allclose(f(x=xv, u=uv), xv @ uv, rtol=1e-12, atol=1e-12)
+
+
+def test_batched_rows_with_a_symbolic_first_axis():
+    t = ft.make_size_param("t")
+    x = ft.make_placeholder("x", (t, 3, 20), np.float64)
+    u = ft.make_placeholder("u", (70, 20), np.float64)
+    f = ft.compile(ft.einsum("tbk,jk->tbj", x, u), options=GPU)
+    assert only_plan(f).strategy == "tiled_contraction"
+    for steps in (0, 1, 9):
+        xv = RNG.standard_normal((steps, 3, 20))
+        uv = RNG.standard_normal((70, 20))
+        np.testing.assert_allclose(f(x=xv, u=uv), xv @ uv.T, rtol=1e-12,
+                                   atol=1e-12)
+
+
 def test_integer_products_in_tiles():
     a = ft.make_placeholder("a", (40, 50), np.int64)
     b = ft.make_placeholder("b", (50, 30), np.int64)

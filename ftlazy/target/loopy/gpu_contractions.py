@@ -2,7 +2,10 @@
 """Matrix products on GPUs with local-memory tiles (the
 ``tiled_contraction`` plan): ``out[i, j] = sum_k A(i, k) * B(k, j)``, where
 ``A`` and ``B`` are any expressions of their indices (``a[i, k]``,
-``exp(a[i, k])``, a transposed read).
+``exp(a[i, k])``, a transposed read). A result with more axes whose
+factor ``B`` reads only the last one (``out[t, b, j] = sum_k x[t, b, k] *
+u[k, j]``, a product hoisted out of a scan) is the same product over its
+leading axes flattened into rows.
 
 A work group of ``items x items`` work items computes a ``tile x tile``
 block of the output, each item ``(l1, l0)`` the ``block x block`` outputs
@@ -39,34 +42,49 @@ __all__ = ["product_operands", "emit_tiled_contraction"]
 
 
 def product_operands(node: IndexLambda) -> tuple[Any, Any] | None:
-    """``(A, B)`` if *node* is ``sum_k A(i, k) * B(k, j)`` over two axes:
-    its summand a product of two factors, one reading rows and ``k`` only,
-    the other ``k`` and columns only, each reading some array; else None."""
+    """``(A, B)`` if *node* is ``sum_k A(rows..., k) * B(k, j)``: its summand
+    a product of two factors, one reading the leading axes and ``k`` only,
+    the other ``k`` and the last axis only, each reading some array; its
+    leading axes after the first concrete (their flattened count is then
+    affine); else None."""
     expr = node.expr
-    if (node.ndim != 2 or not isinstance(expr, Reduce) or expr.op != "sum"
-            or len(expr.bounds) != 1 or node.dtype.kind not in "iuf"):
+    if (node.ndim < 2 or not isinstance(expr, Reduce) or expr.op != "sum"
+            or len(expr.bounds) != 1 or node.dtype.kind not in "iuf"
+            or not all(isinstance(d, int) for d in node.shape[1:-1])):
         return None
     (rname, lo, _), = expr.bounds
     inner = expr.inner
     if lo != 0 or not isinstance(inner, prim.Product) or len(inner.children) != 2:
         return None
-    row, col = index_var(0).name, index_var(1).name
+    rows = {index_var(d).name for d in range(node.ndim - 1)}
+    col = index_var(node.ndim - 1).name
     found: dict[str, Any] = {}
     for factor in inner.children:
         names = get_variable_names(factor)
-        if isinstance(factor, Reduce) or any(
-                isinstance(e, Reduce) for e in _walk(factor)):
+        subexpressions = _walk(factor)
+        if any(isinstance(e, Reduce) for e in subexpressions):
             return None
-        reads = any(isinstance(e, prim.Subscript) for e in _walk(factor))
-        if not reads or rname not in names:
+        if (not any(isinstance(e, prim.Subscript) for e in subexpressions)
+                or rname not in names):
             return None
         if col not in names:
             found.setdefault("A", factor)
-        elif row not in names:
+        elif not rows & names:
             found.setdefault("B", factor)
     if set(found) != {"A", "B"}:
         return None
     return found["A"], found["B"]
+
+
+def _unravel(row: Any, leading: tuple) -> dict[str, Any]:
+    """The leading indices ``_0, _1, ...`` of flattened row *row* (axes
+    after the first concrete)."""
+    indices: dict[str, Any] = {}
+    for d in range(len(leading) - 1, 0, -1):
+        indices[index_var(d).name] = prim.Remainder(row, leading[d])
+        row = prim.FloorDiv(row, leading[d])
+    indices[index_var(0).name] = row
+    return indices
 
 
 def _walk(expr: Any) -> list[Any]:
@@ -80,7 +98,11 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     """Instructions computing *node* (see the module docs) into *name*."""
     (rname, _, kext), = node.expr.bounds
     a_part, b_part = product_operands(node)
-    ni, nj = node.shape
+    leading, nj = node.shape[:-1], node.shape[-1]
+    ni: Any = leading[0]
+    for extent in leading[1:]:
+        ni = sh.mul(ni, extent)
+    col_name = index_var(node.ndim - 1).name
     tile = items * block
     parts = kb.parts
     gi, gj, li, lj, kt = (parts.fresh(p) for p in
@@ -116,8 +138,10 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     a_k = v(kt) * depth + v(lj)
     b_k = v(kt) * depth + v(li)
     b_col = v(gj) * tile + v(lj) + items * v(sb)
-    a_value = kb.translate_expr(a_part, node, {"_0": a_row, rname: a_k}, ctx)
-    b_value = kb.translate_expr(b_part, node, {"_1": b_col, rname: b_k}, ctx)
+    a_value = kb.translate_expr(a_part, node,
+                                {**_unravel(a_row, leading), rname: a_k}, ctx)
+    b_value = kb.translate_expr(b_part, node, {col_name: b_col, rname: b_k},
+                                ctx)
     zero = dtype.type(0)
     barrier_after_loads = parts.fresh("_ft_tload_barrier")
     barrier_after_step = parts.fresh("_ft_tstep_barrier")
@@ -175,7 +199,8 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
             mem_kind="local", depends_on=frozenset({update_id}),
             within_inames=frozenset({kt}), within_inames_is_final=True),
         lp.Assignment(
-            prim.Subscript(v(name), (out_row, out_col)), acc_at("store"),
+            prim.Subscript(v(name), tuple(_unravel(out_row, leading).values())[::-1]
+                           + (out_col,)), acc_at("store"),
             id=parts.fresh(name + "_store"),
             within_inames=hardware | set(blocks["store"]),
             within_inames_is_final=True, depends_on=frozenset({update_id}),

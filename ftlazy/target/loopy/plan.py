@@ -646,7 +646,7 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
                         for n in inlined_nodes(node, storage)[1:])):
         items = profile.gpu_matmul_items
         return ArrayPlan("tiled_contraction", node.shape, node.dtype,
-                         items * items, 1, 1,
+                         items * items, node.ndim - 1, 1,
                          (items, profile.gpu_matmul_block,
                           profile.gpu_matmul_depth))
     blocked = blockable_contraction(node, profile)
