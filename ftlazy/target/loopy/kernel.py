@@ -228,6 +228,11 @@ class KernelBuilder:
             return self._translate(node, index, ctx)
         raise AssertionError(f"unexpected node in code generation: {node!r}")
 
+    def read_in(self, node: Array, index: tuple, scope: Scope) -> Any:
+        """*node* at *index* in *scope*, outside any loop nest's context (a
+        loop input that its loop computes where it reads it)."""
+        return self._read(node, index, StoreContext(scope, [], index))
+
     def packed_read(self, node: Placeholder, index: tuple) -> Any:
         pack, offset = self.packed[node]
         flat: Any = offset

@@ -358,6 +358,17 @@ def _parity(step: Any) -> Any:
     return prim.BitwiseAnd((step, 1))
 
 
+def _input_level(kb: KernelBuilder, a: Array) -> float:
+    """The dependency level of loop input *a*: its own, or for an input the
+    loop computes where it reads it, that of the arrays it reads."""
+    if a in kb.level:
+        return kb.level[a]
+    if isinstance(a, IndexLambda):
+        return max((_input_level(kb, b) for b in a.bindings.values()),
+                   default=0)
+    return 0
+
+
 def emit_scan_chain(kb: KernelBuilder, chain: tuple[Scan, ...], outer: Scope,
                     out_names: dict) -> None:
     """The scans of *chain* (of the outer DAG: one scan, or a chain, see
@@ -368,9 +379,8 @@ def emit_scan_chain(kb: KernelBuilder, chain: tuple[Scan, ...], outer: Scope,
     members = set(chain)
     # the kernel's level: after every input from outside the chain, and one
     # no other array shares
-    level = 1 + max((kb.level[a] for s in chain for a in s.inputs
-                     if a in kb.level and not (isinstance(a, LoopResult)
-                                               and a.loop in members)),
+    level = 1 + max((_input_level(kb, a) for s in chain for a in s.inputs
+                     if not (isinstance(a, LoopResult) and a.loop in members)),
                     default=0) + 0.5
     insns: list[Any] = []
     done: frozenset[str] = frozenset()
@@ -411,6 +421,10 @@ def _reader(kb: KernelBuilder, scope: Scope
             return scope.params[a.index]
         if a in kb.packed:
             return lambda idx: kb.packed_read(a, idx)
+        if isinstance(a, IndexLambda) and a not in scope.names:
+            # computed where it is read (storage.loop_computable: it reads
+            # only inputs, which need no dependency)
+            return lambda idx: kb.read_in(a, idx, scope)
         name = scope.names[a]
         return lambda idx: prim.Subscript(prim.Variable(name), idx or (0,))
     return read

@@ -107,6 +107,43 @@ class StoragePlan:
     repeating_chains: bool = False
 
 
+#: the most operations (see :func:`_expr_cost`) of a loop input that its
+#: loop computes where it reads it instead of reading it from memory
+LOOP_COMPUTABLE_COST = 4
+
+
+@lru_cache(maxsize=2**16)
+def loop_computable(node: IndexLambda) -> bool:
+    """Whether a loop (a scan) reading *node* computes it where it reads
+    it, so that no kernel of its own stores it first: a cheap body with no
+    reduction that reads only inputs (placeholders, or a scan body's
+    parameters), each at the node's own last index in its last position
+    (a slice along leading axes such as a layer's weights ``w[d]``, which
+    keeps the loop's contiguous reads contiguous; a transpose is stored),
+    or nothing at all (zeros, an arange)."""
+    from ftlazy.array import Placeholder
+    from ftlazy.fractal import BodyParam
+    if has_reduce(node.expr) or _expr_cost(node.expr) > LOOP_COMPUTABLE_COST:
+        return False
+    for b in node.bindings.values():
+        if not (isinstance(b, (Placeholder, BodyParam))
+                or (isinstance(b, IndexLambda) and not b.bindings
+                    and loop_computable(b))):
+            return False
+    last = index_var(node.ndim - 1) if node.ndim else None
+    uses: dict[str, int] = defaultdict(int)
+    for e in iter_subexpressions(node.expr):
+        if isinstance(e, prim.Subscript) and e.aggregate.name in node.bindings:
+            uses[e.aggregate.name] -= 1
+            if last is None or not e.index_tuple or e.index_tuple[-1] != last:
+                return False
+        elif isinstance(e, prim.Variable) and e.name in node.bindings:
+            uses[e.name] += 1
+    # (an array read whole, not at an index, is not a slice)
+    return not any(count > 0 and node.bindings[name].ndim
+                   for name, count in uses.items())
+
+
 def decide_storage(roots: list[Array], order: list[Node] | None = None
                    ) -> StoragePlan:
     """Materialization decisions for the DAG of *roots* (see module doc)."""
@@ -122,10 +159,11 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
                 if name in ident:
                     identity_users[b] += 1
         else:
-            # loops read their inputs from memory
+            # loops read their inputs from memory, except those they can
+            # compute where they read them (constants, aranges, slices)
             for c in iter_children(n):
                 users[c] += 1
-                if isinstance(c, IndexLambda):
+                if isinstance(c, IndexLambda) and not loop_computable(c):
                     plan.stored.add(c)
     root_set = set(roots)
     depth: dict[Node, int] = {}
