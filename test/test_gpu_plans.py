@@ -310,6 +310,29 @@ def test_batched_rows_with_a_symbolic_first_axis():
                                    atol=1e-12)
 
 
+@pytest.mark.parametrize("spec", ["ik,kj->ij", "ki,kj->ij", "ik,jk->ij",
+                                  "ki,jk->ij"])
+def test_transposed_operands_load_along_their_contiguous_index(spec):
+    # each operand's tile is loaded with consecutive items along the index
+    # that is contiguous in memory, whichever it is
+    shapes = {"i": 70, "k": 33, "j": 50}
+    left, right = spec.split("->")[0].split(",")
+    a = ft.make_placeholder("a", tuple(shapes[c] for c in left), np.float64)
+    b = ft.make_placeholder("b", tuple(shapes[c] for c in right), np.float64)
+    f = ft.compile(ft.einsum(spec, a, b), options=GPU)
+    assert only_plan(f).strategy == "tiled_contraction"
+    av = RNG.standard_normal(a.shape)
+    bv = RNG.standard_normal(b.shape)
+    np.testing.assert_allclose(f(a=av, b=bv), np.einsum(spec, av, bv),
+                               rtol=1e-12, atol=1e-12)
+    # the global reads of both tiles step by one along lid(0)
+    loads = [line for line in f.source.splitlines() if "tile" in line
+             and "? _ft_in" in line]
+    for line in loads:
+        read = line.split("? ")[1]
+        assert "+ lid(0)" in read or read.split("[")[1].startswith("lid(0)")
+
+
 def test_integer_products_in_tiles():
     a = ft.make_placeholder("a", (40, 50), np.int64)
     b = ft.make_placeholder("b", (50, 30), np.int64)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import loopy as lp
 import pymbolic.primitives as prim
+from loopy.symbolic import WalkMapper, get_dependencies
 
 from ftlazy import shapes as sh
 from ftlazy.array import IndexLambda
@@ -87,6 +88,30 @@ def _unravel(row: Any, leading: tuple) -> dict[str, Any]:
     return indices
 
 
+class _LastIndices(WalkMapper):
+    """The last index of every subscript of a loopy expression."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[Any] = []
+
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+        if expr.index_tuple:
+            self.found.append(expr.index_tuple[-1])
+        super().map_subscript(expr, *args)
+
+
+def _contiguous_along(value: Any, first: str, second: str) -> bool:
+    """Whether the global reads of *value* (a translated operand) have the
+    iname *first* in their last index and never *second*: consecutive items
+    should then go along *first*."""
+    walker = _LastIndices()
+    walker(value)
+    deps = [get_dependencies(i) for i in walker.found]
+    return (any(first in d for d in deps)
+            and not any(second in d for d in deps))
+
+
 def _walk(expr: Any) -> list[Any]:
     from ftlazy.scalar_expr import iter_subexpressions
     return list(iter_subexpressions(expr))
@@ -95,7 +120,12 @@ def _walk(expr: Any) -> list[Any]:
 def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
                            scope: Scope, items: int, block: int, depth: int
                            ) -> tuple[list[Any], set[Node]]:
-    """Instructions computing *node* (see the module docs) into *name*."""
+    """Instructions computing *node* (see the module docs) into *name*.
+    The ``k`` step *depth* is the group's side *items*: each item loads one
+    element of a step's row or column."""
+    if depth != items:
+        raise ValueError(f"tiled contraction: k step {depth} must equal the "
+                         f"work items per side {items}")
     (rname, _, kext), = node.expr.bounds
     a_part, b_part = product_operands(node)
     leading, nj = node.shape[:-1], node.shape[-1]
@@ -134,25 +164,41 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     sa, sb = parts.fresh("_ft_sa"), parts.fresh("_ft_sb")
     parts.add_domain([sa, sb], [block, block])
     parts.iname_tags.update({sa: "unr", sb: "unr"})
-    a_row = v(gi) * tile + v(li) + items * v(sa)
-    a_k = v(kt) * depth + v(lj)
-    b_k = v(kt) * depth + v(li)
-    b_col = v(gj) * tile + v(lj) + items * v(sb)
-    a_value = kb.translate_expr(a_part, node,
-                                {**_unravel(a_row, leading), rname: a_k}, ctx)
-    b_value = kb.translate_expr(b_part, node, {col_name: b_col, rname: b_k},
-                                ctx)
+    # consecutive items (l.0) go along the operand's contiguous index: the
+    # last index of its global reads once inlined (a transposed read has
+    # its row or column index last, not k)
+    def a_at(first: str, second: str) -> tuple[Any, Any, Any]:
+        row = v(gi) * tile + v(first) + items * v(sa)
+        k = v(kt) * depth + v(second)
+        return row, k, kb.translate_expr(
+            a_part, node, {**_unravel(row, leading), rname: k}, ctx)
+
+    def b_at(first: str, second: str) -> tuple[Any, Any, Any]:
+        k = v(kt) * depth + v(first)
+        col = v(gj) * tile + v(second) + items * v(sb)
+        return k, col, kb.translate_expr(
+            b_part, node, {col_name: col, rname: k}, ctx)
+    a_first, a_second = li, lj
+    a_row, a_k, a_value = a_at(a_first, a_second)
+    if _contiguous_along(a_value, a_first, a_second):
+        a_first, a_second = lj, li
+        a_row, a_k, a_value = a_at(a_first, a_second)
+    b_first, b_second = li, lj
+    b_k, b_col, b_value = b_at(b_first, b_second)
+    if _contiguous_along(b_value, b_first, b_second):
+        b_first, b_second = lj, li
+        b_k, b_col, b_value = b_at(b_first, b_second)
     zero = dtype.type(0)
     barrier_after_loads = parts.fresh("_ft_tload_barrier")
     barrier_after_step = parts.fresh("_ft_tstep_barrier")
     load_a = lp.Assignment(
-        prim.Subscript(v(a_loc), (v(li) + items * v(sa), v(lj))),
+        prim.Subscript(v(a_loc), (v(a_first) + items * v(sa), v(a_second))),
         prim.If(inside((a_row, "i"), (a_k, "k")), a_value, zero),
         id=parts.fresh(name + "_load_a"),
         within_inames=hardware | {kt, sa}, within_inames_is_final=True,
         depends_on=frozenset(ctx.deps))
     load_b = lp.Assignment(
-        prim.Subscript(v(b_loc), (v(li), v(lj) + items * v(sb))),
+        prim.Subscript(v(b_loc), (v(b_first), v(b_second) + items * v(sb))),
         prim.If(inside((b_k, "k"), (b_col, "j")), b_value, zero),
         id=parts.fresh(name + "_load_b"),
         within_inames=hardware | {kt, sb}, within_inames_is_final=True,

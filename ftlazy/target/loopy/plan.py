@@ -647,8 +647,7 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
         items = profile.gpu_matmul_items
         return ArrayPlan("tiled_contraction", node.shape, node.dtype,
                          items * items, node.ndim - 1, 1,
-                         (items, profile.gpu_matmul_block,
-                          profile.gpu_matmul_depth))
+                         (items, profile.gpu_matmul_block, items))
     blocked = blockable_contraction(node, profile)
     if blocked is not None:
         return ArrayPlan("blocked_contraction", node.shape, node.dtype, 1, None,

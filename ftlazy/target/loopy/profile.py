@@ -149,11 +149,10 @@ class DeviceProfile:
     #: work items of a scan's single group
     scan_local_size: int = 256
     #: GPU matrix products with local-memory tiles: work items per side of
-    #: a group, outputs per side of an item's register block, and the
-    #: ``k`` step (a group computes a ``items*block`` square tile)
+    #: a group (also the ``k`` step) and outputs per side of an item's
+    #: register block (a group computes an ``items*block`` square tile)
     gpu_matmul_items: int = 16
     gpu_matmul_block: int = 4
-    gpu_matmul_depth: int = 16
     #: register block (rows, columns) of a matrix product per work item
     matmul_block: tuple[int, int] = (8, 8)
     #: independent accumulators of a split reduction
