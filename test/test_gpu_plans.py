@@ -343,3 +343,25 @@ def test_integer_products_in_tiles():
     np.testing.assert_array_equal(f(a=av, b=bv), av @ bv)
 
 # }}}
+
+
+def test_real_gpus_get_256_item_groups(monkeypatch):
+    # a GPU device's profile (a stand-in device: the suite may have none)
+    import types
+
+    import pyopencl as cl
+
+    from ftlazy.target.loopy import barrier_probe
+    from ftlazy.target.loopy.profile import GPU_LOCAL_SIZE, device_profile
+    monkeypatch.setattr(barrier_probe, "barrier_loop_build",
+                        lambda device: "optimize")
+
+    def gpu(max_group):
+        return types.SimpleNamespace(
+            platform=types.SimpleNamespace(name="stand-in"), name="gpu",
+            driver_version=str(max_group), int_ptr=max_group,
+            type=cl.device_type.GPU, max_work_group_size=max_group,
+            local_mem_size=48 * 1024, max_mem_alloc_size=2**34)
+    assert device_profile(gpu(1024)).gpu_local_size == GPU_LOCAL_SIZE == 256
+    assert device_profile(gpu(1024)).kind == "gpu"
+    assert device_profile(gpu(128)).gpu_local_size == 128
