@@ -253,19 +253,15 @@ def select_queue(kind: str = "default") -> Any:
     device of *kind* is found."""
     import pyopencl as cl
 
-    from ftlazy.target.loopy.device import default_queue
+    from ftlazy.target.loopy.device import default_queue, queue_on_first_device
     if kind == "default":
         return default_queue()
     wanted = {"gpu": cl.device_type.GPU, "cpu": cl.device_type.CPU}[kind]
-    for platform_ in cl.get_platforms():
-        try:
-            devices = platform_.get_devices(device_type=wanted)
-        except cl.Error:
-            continue
-        if devices:
-            return cl.CommandQueue(cl.Context([devices[0]]))
-    raise SystemExit(f"no OpenCL {kind.upper()} device found on "
-                     f"{[p.name for p in cl.get_platforms()]}")
+    queue = queue_on_first_device((wanted,))
+    if queue is None:
+        raise SystemExit(f"no OpenCL {kind.upper()} device found on "
+                         f"{[p.name for p in cl.get_platforms()]}")
+    return queue
 
 
 def opencl_copy(queue: Any, n: int, repeat: int = 9) -> Timing:

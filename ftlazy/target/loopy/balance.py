@@ -155,10 +155,9 @@ class BlockBoundedLoop:
                 else self.read_order((0, position)))
 
     def element_at(self, group: Any, row: Any) -> Any:
-        """The element at row *row* of group *group*'s block (in a loop
-        nest of the group: from its private table)."""
-        if self.elements is None:
-            return group * self.plan.rows_per_group + row
+        """The element at row *row* of group *group*'s block, from the
+        group's private table (sorted rows only: see ``Scope.element_at``
+        for element order)."""
         return prim.Subscript(prim.Variable(self.elements), (row,))
 
     def last_slot(self, index: tuple) -> Any:

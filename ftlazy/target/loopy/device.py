@@ -51,17 +51,26 @@ def _make_default_queue() -> cl.CommandQueue:
     platforms = _get_platforms()
     if not platforms:
         raise RuntimeError(f"no OpenCL platform found. {_INSTALL_A_DRIVER}")
-    for device_type in (cl.device_type.GPU, cl.device_type.CPU,
-                        cl.device_type.ALL):
-        for platform in platforms:
+    queue = queue_on_first_device((cl.device_type.GPU, cl.device_type.CPU,
+                                   cl.device_type.ALL))
+    if queue is None:
+        raise RuntimeError("no OpenCL device found on the platforms "
+                           f"{[p.name for p in platforms]}. {_INSTALL_A_DRIVER}")
+    return queue
+
+
+def queue_on_first_device(device_types: tuple) -> cl.CommandQueue | None:
+    """A queue on the first device of the first of *device_types* that any
+    platform has (``pyopencl.device_type`` flags), or None."""
+    for device_type in device_types:
+        for platform in _get_platforms():
             try:
                 devices = platform.get_devices(device_type=device_type)
             except cl.Error:
                 continue
             if devices:
                 return cl.CommandQueue(cl.Context([devices[0]]))
-    raise RuntimeError("no OpenCL device found on the platforms "
-                       f"{[p.name for p in platforms]}. {_INSTALL_A_DRIVER}")
+    return None
 
 
 def _get_platforms() -> list[cl.Platform]:

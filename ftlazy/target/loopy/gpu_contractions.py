@@ -32,7 +32,8 @@ from loopy.symbolic import WalkMapper, get_dependencies
 from ftlazy import shapes as sh
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
-from ftlazy.scalar_expr import Reduce, get_variable_names, index_var
+from ftlazy.scalar_expr import (
+    Reduce, get_variable_names, index_var, iter_subexpressions)
 from ftlazy.target.loopy.scopes import StoreContext
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def product_operands(node: IndexLambda) -> tuple[Any, Any] | None:
     found: dict[str, Any] = {}
     for factor in inner.children:
         names = get_variable_names(factor)
-        subexpressions = _walk(factor)
+        subexpressions = list(iter_subexpressions(factor))
         if any(isinstance(e, Reduce) for e in subexpressions):
             return None
         if (not any(isinstance(e, prim.Subscript) for e in subexpressions)
@@ -77,15 +78,14 @@ def product_operands(node: IndexLambda) -> tuple[Any, Any] | None:
     return found["A"], found["B"]
 
 
-def _unravel(row: Any, leading: tuple) -> dict[str, Any]:
-    """The leading indices ``_0, _1, ...`` of flattened row *row* (axes
-    after the first concrete)."""
-    indices: dict[str, Any] = {}
-    for d in range(len(leading) - 1, 0, -1):
-        indices[index_var(d).name] = prim.Remainder(row, leading[d])
-        row = prim.FloorDiv(row, leading[d])
-    indices[index_var(0).name] = row
-    return indices
+def _unravel(row: Any, leading: tuple) -> tuple:
+    """The indices of the leading axes (*leading*, those after the first
+    concrete) of flattened row *row*."""
+    indices = []
+    for extent in leading[:0:-1]:
+        indices.append(prim.Remainder(row, extent))
+        row = prim.FloorDiv(row, extent)
+    return (row, *indices[::-1])
 
 
 class _LastIndices(WalkMapper):
@@ -112,20 +112,13 @@ def _contiguous_along(value: Any, first: str, second: str) -> bool:
             and not any(second in d for d in deps))
 
 
-def _walk(expr: Any) -> list[Any]:
-    from ftlazy.scalar_expr import iter_subexpressions
-    return list(iter_subexpressions(expr))
-
-
 def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
-                           scope: Scope, items: int, block: int, depth: int
+                           scope: Scope, items: int, block: int
                            ) -> tuple[list[Any], set[Node]]:
-    """Instructions computing *node* (see the module docs) into *name*.
-    The ``k`` step *depth* is the group's side *items*: each item loads one
-    element of a step's row or column."""
-    if depth != items:
-        raise ValueError(f"tiled contraction: k step {depth} must equal the "
-                         f"work items per side {items}")
+    """Instructions computing *node* (see the module docs) into *name*. The
+    ``k`` step is the group's side *items*: each item loads one element of
+    a step's row or column of each tile piece."""
+    depth = items
     (rname, _, kext), = node.expr.bounds
     a_part, b_part = product_operands(node)
     leading, nj = node.shape[:-1], node.shape[-1]
@@ -158,9 +151,8 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     for local_name, shape in ((a_loc, (tile, depth)), (b_loc, (depth, tile))):
         parts.temporaries[local_name] = lp.TemporaryVariable(
             local_name, dtype, shape=shape, address_space=lp.AddressSpace.LOCAL)
-    # loads: item (l1, l0) loads A's rows l1 + items*s at step column l0,
-    # and B's step row l1 at columns l0 + items*s (s < block): consecutive
-    # items read consecutive addresses of both
+    # loads: item (l1, l0) loads rows (or columns) l1 + items*s of a tile
+    # piece at its step index l0, or the other way round (s < block)
     sa, sb = parts.fresh("_ft_sa"), parts.fresh("_ft_sb")
     parts.add_domain([sa, sb], [block, block])
     parts.iname_tags.update({sa: "unr", sb: "unr"})
@@ -170,8 +162,9 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     def a_at(first: str, second: str) -> tuple[Any, Any, Any]:
         row = v(gi) * tile + v(first) + items * v(sa)
         k = v(kt) * depth + v(second)
-        return row, k, kb.translate_expr(
-            a_part, node, {**_unravel(row, leading), rname: k}, ctx)
+        rows = {index_var(d).name: i
+                for d, i in enumerate(_unravel(row, leading))}
+        return row, k, kb.translate_expr(a_part, node, {**rows, rname: k}, ctx)
 
     def b_at(first: str, second: str) -> tuple[Any, Any, Any]:
         k = v(kt) * depth + v(first)
@@ -245,8 +238,8 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
             mem_kind="local", depends_on=frozenset({update_id}),
             within_inames=frozenset({kt}), within_inames_is_final=True),
         lp.Assignment(
-            prim.Subscript(v(name), tuple(_unravel(out_row, leading).values())[::-1]
-                           + (out_col,)), acc_at("store"),
+            prim.Subscript(v(name), (*_unravel(out_row, leading), out_col)),
+            acc_at("store"),
             id=parts.fresh(name + "_store"),
             within_inames=hardware | set(blocks["store"]),
             within_inames_is_final=True, depends_on=frozenset({update_id}),

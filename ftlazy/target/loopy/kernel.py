@@ -597,10 +597,8 @@ class KernelBuilder:
         extents loopy takes the maximum); last-axis GPU nests also need the
         same symbolic extents on ``g.1`` and ``g.2``."""
         if self._coalesced(node, scope):
-            shape = node.shape
-            extents = [shape[-1]] + list(shape[-3:-1][::-1])
-            return (f"c{self.plan.arrays[node].local_size}:" + ",".join(
-                "#" if isinstance(e, int) else str(e) for e in extents))
+            return f"c{self.plan.arrays[node].local_size}:" + _grid_extents(
+                node.shape)
         size = self._local_size(node.shape, scope, not has_reduce(node.expr))
         shape = node.shape
         if not shape or isinstance(shape[0], int):
@@ -773,9 +771,8 @@ class KernelBuilder:
                 if array_plan.strategy == "group_reduction":
                     insns, reads = emit_group_reduction(
                         self, n, name, scope, array_plan.local_size)
-                    grid_key = (f"r{array_plan.local_size}:" + ",".join(
-                        "#" if isinstance(e, int) else str(e)
-                        for e in n.shape[::-1][:3]))
+                    grid_key = (f"r{array_plan.local_size}:"
+                                + _grid_extents(n.shape))
                 elif array_plan.strategy == "split_reduction":
                     insns, reads = emit_split_reduction(
                         self, n, name, scope, array_plan.block[0])
@@ -790,8 +787,9 @@ class KernelBuilder:
                         self, n, name, scope, *array_plan.block)
                     grid_key = self._grid_key(n, scope)
                 elif array_plan.strategy == "tiled_contraction":
+                    items, block, _ = array_plan.block  # (k step: items)
                     insns, reads = emit_tiled_contraction(
-                        self, n, name, scope, *array_plan.block)
+                        self, n, name, scope, items, block)
                     grid_key = f"~{name}"  # a kernel of its own
                 elif array_plan.strategy == "blocked_contraction":
                     insns, reads = emit_blocked_contraction(
@@ -909,6 +907,14 @@ class KernelBuilder:
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
                                              | frozenset(self.parts.priorities)))
         return knl
+
+
+def _grid_extents(shape: tuple) -> str:
+    """The symbolic extents of the axes a GPU nest over *shape* puts on
+    ``g.0``, ``g.1`` and ``g.2`` (its last three, last first), for a grid
+    key: concrete ones are ``#`` (loopy takes their maximum)."""
+    return ",".join("#" if isinstance(e, int) else str(e)
+                    for e in shape[::-1][:3])
 
 
 def build_kernel(outputs: dict[str, Array], profile: DeviceProfile

@@ -321,7 +321,7 @@ def segment_reduction(node: IndexLambda, profile: DeviceProfile,
     trailing = {f"_{d}" for d in range(1, node.ndim)}
     if any(get_variable_names(b) & trailing for b in rng.lower + rng.upper):
         return None
-    if any(n in storage.private for n in inlined_nodes(node, storage)[1:]):
+    if inlines_private(node, storage):
         return None
     if profile.kind == "cpu":
         rest = node.shape[1:]
@@ -368,6 +368,12 @@ def inlined_nodes(node: IndexLambda, storage: StoragePlan) -> list[IndexLambda]:
         found.append(n)
         stack.extend(b for b in n.bindings.values() if b not in storage.stored)
     return found
+
+
+def inlines_private(node: IndexLambda, storage: StoragePlan) -> bool:
+    """Whether a private statement is inlined into *node*'s loop nest (the
+    strategies that build their own nests cannot place one)."""
+    return any(n in storage.private for n in inlined_nodes(node, storage)[1:])
 
 
 def inlined_builtins(node: IndexLambda, storage: StoragePlan) -> frozenset[str]:
@@ -642,8 +648,7 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
                          local_size(profile, node.shape, False), 0, 1,
                          (*PADDED_BLOCK, profile.vector_width(node.dtype)))
     if (profile.kind == "gpu" and product_operands(node) is not None
-            and not any(n in storage.private
-                        for n in inlined_nodes(node, storage)[1:])):
+            and not inlines_private(node, storage)):
         items = profile.gpu_matmul_items
         return ArrayPlan("tiled_contraction", node.shape, node.dtype,
                          items * items, node.ndim - 1, 1,
@@ -682,7 +687,7 @@ def group_reduction(node: IndexLambda, profile: DeviceProfile,
     statement inlined into it."""
     if profile.kind != "gpu" or contiguous_reduction(node) is None:
         return False
-    return not any(n in storage.private for n in inlined_nodes(node, storage)[1:])
+    return not inlines_private(node, storage)
 
 
 #: on GPUs, a last axis at least this long goes on ``l.0`` (a warp's width:

@@ -68,35 +68,31 @@ def _emit_row_blocked_cpu(kb: KernelBuilder, node: IndexLambda, name: str,
     kb.parts.add_domain([k], [kext // unroll if unroll > 1 else kext])
     kb.parts.iname_tags[item] = "l.0"
     loops = {}
-    r, j = kb.parts.fresh("_ft_rr"), kb.parts.fresh("_ft_jj")
     # zeroing and storing the block run over it as one flat loop (the
     # group's rows are contiguous in the row-major result)
     block = per_group * ncols
     partial = group is not None and partial_last_block(rows, per_group)
-    if partial:
-        # the last group's rows stop at the row count
-        kb.parts.add_guarded_domain([r, j], [per_group, ncols],
-                                    f"{per_group}*{group} + {r}", rows, (group,))
-    else:
-        kb.parts.add_domain([r, j], [per_group, ncols])
-    loops["update"] = (r, j)
-    kb.parts.priorities.extend([(t, r) for t in scope.outer_inames]
-                           + [(r, j)] + [(t, k) for t in scope.outer_inames]
-                           + [(k, r)])
+
+    def rows_and_columns() -> tuple[str, str]:
+        """A row loop over the group's rows, each row's columns inside."""
+        r, j = kb.parts.fresh("_ft_rr"), kb.parts.fresh("_ft_jj")
+        if partial:
+            # the last group's rows stop at the row count
+            kb.parts.add_guarded_domain([r, j], [per_group, ncols],
+                                        f"{per_group}*{group} + {r}", rows,
+                                        (group,))
+        else:
+            kb.parts.add_domain([r, j], [per_group, ncols])
+        kb.parts.priorities.extend([(t, r) for t in scope.outer_inames]
+                                   + [(r, j)])
+        return r, j
+    r, j = loops["update"] = rows_and_columns()
+    kb.parts.priorities.extend([(t, k) for t in scope.outer_inames] + [(k, r)])
     # (sorted elements: the block's rows are not contiguous in the result,
     # so the store runs a row loop, each row's columns contiguous)
     sorted_store = group is not None and scope.element_at is not None
     if sorted_store:
-        r2, j2 = kb.parts.fresh("_ft_rr"), kb.parts.fresh("_ft_jj")
-        if partial:
-            kb.parts.add_guarded_domain([r2, j2], [per_group, ncols],
-                                        f"{per_group}*{group} + {r2}", rows,
-                                        (group,))
-        else:
-            kb.parts.add_domain([r2, j2], [per_group, ncols])
-        loops["store"] = (r2, j2)
-        kb.parts.priorities.extend([(t, r2) for t in scope.outer_inames]
-                                   + [(r2, j2)])
+        loops["store"] = rows_and_columns()
     for role in ("init", "store"):
         if role == "store" and sorted_store:
             continue
