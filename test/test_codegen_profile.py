@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -185,3 +187,14 @@ def test_a_failing_probe_falls_back_to_scalar_code(monkeypatch) -> None:
     with pytest.warns(RuntimeWarning, match="could not probe.*scalar code"):
         fallback = device_profile(dev)
     assert fallback.builtin_widths == () and fallback.vector_width("float64") == 1
+
+
+@pytest.mark.parametrize("value", ["no", 0, 0.5])
+def test_sort_ragged_rows_takes_a_bool(value) -> None:
+    with pytest.raises(TypeError, match=re.escape(
+            "CodegenOptions: sort_ragged_rows must be True, False or None, "
+            f"got {value!r}")):
+        ft.CodegenOptions(sort_ragged_rows=value)
+    with pytest.raises(TypeError, match="sort_ragged_rows must be True"):
+        ft.compile(ft.make_placeholder("x", (3,), np.float64) * 2,
+                   options={"sort_ragged_rows": value})

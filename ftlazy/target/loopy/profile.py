@@ -65,6 +65,10 @@ class CodegenOptions:
         if self.vector_width is not None and self.vector_width not in VECTOR_WIDTHS:
             raise ValueError(f"CodegenOptions: vector_width must be one of "
                              f"{VECTOR_WIDTHS} or None, got {self.vector_width!r}")
+        if not (self.sort_ragged_rows is None
+                or isinstance(self.sort_ragged_rows, bool)):
+            raise TypeError("CodegenOptions: sort_ragged_rows must be True, "
+                            f"False or None, got {self.sort_ragged_rows!r}")
         if self.device_kind not in (None, "cpu", "gpu"):
             raise ValueError("CodegenOptions: device_kind must be 'cpu', 'gpu' or "
                              f"None, got {self.device_kind!r}")
@@ -232,7 +236,7 @@ class DeviceProfile:
         if options.vector_min_length is not None:
             changes["vector_min_length"] = options.vector_min_length
         if options.sort_ragged_rows is not None:
-            changes["sort_ragged_rows"] = bool(options.sort_ragged_rows)
+            changes["sort_ragged_rows"] = options.sort_ragged_rows
         return dataclasses.replace(self, **changes) if changes else self
 
 
