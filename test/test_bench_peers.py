@@ -50,6 +50,24 @@ def test_peer_time_runs_the_workload():
     assert gpu_peers.peer_time(peer, "W5", {}, repeat=3) is None
 
 
-def test_find_peer_finds_a_cuda_library_or_none():
+def test_find_peer_without_cuda_libraries_is_none(monkeypatch):
+    # (a None entry in sys.modules makes the import fail)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert gpu_peers.find_peer() is None
+
+
+def test_find_peer_takes_torch_with_cuda(monkeypatch):
+    import types
+    synced = []
+    torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(is_available=lambda: True,
+                                   synchronize=lambda: synced.append(1)))
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "torch", torch)
     peer = gpu_peers.find_peer()
-    assert peer is None or peer.name in ("CuPy", "torch")
+    assert peer.name == "torch" and peer.xp is torch
+    peer.sync()
+    assert synced == [1]
+    torch.cuda.is_available = lambda: False
+    assert gpu_peers.find_peer() is None
