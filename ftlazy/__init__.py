@@ -28,6 +28,7 @@ from ftlazy.target.numpy import evaluate_numpy  # noqa: E402,F401
 from ftlazy.visualization import get_dot_graph, show_dot_graph  # noqa: E402,F401
 
 from ftlazy.target.loopy import compile, generate_loopy  # noqa: E402,F401,A001
+from ftlazy.progress import set_progress  # noqa: E402,F401
 from ftlazy.target.loopy.profile import (  # noqa: E402,F401
     CodegenOptions, DeviceProfile)
 from ftlazy.jagged import JaggedArray  # noqa: E402,F401

@@ -40,6 +40,7 @@ from ftlazy.target.loopy.kernel import ArgSpec, build_kernel
 from ftlazy.target.loopy.device import (
     default_queue, silence_compiler_output, warm_up_compiler)
 from ftlazy.target.loopy.plan import KernelPlan
+from ftlazy.progress import report_stage
 from ftlazy.target.loopy.profile import (
     CodegenOptions, DeviceProfile, as_options, device_profile)
 from ftlazy.target.loopy.lowering import (
@@ -144,6 +145,7 @@ class CompiledArtifact:
             start = time.perf_counter()
             ex.get_typed_and_scheduled_translation_unit(ex.arg_to_dtype({}))
             self.timings.scheduling = time.perf_counter() - start
+            report_stage(self.timings, "scheduling")
             start = time.perf_counter()
             try:
                 ex.translation_unit_info(ex.arg_to_dtype({}))
@@ -159,6 +161,7 @@ class CompiledArtifact:
                                       self.barrier_loop_build)
                 ex.translation_unit_info(ex.arg_to_dtype({}))
             self.timings.opencl_build = time.perf_counter() - start
+            report_stage(self.timings, "opencl_build")
             self.executors[context] = ex
         return ex
 
@@ -340,10 +343,12 @@ def _artifact(canon: CanonicalDAG, profile: DeviceProfile
     start = time.perf_counter()
     outputs, output_args, checks = _kernel_outputs(canon, profile)
     timings.dag_transforms = time.perf_counter() - start
+    report_stage(timings, "dag_transforms")
     start = time.perf_counter()
     builder, t_unit, inputs, outs = build_kernel(outputs, profile)
     t_unit = with_code_version(t_unit)
     timings.kernel_creation = time.perf_counter() - start
+    report_stage(timings, "kernel_creation")
     packs = {pack: [(ph.name, offset, int(np.prod(ph.shape)))
                     for ph, offset in members]
              for pack, members in builder.packs.items()}
