@@ -250,8 +250,6 @@ def test_matrix_products_in_local_tiles(shape):
 
 
 def test_tiled_products_of_symbolic_sizes_and_computed_operands():
-    # (a float sum over a symbolic k is blocked for accuracy first, see
-    # lowering._blocked_sum: its stages are group reductions instead)
     m, n = (ft.make_size_param(s) for s in "mn")
     k = 40
     a = ft.make_placeholder("a", (k, m), np.float64)
@@ -264,6 +262,37 @@ def test_tiled_products_of_symbolic_sizes_and_computed_operands():
         av, bv = RNG.standard_normal((kv, mv)), RNG.standard_normal((nv, kv))
         np.testing.assert_allclose(f(a=av, b=bv), np.exp(av).T @ (bv * 2).T,
                                    rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiled_products_over_a_symbolic_or_long_k(dtype):
+    # (not blocked into partial sums first, as other long float sums are:
+    # each item sums each k step apart, then adds the step's sum)
+    m, k, n = (ft.make_size_param(s) for s in "mkn")
+    a = ft.make_placeholder("a", (m, k), dtype)
+    b = ft.make_placeholder("b", (k, n), dtype)
+    f = ft.compile(a @ b, options=GPU)
+    assert only_plan(f).strategy == "tiled_contraction"
+    for mv, kv, nv in [(70, 3000, 65), (3, 0, 4), (1, 1, 1), (0, 5, 2)]:
+        av = RNG.standard_normal((mv, kv)).astype(dtype)
+        bv = RNG.standard_normal((kv, nv)).astype(dtype)
+        exact = av.astype(np.float64) @ bv.astype(np.float64)
+        scale = max(1.0, np.abs(exact).max(initial=0))
+        error = np.abs(f(a=av, b=bv) - exact).max(initial=0) / scale
+        numpy_error = np.abs(av @ bv - exact).max(initial=0) / scale
+        # within twice numpy's (a BLAS's) error, or a few roundings
+        assert error <= max(2 * numpy_error, 8 * np.finfo(dtype).eps)
+
+
+def test_small_products_with_a_long_k_keep_parallel_partial_sums():
+    # too few output tiles to fill a device: the long sum runs in blocks
+    a = ft.make_placeholder("a", (2, 30000), np.float32)
+    b = ft.make_placeholder("b", (30000, 2), np.float32)
+    f = ft.compile(a @ b, options=GPU)
+    assert "tiled_contraction" not in f.plan.strategies().values()
+    av = RNG.standard_normal((2, 30000)).astype(np.float32)
+    bv = RNG.standard_normal((30000, 2)).astype(np.float32)
+    np.testing.assert_allclose(f(a=av, b=bv), av @ bv, rtol=1e-4, atol=1e-3)
 
 
 def test_tiled_products_get_the_devices_barrier_loop_build():

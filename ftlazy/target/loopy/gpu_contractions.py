@@ -196,29 +196,35 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
         id=parts.fresh(name + "_load_b"),
         within_inames=hardware | {kt, sb}, within_inames_is_final=True,
         depends_on=frozenset(ctx.deps))
-    # accumulators: init, the step's products, store
+    # accumulators: init, each step's products summed apart (a step's sum
+    # is short, so the running total takes ceil(k / depth) roundings
+    # instead of k: float32 sums over a long k stay near a BLAS's accuracy),
+    # the step's sum added, store
     acc = parts.private_array("_ft_acc", dtype, (block, block))
+    step_acc = parts.private_array("_ft_sacc", dtype, (block, block))
     blocks = {}
-    for role in ("init", "update", "store"):
+    for role in ("init", "step_init", "update", "add", "store"):
         r, c = parts.fresh("_ft_br"), parts.fresh("_ft_bc")
         parts.add_domain([r, c], [block, block])
-        parts.iname_tags.update({r: "ilp" if role == "update" else "unr",
-                                 c: "ilp" if role == "update" else "unr"})
+        tag = "ilp" if role == "update" else "unr"
+        parts.iname_tags.update({r: tag, c: tag})
         blocks[role] = (r, c)
     kk = parts.fresh("_ft_kk")
     parts.add_domain([kk], [depth])
     r, c = blocks["update"]
     parts.priorities.extend([(kt, kk), (kk, r), (r, c), (kt, sa), (kt, sb)])
 
-    def acc_at(role: str) -> Any:
-        return prim.Subscript(v(acc), tuple(v(x) for x in blocks[role]))
+    def at(array: str, role: str) -> Any:
+        return prim.Subscript(v(array), tuple(v(x) for x in blocks[role]))
     init_id = parts.fresh(name + "_init")
+    step_init_id = parts.fresh(name + "_sinit")
     update_id = parts.fresh(name + "_upd")
+    add_id = parts.fresh(name + "_add")
     loads = frozenset({load_a.id, load_b.id})
     out_row = v(gi) * tile + v(li) + items * v(blocks["store"][0])
     out_col = v(gj) * tile + v(lj) + items * v(blocks["store"][1])
     insns = [
-        lp.Assignment(acc_at("init"), zero, id=init_id,
+        lp.Assignment(at(acc, "init"), zero, id=init_id,
                       within_inames=hardware | set(blocks["init"]),
                       within_inames_is_final=True),
         load_a, load_b,
@@ -226,22 +232,31 @@ def emit_tiled_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
             id=barrier_after_loads, synchronization_kind="local",
             mem_kind="local", depends_on=loads,
             within_inames=frozenset({kt}), within_inames_is_final=True),
+        lp.Assignment(at(step_acc, "step_init"), zero, id=step_init_id,
+                      within_inames=hardware | {kt} | set(blocks["step_init"]),
+                      within_inames_is_final=True,
+                      depends_on=frozenset({barrier_after_loads})),
         lp.Assignment(
-            acc_at("update"), acc_at("update") + prim.Subscript(
+            at(step_acc, "update"), at(step_acc, "update") + prim.Subscript(
                 v(a_loc), (v(li) + items * v(r), v(kk))) * prim.Subscript(
                 v(b_loc), (v(kk), v(lj) + items * v(c))),
             id=update_id, within_inames=hardware | {kt, kk, r, c},
             within_inames_is_final=True,
-            depends_on=frozenset({init_id, barrier_after_loads})),
+            depends_on=frozenset({step_init_id, barrier_after_loads})),
+        lp.Assignment(
+            at(acc, "add"), at(acc, "add") + at(step_acc, "add"), id=add_id,
+            within_inames=hardware | {kt} | set(blocks["add"]),
+            within_inames_is_final=True,
+            depends_on=frozenset({init_id, update_id})),
         lp.BarrierInstruction(
             id=barrier_after_step, synchronization_kind="local",
             mem_kind="local", depends_on=frozenset({update_id}),
             within_inames=frozenset({kt}), within_inames_is_final=True),
         lp.Assignment(
             prim.Subscript(v(name), (*_unravel(out_row, leading), out_col)),
-            acc_at("store"),
+            at(acc, "store"),
             id=parts.fresh(name + "_store"),
             within_inames=hardware | set(blocks["store"]),
-            within_inames_is_final=True, depends_on=frozenset({update_id}),
+            within_inames_is_final=True, depends_on=frozenset({add_id}),
             predicates=frozenset({inside((out_row, "i"), (out_col, "j"))}))]
     return ctx.pending + insns, ctx.reads

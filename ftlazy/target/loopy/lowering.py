@@ -28,6 +28,7 @@ from ftlazy.scalar_expr import (
     reduction_var, substitute)
 from ftlazy.target.binding import SizeChecks
 from ftlazy.target.loopy.expressions import expr_dtype
+from ftlazy.target.loopy.gpu_contractions import product_operands
 from ftlazy.target.loopy.plan import independent_rows
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.ranges import data_dependent_range
@@ -566,8 +567,9 @@ def lower_for_codegen(roots: dict[Any, Array],
     lowerer = IndexLambdaLowerer()
     derived: dict[str, tuple[Any, int]] = {}
     # (on GPUs a 0-d sum is a work group's tree, not one item's runs)
-    splitter = _ReductionSplitter(
-        derived, nested_sums=profile is None or profile.kind == "cpu")
+    gpu = profile is not None and profile.kind == "gpu"
+    splitter = _ReductionSplitter(derived, nested_sums=not gpu,
+                                  tiled_products=gpu)
     # (carry-independent work of scan bodies runs for all steps at once)
     hoisted = hoist_scans({k: lowerer(v) for k, v in roots.items()},
                           None if profile is None else hoisting_pays(profile))
@@ -859,16 +861,38 @@ def _derived_size(derived: dict[str, tuple[Any, int]], extent: Any,
     return prim.Variable(name)
 
 
+#: a matrix product with fewer (concrete) output elements than this keeps
+#: its blocked sums on GPUs: too few tiles to fill the device, while the
+#: blocks of a long ``k`` sum in parallel
+TILED_PRODUCT_MIN_OUTPUTS = 64 * 64
+
+
+def _tiled_product(node: IndexLambda) -> bool:
+    """Whether *node* is a matrix product (:func:`.gpu_contractions.product_operands`)
+    whose output is symbolic or has at least
+    :data:`TILED_PRODUCT_MIN_OUTPUTS` elements."""
+    if product_operands(node) is None:
+        return False
+    if not all(isinstance(d, int) for d in node.shape):
+        return True
+    return int(np.prod(node.shape)) >= TILED_PRODUCT_MIN_OUTPUTS
+
+
 class _ReductionSplitter(CopyMapper):
     """Applies :class:`_SplitReductions` to every IndexLambda with a
     reduction. Float sums are blocked outside loop bodies only (a scan's
-    body keeps its loop nests; maps are batched away before)."""
+    body keeps its loop nests; maps are batched away before). With
+    *tiled_products* (GPUs), matrix products with outputs to fill work
+    groups (:func:`_tiled_product`) are left whole for their plan's local
+    tiles, whose per-item running sums over ``k`` round as a BLAS does."""
 
     def __init__(self, derived: dict[str, tuple[Any, int]],
-                 nested_sums: bool = True) -> None:
+                 nested_sums: bool = True, tiled_products: bool = False
+                 ) -> None:
         super().__init__()
         self.derived = derived
         self.nested_sums = nested_sums
+        self.tiled_products = tiled_products
         self.in_body = False
 
     def _reset_for_body(self) -> None:
@@ -881,6 +905,8 @@ class _ReductionSplitter(CopyMapper):
     def split(self, node: IndexLambda) -> IndexLambda:
         """*node* with its reductions split."""
         if not has_reduce(node.expr) or (self.in_body and node.shape != ()):
+            return node
+        if self.tiled_products and _tiled_product(node):
             return node
         splitter = _SplitReductions(node, not self.in_body, self.derived,
                                     self.split, self.nested_sums)
