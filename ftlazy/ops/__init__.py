@@ -10,3 +10,9 @@ from ftlazy.ops.shape_ops import *  # noqa: F401,F403
 from ftlazy.ops.indexing import *  # noqa: F401,F403
 from ftlazy.ops.linalg import *  # noqa: F401,F403
 from ftlazy.ops.sequence import *  # noqa: F401,F403
+from ftlazy.ops.ordering import *  # noqa: F401,F403
+from ftlazy.ops.scans import *  # noqa: F401,F403
+from ftlazy.ops.matrices import *  # noqa: F401,F403
+from ftlazy.ops.special import *  # noqa: F401,F403
+from ftlazy.ops.rounding import *  # noqa: F401,F403
+from ftlazy.ops.padding import *  # noqa: F401,F403

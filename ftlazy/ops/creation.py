@@ -103,6 +103,27 @@ def _arange_dtype(values: list[Any]) -> np.dtype:
         np.intp, *[np.asarray(v).dtype for v in values]))
 
 
+def _arange_length(quotient: Any, dtype: np.dtype) -> int:
+    """numpy's length for ``(stop - start) / step == quotient``: its ceiling,
+    and for a complex dtype and a complex quotient the smaller of the
+    ceilings of its real and imaginary parts (so ``arange(0, 3j, 1j)`` is
+    empty, as in numpy); at least 0."""
+    parts = [quotient]
+    if np.iscomplexobj(quotient):
+        if dtype.kind != "c":
+            raise TypeError(f"arange: complex arguments need a complex dtype, "
+                            f"got {dtype}")
+        parts = [quotient.real, quotient.imag]
+    lengths = []
+    for part in parts:
+        value = float(part)
+        if not math.isfinite(value):
+            raise ValueError(f"arange: the length (stop - start) / step = "
+                             f"{quotient!r} is not finite")
+        lengths.append(math.ceil(value))
+    return max(0, min(lengths))
+
+
 def _index_times(dtype: np.dtype, step: np.generic) -> Any:
     i = TypeCast(dtype, index_var(0))
     return i if step == 1 else prim.Product((i, step))
@@ -111,7 +132,9 @@ def _index_times(dtype: np.dtype, step: np.generic) -> Any:
 def arange(start: Any, stop: Any = None, step: Any = None,
            dtype: Any = None) -> IndexLambda:
     """Evenly spaced values ``start, start + step, ...`` below *stop*, with
-    numpy's length and dtype rules (``arange(stop)`` counts from 0).
+    numpy's length and dtype rules (``arange(stop)`` counts from 0). Float
+    and complex arguments are allowed; for complex ones the length is the
+    smaller of the real and imaginary parts' counts, as in numpy.
 
     A symbolic *stop* (a size parameter or affine expression of them) is
     allowed with an integer *start* and *step* 1; the length is then
@@ -126,14 +149,12 @@ def arange(start: Any, stop: Any = None, step: Any = None,
         if not is_scalar(v):
             raise TypeError(f"arange arguments must be scalars, got "
                             f"{type(v).__name__}")
-        if np.iscomplexobj(v):
-            raise TypeError(f"arange does not support complex values, got {v!r}")
     step = 1 if step is None else step
     if step == 0:
         raise ValueError("arange: step must not be zero")
     dtype = _arange_dtype(given) if dtype is None else normalize_dtype(dtype)
     with np.errstate(all="ignore"):
-        length = max(0, math.ceil(float((stop - start) / step)))
+        length = _arange_length((stop - start) / step, dtype)
         # numpy stores the first two values in the dtype and extends
         # with their difference
         first = np.empty(2, dtype)

@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: MIT
+"""Matrix construction and triangles: ``diag tril triu meshgrid``.
+
+Each result is one :class:`~ftlazy.IndexLambda` (or, for ``meshgrid``, a
+broadcast of each input) computed from its indices; shapes may be symbolic
+where the result's shape stays affine.
+
+.. autofunction:: diag
+.. autofunction:: tril
+.. autofunction:: triu
+.. autofunction:: meshgrid
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda
+from ftlazy.ops.convert import ArrayLike
+from ftlazy.ops.creation import zeros
+from ftlazy.ops.padding import _length_expr, clamp_index
+from ftlazy.ops.shape_ops import _as_int, as_array, broadcast_to, reshape
+from ftlazy.scalar_expr import index_var
+
+__all__ = ["diag", "tril", "triu", "meshgrid"]
+
+
+def _zero(dtype: np.dtype) -> np.generic:
+    return np.zeros((), dtype)[()]
+
+
+def _diagonal_length(rows: Any, cols: Any) -> Any:
+    """``max(0, min(rows, cols))`` as a shape component, or None where
+    which one it is cannot be proven for every size parameter value."""
+    if isinstance(rows, int) and isinstance(cols, int):
+        return max(0, min(rows, cols))
+    for length, other in ((rows, cols), (cols, rows)):
+        if sh.prove_le(length, other) and sh.prove_le(0, length):
+            return length
+    return None
+
+
+def diag(v: ArrayLike, k: int = 0) -> Array:
+    """``numpy.diag``: for a 1-d *v*, a square 2-d array with *v* on
+    diagonal *k* (positive: above the main one) and zeros elsewhere; for a
+    2-d *v*, its diagonal *k* as a 1-d array. For a symbolic 2-d shape the
+    diagonal's length must be provable (a :class:`ValueError` otherwise)."""
+    k = _as_int(k, "diag: k")
+    a = as_array(v)
+    if a.ndim == 1:
+        n = a.shape[0]
+        side = sh.add(n, abs(k))
+        row, col = index_var(0), index_var(1)
+        # the element index, clamped so that off-diagonal reads stay in range
+        along = row if k >= 0 else col
+        if n == 0:
+            return zeros((side, side), a.dtype)
+        at = clamp_index(along, _length_expr(sh.add(n, -1)))
+        on = prim.Comparison(prim.Sum((row, np.int64(k))), "==", col)
+        body = prim.If(on, prim.Subscript(prim.Variable("_in0"), (at,)),
+                       _zero(a.dtype))
+        return IndexLambda(body, (side, side), a.dtype, {"_in0": a})
+    if a.ndim != 2:
+        raise ValueError(f"diag: the input must be 1-d or 2-d, got shape "
+                         f"{sh.shape_str(a.shape)}")
+    rows, cols = a.shape
+    length = _diagonal_length(sh.add(rows, min(k, 0)), sh.add(cols, -max(k, 0)))
+    if length is None:
+        raise ValueError(f"diag: the length of diagonal {k} of the array of "
+                         f"shape {sh.shape_str(a.shape)} depends on which size "
+                         "is smaller, which is not known")
+    d = index_var(0)
+    read = prim.Subscript(prim.Variable("_in0"), (
+        prim.Sum((d, np.int64(-min(k, 0)))), prim.Sum((d, np.int64(max(k, 0))))))
+    return IndexLambda(read, (length,), a.dtype, {"_in0": a})
+
+
+def _triangle(m: ArrayLike, k: Any, lower: bool, what: str) -> Array:
+    k = _as_int(k, f"{what}: k")
+    a = as_array(m)
+    if a.ndim == 0:
+        raise ValueError(f"{what}: the input must be at least 1-d, got a 0-d "
+                         "array")
+    if a.ndim == 1:  # numpy broadcasts a row to a square matrix
+        a = broadcast_to(a, (a.shape[0], a.shape[0]))
+    row, col = index_var(a.ndim - 2), index_var(a.ndim - 1)
+    # lower: keep col <= row + k; upper: keep col >= row + k
+    keep = prim.Comparison(col, "<=" if lower else ">=",
+                           prim.Sum((row, np.int64(k))))
+    read = prim.Subscript(prim.Variable("_in0"),
+                          tuple(index_var(i) for i in range(a.ndim)))
+    body = prim.If(keep, read, _zero(a.dtype))
+    return IndexLambda(body, a.shape, a.dtype, {"_in0": a})
+
+
+def tril(m: ArrayLike, k: int = 0) -> Array:
+    """``numpy.tril``: *m* with the elements above diagonal *k* of its last
+    two axes set to zero (leading axes are batches; a 1-d *m* is repeated
+    into a square matrix, as numpy does)."""
+    return _triangle(m, k, True, "tril")
+
+
+def triu(m: ArrayLike, k: int = 0) -> Array:
+    """``numpy.triu``: *m* with the elements below diagonal *k* of its last
+    two axes set to zero (leading axes are batches; a 1-d *m* is repeated
+    into a square matrix, as numpy does)."""
+    return _triangle(m, k, False, "triu")
+
+
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False,
+             indexing: str = "xy") -> tuple[Array, ...]:
+    """``numpy.meshgrid``: coordinate arrays from 1-d (or flattened)
+    coordinate vectors. ``indexing="xy"`` (Cartesian) swaps the first two
+    output axes, ``"ij"`` does not; with *sparse*, each result keeps length
+    1 on the other axes. *copy* is accepted for numpy compatibility (lazy
+    arrays are never views)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got "
+                         f"{indexing!r}")
+    if not isinstance(sparse, (bool, np.bool_)):
+        raise TypeError(f"meshgrid: sparse must be a bool, got {sparse!r}")
+    vectors = []
+    for i, x in enumerate(xi):
+        a = as_array(x)
+        vectors.append(a if a.ndim == 1 else reshape(a, (-1,)))
+    ndim = len(vectors)
+    lengths = [v.shape[0] for v in vectors]
+    if indexing == "xy" and ndim > 1:
+        lengths[0], lengths[1] = lengths[1], lengths[0]
+    results = []
+    for i, v in enumerate(vectors):
+        position = i
+        if indexing == "xy" and ndim > 1 and i < 2:
+            position = 1 - i
+        shape = [1] * ndim
+        shape[position] = v.shape[0]
+        grid = reshape(v, tuple(shape)) if ndim > 1 else v
+        results.append(grid if sparse else broadcast_to(grid, tuple(lengths)))
+    return tuple(results)
