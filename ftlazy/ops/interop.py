@@ -14,7 +14,7 @@ function and, where that is the reason, the unsupported argument: ``out=``
 arrays, ``numpy_array += x``), ufunc methods other than calling
 (``np.add.reduce``; use ``ft.sum``), keyword arguments that ftlazy's
 function lacks (``initial=``, ``where=``), and numpy functions ftlazy has no
-equivalent for (``np.sort``).
+equivalent for (``np.unique``, whose result's shape depends on the data).
 
 .. autofunction:: array_ufunc
 .. autofunction:: array_function
@@ -95,9 +95,9 @@ def supported_ufuncs() -> Mapping[np.ufunc, Callable[..., Any]]:
     ``ft.matmul``): every ufunc that has an ftlazy function of the same
     name or alias."""
     from ftlazy import ops
-    from ftlazy.ops import elementwise
+    from ftlazy.ops import elementwise, rounding
     table: dict[np.ufunc, Callable[..., Any]] = {}
-    for name in [*elementwise.__all__, "matmul"]:
+    for name in [*elementwise.__all__, *rounding.__all__, "matmul"]:
         ufunc = getattr(np, name, None)
         if isinstance(ufunc, np.ufunc):
             table.setdefault(ufunc, getattr(ops, name))
@@ -274,6 +274,21 @@ def _translations() -> dict[Any, _Translation]:
                         _LIKE_IGNORED),
         np.result_type: t("result_type", {"arrays_and_dtypes": "*"}),
         np.shape: t(_shape, _same("a")),
+        np.argmax: t("argmax", _REDUCE),
+        np.argmin: t("argmin", _REDUCE),
+        np.cumsum: t("cumsum", _same("a", "axis", "dtype")),
+        np.cumprod: t("cumprod", _same("a", "axis", "dtype")),
+        np.sort: t("sort", _same("a", "axis", "kind")),
+        np.argsort: t("argsort", _same("a", "axis", "kind")),
+        np.diag: t("diag", _same("v", "k")),
+        np.tril: t("tril", _same("m", "k")),
+        np.triu: t("triu", _same("m", "k")),
+        np.meshgrid: t("meshgrid", {"xi": "*", "copy": "copy",
+                                    "sparse": "sparse", "indexing": "indexing"}),
+        np.round: t("round", _same("a", "decimals")),
+        np.around: t("round", _same("a", "decimals")),
+        np.pad: t("pad", _same("array", "pad_width", "mode",
+                               "constant_values")),
         np.ndim: t(_ndim, _same("a")),
     }
     if hasattr(np, "astype"):
