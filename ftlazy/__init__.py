@@ -25,7 +25,8 @@ from ftlazy.transform import mappers as _mappers
 _mappers._install_named_fallbacks()
 
 from ftlazy.target.numpy import evaluate_numpy  # noqa: E402,F401
-from ftlazy.visualization import get_dot_graph, show_dot_graph  # noqa: E402,F401
+from ftlazy.visualization import (  # noqa: E402,F401
+    get_dot_graph, show_dot_graph, to_svg)
 
 from ftlazy.target.loopy import compile, generate_loopy  # noqa: E402,F401,A001
 from ftlazy.progress import set_progress  # noqa: E402,F401

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: MIT
-"""Pictures of a DAG as Graphviz ``dot`` source.
+"""Pictures of a DAG: Graphviz ``dot`` source, SVG, inline in notebooks.
 
-:func:`get_dot_graph` needs nothing beyond ftlazy; :func:`show_dot_graph`
-also renders the picture when the Graphviz ``dot`` executable is on the
-``PATH`` (Debian: ``apt-get install graphviz``) and otherwise just writes
-the ``.dot`` file.
+:func:`get_dot_graph` needs nothing beyond ftlazy. :func:`to_svg` and
+:func:`show_dot_graph` lay the picture out with a *layout engine*: the
+``graphviz-pure`` executable that ``pip install ftlazy[viz]`` brings (a
+self-contained port of Graphviz's ``dot``, no system package needed), or
+else Graphviz's own ``dot`` if it is on the ``PATH``. In Jupyter,
+:func:`show_dot_graph` shows the SVG inline. Why ``graphviz-pure`` was
+chosen over the alternatives is written down in
+``doc/notes/visualization_engines.rst``.
 
 In the picture, each node of the DAG is a box that shows its class, shape,
 dtype and its other (non-child) fields, such as a placeholder's name, an
@@ -16,7 +20,17 @@ node; dashed edges carry the body's outputs to the loop. The results are
 drawn as rounded bold boxes: ``result`` for an array, one per name for a
 :class:`~ftlazy.DictOfNamedArrays`.
 
+Large DAGs are *collapsed*: each run of elementwise nodes (a chain of
+index lambdas, each the only user of the one before; see
+:mod:`ftlazy.visualization_collapse`) is drawn as one box saying how many
+operations it folds ("4000 elementwise ops") and the first and last
+expression. :func:`to_svg` and :func:`show_dot_graph` collapse by default
+when the DAG has more than :data:`COLLAPSE_THRESHOLD` nodes; every function
+here takes ``collapse=True`` or ``False`` to choose.
+
+.. autodata:: COLLAPSE_THRESHOLD
 .. autofunction:: get_dot_graph
+.. autofunction:: to_svg
 .. autofunction:: show_dot_graph
 """
 
@@ -26,8 +40,10 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,8 +54,9 @@ from ftlazy.array import (
 from ftlazy.fractal import Body, BodyParam
 from ftlazy.node import Node, topological_order
 from ftlazy.shapes import shape_str
+from ftlazy.visualization_collapse import elementwise_runs
 
-__all__ = ["get_dot_graph", "show_dot_graph"]
+__all__ = ["COLLAPSE_THRESHOLD", "get_dot_graph", "show_dot_graph", "to_svg"]
 
 ArrayOrNames = Array | DictOfNamedArrays
 
@@ -49,6 +66,14 @@ _MAX_VALUE_CHARS = 72
 _SPECIAL_FIELDS = frozenset({"shape", "dtype", "tags", "axes"})
 #: the formats :func:`show_dot_graph` asks ``dot`` to render
 _RENDER_FORMATS = frozenset({"svg", "png", "pdf"})
+#: the formats the ``graphviz-pure`` engine writes (it has no PDF backend)
+_PURE_FORMATS = frozenset({"svg", "png"})
+#: :func:`to_svg` and :func:`show_dot_graph` collapse a DAG of more nodes
+#: than this (as counted by :func:`ftlazy.analysis.get_num_nodes`) unless
+#: told otherwise
+COLLAPSE_THRESHOLD = 200
+#: what to install for pictures, in every message that lacks an engine
+_INSTALL_HINT = "pip install ftlazy[viz]"
 
 
 # {{{ labels
@@ -166,8 +191,19 @@ def _child_edges(n: Node) -> list[tuple[Node, str]]:
 # }}}
 
 
+def _collapsed_label(run: list[Node]) -> list[str]:
+    """The label of the box that stands for a run of elementwise nodes."""
+    last = run[-1]
+    return [_shorten(line) for line in (
+        f"{len(run)} elementwise ops",
+        f"shape: {shape_str(last.shape)} dtype: {last.dtype}",
+        f"first: {_format_value(run[0].expr)}",
+        f"last: {_format_value(last.expr)}")]
+
+
 class _DotWriter:
-    def __init__(self) -> None:
+    def __init__(self, collapse: bool) -> None:
+        self.collapse = collapse
         self.lines: list[str] = []
         self.nclusters = 0
         self.nnodes = 0
@@ -176,29 +212,69 @@ class _DotWriter:
         self.nnodes += 1
         return f"n{self.nnodes - 1}"
 
-    def emit_scope(self, roots: list[Node], indent: str,
+    def _runs(self, order: list[Node], pinned: set[Node]) -> dict[Node, list[Node]]:
+        """Each node of a collapsed run, mapped to its run."""
+        if not self.collapse:
+            return {}
+        runs = elementwise_runs(
+            order, lambda n: (c for c, _ in _child_edges(n)), pinned)
+        return {n: run for run in runs for n in run}
+
+    def emit_scope(self, roots: list[Node], pinned: set[Node], indent: str,
                    param_roles: Mapping[int, str] | None = None) -> dict[Node, str]:
-        """Draw the DAG below *roots* (one scope); return the dot ids."""
+        """Draw the DAG below *roots* (one scope); return the dot ids (the
+        nodes of a collapsed run share the id of its box). *pinned* nodes
+        are drawn on their own even when collapsing."""
         ids: dict[Node, str] = {}
         order = [n for n in topological_order(roots)
                  if not isinstance(n, (DictOfNamedArrays, Body))]
+        run_of = self._runs(order, pinned)
         for n in order:
+            run = run_of.get(n)
+            if run is not None and n is not run[-1]:
+                continue
             ids[n] = node_id = self._new_id()
-            lines = _label_lines(n)
-            if param_roles is not None and isinstance(n, BodyParam):
-                lines.append(f"= {param_roles.get(n.index, '?')}")
-            attrs = [f"label={_dot_label(lines)}"]
-            style = _node_style(n)
-            if style:
-                attrs.append(style)
+            if run is not None:
+                ids.update((m, node_id) for m in run)
+                attrs = [f"label={_dot_label(_collapsed_label(run))}",
+                         'style="filled,bold", fillcolor="#fff2cc"']
+            else:
+                lines = _label_lines(n)
+                if param_roles is not None and isinstance(n, BodyParam):
+                    lines.append(f"= {param_roles.get(n.index, '?')}")
+                attrs = [f"label={_dot_label(lines)}"]
+                style = _node_style(n)
+                if style:
+                    attrs.append(style)
             self.lines.append(f"{indent}{node_id} [{', '.join(attrs)}];")
         for n in order:
+            run = run_of.get(n)
+            if run is not None:
+                if n is run[-1]:
+                    self._emit_run_edges(run, ids, indent)
+                continue
             for child, role in _child_edges(n):
                 self.lines.append(f"{indent}{ids[child]} -> {ids[n]} "
                                   f"[label={_dot_quote(role)}];")
             for name in n._body_fields:
                 self.emit_body(n, name, getattr(n, name), ids[n], indent)
         return ids
+
+    def _emit_run_edges(self, run: list[Node], ids: Mapping[Node, str],
+                        indent: str) -> None:
+        """One edge into a run's box per input from outside the run, with
+        its role, or how often the run reads it."""
+        members = set(run)
+        roles: dict[Node, list[str]] = {}
+        for n in run:
+            for child, role in _child_edges(n):
+                if child not in members:
+                    roles.setdefault(child, []).append(role)
+        for child, child_roles in roles.items():
+            label = child_roles[0] if len(child_roles) == 1 else (
+                f"{len(child_roles)} uses")
+            self.lines.append(f"{indent}{ids[child]} -> {ids[run[-1]]} "
+                              f"[label={_dot_quote(label)}];")
 
     def emit_body(self, loop: Node, field: str, body: Body, loop_id: str,
                   indent: str) -> None:
@@ -212,7 +288,7 @@ class _DotWriter:
         self.lines.append(f"{inner}label={_dot_quote(title)};")
         self.lines.append(f"{inner}style=dashed;")
         roots = list(body.outputs) + list(body.params)
-        ids = self.emit_scope(roots, inner, param_roles)
+        ids = self.emit_scope(roots, set(body.outputs), inner, param_roles)
         self.lines.append(f"{indent}}}")
         out_role = "new carry" if hasattr(loop, "num_carries") else "out"
         for i, out in enumerate(body.outputs):
@@ -221,26 +297,51 @@ class _DotWriter:
                 f"[style=dashed, label={_dot_quote(f'{out_role} {i}')}];")
 
 
-def get_dot_graph(result: ArrayOrNames) -> str:
+def _check_result(result: Any, caller: str) -> None:
+    if not isinstance(result, (Array, DictOfNamedArrays)):
+        raise TypeError(f"{caller} expects an Array or a DictOfNamedArrays, "
+                        f"got {type(result).__name__} {result!r}")
+
+
+def _check_collapse(collapse: Any, caller: str) -> None:
+    if collapse is not None and not isinstance(collapse, bool):
+        raise TypeError(f"{caller}: collapse must be True, False or None, "
+                        f"got {collapse!r}")
+
+
+def _should_collapse(result: ArrayOrNames, collapse: bool | None) -> bool:
+    if collapse is not None:
+        return collapse
+    # imported here: ftlazy.analysis imports the package's transforms
+    from ftlazy.analysis import get_num_nodes
+    return get_num_nodes(result) > COLLAPSE_THRESHOLD
+
+
+def get_dot_graph(result: ArrayOrNames, collapse: bool | None = False) -> str:
     """Graphviz ``dot`` source for the DAG of *result* (an array or a
     :class:`~ftlazy.DictOfNamedArrays`).
 
     Every node of the DAG is drawn once per scope (the outer DAG, and each
     loop body); see the module documentation for what the picture shows.
     The output is deterministic: the same DAG gives the same string.
+
+    :arg collapse: draw each run of elementwise nodes as one box with their
+        count (see the module documentation). *None* collapses when the DAG
+        has more than :data:`COLLAPSE_THRESHOLD` nodes.
     """
-    if not isinstance(result, (Array, DictOfNamedArrays)):
-        raise TypeError(f"get_dot_graph expects an Array or a DictOfNamedArrays, "
-                        f"got {type(result).__name__} {result!r}")
-    writer = _DotWriter()
+    _check_result(result, "get_dot_graph")
+    _check_collapse(collapse, "get_dot_graph")
+    writer = _DotWriter(_should_collapse(result, collapse))
     writer.lines += [
         "digraph ftlazy {",
-        '  node [shape=box, fontname="monospace", fontsize=10];',
-        '  edge [fontname="monospace", fontsize=9];',
+        # Courier: a font Graphviz knows the widths of without fontconfig
+        # (graphviz-pure has no font files), so labels fit their boxes
+        '  node [shape=box, fontname="Courier", fontsize=10];',
+        '  edge [fontname="Courier", fontsize=9];',
     ]
-    ids = writer.emit_scope([result], "  ")
     outputs = (list(result.items()) if isinstance(result, DictOfNamedArrays)
                else [("result", result)])
+    ids = writer.emit_scope([result], {array for _, array in outputs}, "  ")
     for i, (name, array) in enumerate(outputs):
         out_id = f"out{i}"
         writer.lines.append(f"  {out_id} [label={_dot_quote(name)}, "
@@ -250,30 +351,123 @@ def get_dot_graph(result: ArrayOrNames) -> str:
     return "\n".join(writer.lines) + "\n"
 
 
+# {{{ layout engines
+
+def _find_engine(fmt: str) -> str | None:
+    """The executable that lays out and renders DOT into *fmt*: the
+    ``graphviz-pure`` of ``ftlazy[viz]`` (looked up in this Python's
+    scripts directory first, where pip puts it even when the environment
+    is not activated), else Graphviz's ``dot``; *None* if neither is
+    installed (or the only one cannot write *fmt*)."""
+    search = os.pathsep.join(
+        [sysconfig.get_path("scripts"), os.path.dirname(sys.executable),
+         os.environ.get("PATH", os.defpath)])
+    if fmt in _PURE_FORMATS:
+        pure = shutil.which("graphviz-pure", path=search)
+        if pure is not None:
+            return pure
+    return shutil.which("dot")
+
+
+def _run_engine(engine: str, source: str, fmt: str,
+                output: pathlib.Path | None = None) -> bytes:
+    """Render *source* with *engine* into *fmt*: the bytes, or written to
+    *output* (then the bytes are empty)."""
+    command = [engine, f"-T{fmt}"]
+    if output is not None:
+        command += ["-o", str(output)]
+    proc = subprocess.run(command, input=source.encode("utf-8"),
+                          capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"layout engine {engine!r} failed (exit {proc.returncode}): "
+            f"{proc.stderr.decode('utf-8', 'replace').strip()}")
+    return proc.stdout
+
+# }}}
+
+
+def to_svg(result: ArrayOrNames, collapse: bool | None = None) -> str | None:
+    """The picture of *result*'s DAG as SVG text, or *None* when no layout
+    engine is installed (``pip install ftlazy[viz]`` brings one).
+
+    :arg collapse: fold runs of elementwise nodes into one box each; *None*
+        (the default) does so when the DAG has more than
+        :data:`COLLAPSE_THRESHOLD` nodes.
+
+    Nodes are ``<g class="node">`` groups and loop bodies
+    ``<g class="cluster">`` groups, as Graphviz writes them.
+    :class:`RuntimeError` carries the engine's error output if it fails.
+    """
+    _check_result(result, "to_svg")
+    _check_collapse(collapse, "to_svg")
+    engine = _find_engine("svg")
+    if engine is None:
+        return None
+    source = get_dot_graph(result, collapse=_should_collapse(result, collapse))
+    return _run_engine(engine, source, "svg").decode("utf-8")
+
+
+def _notebook_display() -> Callable[[str], None] | None:
+    """Where IPython runs with a kernel (Jupyter, nbclient), a function
+    that displays SVG text inline; else *None*. IPython is not imported
+    here: in a notebook it already is."""
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if get_ipython is not None else None
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return None
+    from IPython.display import SVG, display
+
+    return lambda svg: display(SVG(data=svg))
+
+
 def show_dot_graph(result: ArrayOrNames,
-                   output_to: str | os.PathLike | None = None) -> str:
-    """Write the picture of *result*'s DAG to a file and return its path.
+                   output_to: str | os.PathLike | None = None,
+                   collapse: bool | None = None) -> str | None:
+    """Show the picture of *result*'s DAG: inline in a notebook, else in a
+    file whose path is returned.
+
+    In Jupyter (IPython with a kernel) and with *output_to* left out, the
+    SVG is displayed in the cell's output and *None* is returned. Elsewhere,
+    or when *output_to* is given, the picture is written to a file:
 
     :arg output_to: where to write. A path ending in ``.dot`` or ``.gv``
         gets the DOT source only. A path ending in ``.svg``, ``.png`` or
         ``.pdf`` gets the DOT source beside it (same name, suffix ``.dot``)
-        and, if Graphviz's ``dot`` executable is found on the ``PATH``, the
-        rendered picture. *None* (the default) means ``graph.svg`` in a new
-        temporary directory.
+        and, if a layout engine is installed, the rendered picture (PDF
+        needs Graphviz's own ``dot``). *None* (the default) means
+        ``graph.svg`` in a new temporary directory.
+    :arg collapse: as for :func:`to_svg`.
 
-    Without Graphviz installed this does not fail: it writes the ``.dot``
-    file, prints where it is and how to render it, and returns its path.
-    A one-line message says which file was written. If ``dot`` is installed
-    but fails, :class:`RuntimeError` carries its error output.
+    Without a layout engine this does not fail: it writes the ``.dot``
+    file (in a notebook, nothing), prints that ``pip install ftlazy[viz]``
+    brings one, and returns the ``.dot`` file's path. A one-line message
+    says which file was written. If the engine fails,
+    :class:`RuntimeError` carries its error output.
     """
-    source = get_dot_graph(result)
+    _check_result(result, "show_dot_graph")
+    _check_collapse(collapse, "show_dot_graph")
+    if output_to is not None:
+        path = pathlib.Path(output_to)
+        fmt = path.suffix.lower().lstrip(".")
+        if fmt not in _RENDER_FORMATS | {"dot", "gv"}:
+            raise ValueError(f"show_dot_graph: cannot write {str(path)!r}: the "
+                             "name must end in .dot, .gv, .svg, .png or .pdf")
+    source = get_dot_graph(result, collapse=_should_collapse(result, collapse))
     if output_to is None:
-        output_to = pathlib.Path(tempfile.mkdtemp(prefix="ftlazy-dot-")) / "graph.svg"
-    path = pathlib.Path(output_to)
-    fmt = path.suffix.lower().lstrip(".")
-    if fmt not in _RENDER_FORMATS | {"dot", "gv"}:
-        raise ValueError(f"show_dot_graph: cannot write {str(path)!r}: the name "
-                         "must end in .dot, .gv, .svg, .png or .pdf")
+        display = _notebook_display()
+        if display is not None:
+            engine = _find_engine("svg")
+            if engine is None:
+                print("ftlazy: no layout engine to draw the DAG with: "
+                      f"{_INSTALL_HINT} (or install Graphviz's 'dot'); "
+                      "ft.get_dot_graph gives the DOT source")
+            else:
+                display(_run_engine(engine, source, "svg").decode("utf-8"))
+            return None
+        path = pathlib.Path(tempfile.mkdtemp(prefix="ftlazy-dot-")) / "graph.svg"
+        fmt = "svg"
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt in ("dot", "gv"):
         path.write_text(source, encoding="utf-8")
@@ -281,16 +475,18 @@ def show_dot_graph(result: ArrayOrNames,
         return str(path)
     dot_path = path.with_suffix(".dot")
     dot_path.write_text(source, encoding="utf-8")
-    dot = shutil.which("dot")
-    if dot is None:
-        print(f"ftlazy: Graphviz 'dot' not found; wrote DOT source to {dot_path} "
-              f"(render it with: dot -T{fmt} {dot_path} -o {path})")
+    engine = _find_engine(fmt)
+    if engine is None:
+        if fmt == "pdf":
+            how = ("install Graphviz (graphviz-pure writes no PDF), then run: "
+                   f"dot -Tpdf {dot_path} -o {path}")
+        else:
+            how = (f"{_INSTALL_HINT}, then run: "
+                   f"graphviz-pure -T{fmt} {dot_path} -o {path}")
+        print(f"ftlazy: no layout engine found; wrote DOT source to {dot_path} "
+              f"(to render {path.name}: {how})")
         return str(dot_path)
-    proc = subprocess.run([dot, f"-T{fmt}", str(dot_path), "-o", str(path)],
-                          capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"Graphviz 'dot' failed on {dot_path} "
-                           f"(exit {proc.returncode}): {proc.stderr.strip()}")
+    _run_engine(engine, source, fmt, output=path)
     print(f"ftlazy: wrote {path}")
     return str(path)
 
