@@ -211,6 +211,11 @@ class Array(Node):
         """This array with *tags* (a tag or an iterable of tags) added."""
         return self.copy(tags=normalize_tags(self.tags | normalize_tags(tags)))
 
+    def tags_of_type(self, tag_t: type) -> frozenset:
+        """The tags of this array that are instances of *tag_t* (as
+        :meth:`pytools.tag.Taggable.tags_of_type`)."""
+        return frozenset(t for t in self.tags if isinstance(t, tag_t))
+
     def without_tags(self, tags: Any) -> Array:
         """This array with *tags* removed."""
         return self.copy(tags=self.tags - normalize_tags(tags))

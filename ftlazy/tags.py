@@ -54,5 +54,22 @@ class PrefixNamed(_NameTag):
         check_user_name(self.prefix, "PrefixNamed tag")
 
 
+@tag_dataclass
+class AssumeNonNegative(Tag):
+    """A fact about an integer array's data: no entry is negative (pytato's
+    tag of the same name, for index arrays). Descriptive, like every tag:
+    ftlazy's generated code still tests the sign of an index read from
+    data, so a negative entry is wrapped or reported as numpy would."""
+
+
+@tag_dataclass
+class ForceValueArgTag(Tag):
+    """pytato's request to pass a scalar input to the kernel by value.
+    Accepted so that pytato code runs; ftlazy's code generation chooses
+    how to pass each input by itself (size parameters by value, arrays,
+    0-d ones included, by buffer) and does not read this tag."""
+
+
 __all__ = ["Tag", "UniqueTag", "ImplementationStrategy", "ImplStored",
-           "ImplInlined", "Named", "PrefixNamed"]
+           "ImplInlined", "Named", "PrefixNamed", "AssumeNonNegative",
+           "ForceValueArgTag"]

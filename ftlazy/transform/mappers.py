@@ -49,6 +49,15 @@ class Mapper(Generic[ResultT]):
 
     _dispatch_cache: dict
 
+    def __class_getitem__(cls, params: Any) -> Any:
+        # pytato's mappers take three type parameters (result, function
+        # result, extra arguments: ``Mapper[Any, Never, []]``); ftlazy's take
+        # one, the result, which is pytato's first: keep it, drop the others
+        if (isinstance(params, tuple) and len(params) == 3
+                and len(getattr(cls, "__parameters__", ())) == 1):
+            params = params[0]
+        return super().__class_getitem__(params)  # type: ignore[misc]
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatch_cache = {}

@@ -15,6 +15,7 @@ import hashlib
 import math
 import pathlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
@@ -34,6 +35,7 @@ from ftlazy.fractal import LoopResult
 from ftlazy.node import Node
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import bind_inputs, collect_size_checks
+from ftlazy.target.loopy.arguments import as_result, split_options
 from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
 from ftlazy.target.loopy.barrier_probe import program_executor, program_sources
 from ftlazy.target.loopy.kernel import ArgSpec, build_kernel
@@ -648,6 +650,12 @@ class BoundProgram:
         return self.artifact.t_unit
 
     @property
+    def kernel(self) -> lp.LoopKernel:
+        """The loopy kernel of :attr:`program`'s entry point (pytato's
+        ``BoundProgram.kernel``)."""
+        return self.artifact.t_unit.default_entrypoint
+
+    @property
     def timings(self) -> StageTimings:
         return self.artifact.timings
 
@@ -1005,26 +1013,35 @@ def _profile(queue: cl.CommandQueue, options: Any) -> DeviceProfile:
     return device_profile(queue.device, queue).with_options(options)
 
 
-def generate_loopy(result: Array | DictOfNamedArrays,
-                   options: CodegenOptions | dict | None = None,
+def generate_loopy(result: Array | DictOfNamedArrays | Mapping[str, Array],
+                   options: CodegenOptions | dict | lp.Options | None = None,
                    profile: DeviceProfile | None = None) -> BoundProgram:
     """Compile *result* to a loopy program bound for OpenCL execution.
 
+    :arg result: an array, a :class:`~ftlazy.DictOfNamedArrays`, or a dict
+        of names to arrays (as pytato accepts).
     :arg options: :class:`~ftlazy.CodegenOptions` (or a dict of its fields)
-        pinning choices such as the vector width.
+        pinning choices such as the vector width; or, as pytato accepts, a
+        :class:`loopy.Options` (see
+        :func:`~ftlazy.target.loopy.arguments.split_options`).
     :arg profile: the device profile to plan for (default: the probed
         profile of the default device); the generated OpenCL runs on any
         device, so a forced profile tests strategies this machine would not
         choose.
     :returns: a :class:`BoundProgram`; call it as ``prg(queue, **inputs)``.
     """
+    options, write_code = split_options(options, result, "ft.generate_loopy")
+    result = as_result(result, "ft.generate_loopy")
     if profile is None:
         profile = _profile(default_queue(), options)
     elif options is not None:
         profile = profile.with_options(as_options(options))
     canon = _canonical(result)
     artifact, cached = _artifact(canon, profile)
-    return BoundProgram(canon, artifact, cached)
+    program = BoundProgram(canon, artifact, cached)
+    if write_code:
+        print(program.source)
+    return program
 
 
 class CompiledFunction:
@@ -1066,10 +1083,11 @@ class CompiledFunction:
                 for k, v in outputs.items()}
 
 
-def compile(result: Array | DictOfNamedArrays,
+def compile(result: Array | DictOfNamedArrays | Mapping[str, Array],
             queue: cl.CommandQueue | None = None,
             options: CodegenOptions | dict | None = None) -> CompiledFunction:
-    """Compile *result* for *queue* (default: :func:`default_queue`).
+    """Compile *result* (an array, a :class:`~ftlazy.DictOfNamedArrays` or a
+    dict of names to arrays) for *queue* (default: :func:`default_queue`).
 
     Structurally equal DAGs (up to input names and wrapped data) share one
     compiled program. Size parameters are inferred from input shapes.
@@ -1081,6 +1099,7 @@ def compile(result: Array | DictOfNamedArrays,
         raise TypeError("ft.compile: queue must be a pyopencl.CommandQueue, got "
                         f"{type(queue).__name__} {queue!r}")
     queue = queue or default_queue()
+    result = as_result(result, "ft.compile")
     from ftlazy.target.loopy.jagged_program import (
         JaggedCompiledFunction, jagged_lowering)
     lowering = jagged_lowering(result)
