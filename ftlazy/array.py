@@ -197,11 +197,22 @@ class Array(Node):
                         "evaluated; use ft.equal for elementwise comparison")
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(shape={sh.shape_str(self.shape)}, "
-                f"dtype={self.dtype}" + self._repr_extra() + ")")
+        """One line: kind, shape, dtype, name, tags, direct inputs and the
+        number of nodes in the DAG (see :mod:`ftlazy.display`)."""
+        from ftlazy.display import node_repr
+        return node_repr(self)
 
     def _repr_extra(self) -> str:
         return ""
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import node_html
+        return node_html(self)
+
+    def ir(self) -> str:
+        """The DAG as numbered statements (:func:`ftlazy.pretty`)."""
+        from ftlazy.pretty import pretty
+        return pretty(self)
 
     # }}}
 
@@ -850,7 +861,17 @@ class DictOfNamedArrays(Node):
         return self.data.get(name, default)
 
     def __repr__(self) -> str:
-        return f"DictOfNamedArrays({dict(self.data)!r})"
+        from ftlazy.display import node_repr
+        return node_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import node_html
+        return node_html(self)
+
+    def ir(self) -> str:
+        """The DAG as numbered statements (:func:`ftlazy.pretty`)."""
+        from ftlazy.pretty import pretty
+        return pretty(self)
 
     __eq__ = Node.__eq__
     __hash__ = Node.__hash__

@@ -120,13 +120,28 @@ class Body(Node):
     outputs: tuple[Array, ...]
 
     def __repr__(self) -> str:
-        return f"Body(params={len(self.params)}, outputs={len(self.outputs)})"
+        from ftlazy.display import node_repr
+        return node_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import node_html
+        return node_html(self)
 
 
 class Loop(Node):
     """Base of nodes with a body and possibly several results."""
 
     __slots__ = ()
+
+    def __repr__(self) -> str:
+        """One line: what the loop runs over, its carries, inputs, results,
+        nesting depth and node count (see :mod:`ftlazy.display`)."""
+        from ftlazy.display import node_repr
+        return node_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import node_html
+        return node_html(self)
 
     def output_shape(self, index: int) -> Shape:
         raise NotImplementedError

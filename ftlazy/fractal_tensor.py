@@ -119,9 +119,17 @@ class Jagged(Node):
         return Jagged(values, self.offsets)
 
     def __repr__(self) -> str:
-        name = f"{self.name!r}, " if self.name else ""
-        return (f"Jagged({name}depth={self.depth}, "
-                f"elem_shape={sh.shape_str(self.elem_shape)}, dtype={self.dtype})")
+        from ftlazy.display import node_repr
+        return node_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import node_html
+        return node_html(self)
+
+    def ir(self) -> str:
+        """The DAG as numbered statements (:func:`ftlazy.pretty`)."""
+        from ftlazy.pretty import pretty
+        return pretty(self)
 
     # leaf-wise operators (numpy arrays on the left defer to them)
     __array_ufunc__ = None

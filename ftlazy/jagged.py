@@ -261,9 +261,12 @@ class JaggedArray:
         return np.diff(self._offsets[level]).astype(np.int64)
 
     def __repr__(self) -> str:
-        return (f"JaggedArray(depth={self.depth}, len={len(self)}, "
-                f"elem_shape={self.elem_shape}, dtype={self.dtype}, "
-                f"nnz={self.nnz})")
+        from ftlazy.display import jagged_array_repr
+        return jagged_array_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import jagged_array_html
+        return jagged_array_html(self)
 
     # }}}
 

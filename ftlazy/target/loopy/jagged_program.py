@@ -277,6 +277,14 @@ class JaggedCompiledFunction:
     def from_cache(self) -> bool:
         return self.inner.from_cache
 
+    def __repr__(self) -> str:
+        from ftlazy.display import compiled_repr
+        return compiled_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import compiled_html
+        return compiled_html(self)
+
     def __call__(self, /, **inputs: Any) -> Any:
         lowering = self.lowering
         given = expand_jagged_inputs(lowering.input_nodes, inputs)

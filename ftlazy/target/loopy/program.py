@@ -671,6 +671,14 @@ class BoundProgram:
         return "\n\n".join(source for source, _ in program_sources(
             self.artifact.t_unit, self.artifact.barrier_loop_build))
 
+    def __repr__(self) -> str:
+        from ftlazy.display import compiled_repr
+        return compiled_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import compiled_html
+        return compiled_html(self)
+
     def bind_to_context(self, context: cl.Context) -> BoundProgram:
         """This program with its executor prepared for *context*."""
         self.artifact.executor(context)
@@ -1072,6 +1080,14 @@ class CompiledFunction:
     def plan(self) -> KernelPlan:
         """The plan the kernel was emitted from (see :class:`BoundProgram`)."""
         return self.program.plan
+
+    def __repr__(self) -> str:
+        from ftlazy.display import compiled_repr
+        return compiled_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ftlazy.display import compiled_html
+        return compiled_html(self)
 
     def __call__(self, /, **inputs: Any) -> Any:
         # (positional-only: inputs may be named "self")
