@@ -38,5 +38,10 @@ setup(
         # processes, so that a driver crash fails one test, not the run
         "test": ["pytest", "hypothesis", "pytest-xdist", "packaging"],
         "doc": ["sphinx"],
+        # ft.to_svg / ft.show_dot_graph: graphviz-pure is a self-contained
+        # port of Graphviz's dot (a wheel with a static executable), so
+        # pictures need no system package; see
+        # doc/notes/visualization_engines.rst for the choice
+        "viz": ["graphviz-pure>=0.2.2"],
     },
 )

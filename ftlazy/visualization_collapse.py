@@ -16,6 +16,9 @@ as its only user in its scope, is not a result (nor a loop body's output),
 and is the only such input of ``n_{i+1}``. Runs are linear by construction;
 other inputs of the run's nodes (a weight, a second operand) stay edges into
 the box.
+
+.. autofunction:: is_elementwise
+.. autofunction:: elementwise_runs
 """
 
 from __future__ import annotations
