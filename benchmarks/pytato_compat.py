@@ -51,7 +51,6 @@ MODULE_ALIASES = {
     "pytato.target": "ftlazy.target",
     "pytato.target.loopy": "ftlazy.target.loopy",
     "pytato.target.loopy.codegen": "ftlazy.target.loopy.program",
-    "pytato.loopy": "ftlazy.pytato_loopy",
     "pytato.analysis": "ftlazy.analysis",
     "pytato.visualization": "ftlazy.visualization",
     "pytato.utils": "ftlazy.ops",
