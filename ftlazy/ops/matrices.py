@@ -71,8 +71,10 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     length = _diagonal_length(sh.add(rows, min(k, 0)), sh.add(cols, -max(k, 0)))
     if length is None:
         raise ValueError(f"diag: the length of diagonal {k} of the array of "
-                         f"shape {sh.shape_str(a.shape)} depends on which size "
-                         "is smaller, which is not known")
+                         f"shape {sh.shape_str(a.shape)} is not an affine "
+                         "expression of the size parameters (it depends on "
+                         "which of two lengths is smaller, or whether one is "
+                         "negative)")
     d = index_var(0)
     read = prim.Subscript(prim.Variable("_in0"), (
         prim.Sum((d, np.int64(-min(k, 0)))), prim.Sum((d, np.int64(max(k, 0))))))
