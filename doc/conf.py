@@ -28,9 +28,41 @@ version = release = ftlazy.__version__
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
+    "sphinx_gallery.gen_gallery",
 ]
 
 exclude_patterns = ["_build"]
+
+# {{{ the gallery: examples/*.py executed at build time, with their output
+
+# the generated OpenCL compiler's chatter is not part of an example's output
+os.environ.setdefault("PYOPENCL_COMPILER_OUTPUT", "0")
+
+sphinx_gallery_conf = {
+    # the scripts in examples/ (also run by test/test_examples.py) are the
+    # gallery's sources; doc/gallery/ is generated (see .gitignore)
+    "examples_dirs": "../examples",
+    "gallery_dirs": "gallery",
+    # execute every example, not only those named plot_*.py
+    "filename_pattern": r"\.py$",
+    "ignore_pattern": r"__init__\.py$",
+    "within_subsection_order": "FileNameSortKey",
+    # a cell's last expression is shown as a notebook would show it
+    "capture_repr": ("_repr_html_", "__repr__"),
+    # the examples draw no matplotlib figures
+    "image_scrapers": (),
+    "reset_modules": (),
+    # a failing example fails the build (CI builds with -W)
+    "abort_on_example_error": True,
+    "only_warn_on_example_error": False,
+    "download_all_examples": False,
+    "show_signature": False,
+    "remove_config_comments": True,
+    # no page of execution times: sphinx-gallery's loads scripts from CDNs
+    "write_computation_times": False,
+}
+
+# }}}
 root_doc = "index"
 html_theme = "alabaster"
 html_static_path: list[str] = []

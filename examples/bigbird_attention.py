@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""BigBird-style sparse attention within each sequence of a jagged batch,
+"""BigBird sparse attention
+========================
+
+BigBird-style sparse attention within each sequence of a jagged batch,
 written as FractalTensor's ``examples/sparse_attention``: every query
 attends to a circular window of keys around it (``ft.shifted_slide`` of
 the keys and of the values, window 5, dilation 2) and to a few global

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""A two-layer 1-D convolution over a jagged batch of sequences, written
+"""1-D convolutions over a jagged batch
+====================================
+
+A two-layer 1-D convolution over a jagged batch of sequences, written
 FractalTensor-style: ``ft.map`` over a jagged placeholder, each layer
 ``ft.slide`` (windows of every sequence, zero padded) contracted with a
 filter bank by ``ft.einsum``; the second layer is dilated. Compiled with

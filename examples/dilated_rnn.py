@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""A stacked dilated RNN (dilations 1, 2, 4) over a jagged batch, written
+"""A stacked dilated RNN
+=====================
+
+A stacked dilated RNN (dilations 1, 2, 4) over a jagged batch, written
 as FractalTensor's ``examples/dilated_rnn``: each layer is ``ft.map`` over
 the sequences of ``ft.dilated_map`` (the ``dilation`` interleaved
 subsequences ``seq[r::d]``) of ``ft.scan`` over time, so that layer ``k``

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Embedding bag (sum pooling, as ``torch.nn.EmbeddingBag(mode="sum")``):
+"""Embedding bag
+=============
+
+Embedding bag (sum pooling, as ``torch.nn.EmbeddingBag(mode="sum")``):
 each bag is a variable-length list of token ids; its vector is the sum of
 the embedding rows of its tokens. Written FractalTensor-style with
 ``ft.map`` over a jagged placeholder of token ids and ``ft.gather`` into a

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Multi-head self-attention within each sequence of a jagged batch,
+"""Flash attention over a jagged batch
+===================================
+
+Multi-head self-attention within each sequence of a jagged batch,
 written as FractalTensor's ``examples/flash_attention``: the keys are
 folded over with the online softmax (a running max ``m``, running sum
 ``l`` and accumulator ``acc`` per query and head, rescaled whenever the max

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""A grid RNN over a pair of sequences (source and target), after
+"""A grid RNN
+==========
+
+A grid RNN over a pair of sequences (source and target), after
 FractalTensor's grid RNN walkthrough: ``ft.product(src, trg)`` is the grid
 of cells ``(i, j)`` pairing source token ``i`` with target token ``j``;
 cell ``(i, j)`` reads the state from the cell above (``hx``, previous

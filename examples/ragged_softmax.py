@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Softmax over the tokens of every sequence of a ragged batch (FBGEMM's
+"""Ragged softmax
+==============
+
+Softmax over the tokens of every sequence of a ragged batch (FBGEMM's
 ``jagged_softmax``), written FractalTensor-style: ``ft.map`` over a jagged
 placeholder, compiled with ``ft.compile`` (one OpenCL program for every
 length distribution), checked against a per-sequence numpy loop.

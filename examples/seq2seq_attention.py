@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""An RNN encoder-decoder with attention over a jagged batch of
+"""Encoder-decoder with attention
+==============================
+
+An RNN encoder-decoder with attention over a jagged batch of
 (source, target) pairs, after FractalTensor's ``examples/rnn_attention``:
 the encoder is ``ft.map`` over the sources of ``ft.scan`` over time; the
 decoder is ``ft.map`` over the targets of ``ft.scan`` over the target

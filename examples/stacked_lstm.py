@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""A stacked LSTM over a jagged batch of sequences, written as
+"""A stacked LSTM
+==============
+
+A stacked LSTM over a jagged batch of sequences, written as
 FractalTensor's flagship example: a fold over the layers whose carry is the
 whole batch, each layer a map over the sequences of a scan over time, with
 the parameters bundled in NamedTuples. Compiled once with ``ft.compile``

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Writing your own transforms: two small passes over an ftlazy DAG.
+"""Your own transforms
+===================
+
+Writing your own transforms: two small passes over an ftlazy DAG.
 
 A transform is a mapper: subclass :class:`ftlazy.transform.CopyMapper` and
 override ``map_<node>`` for the node kinds you rewrite; every other node is
