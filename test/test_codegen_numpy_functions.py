@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: MIT
+"""The numpy functions of test_numpy_functions.py through the OpenCL
+target: every case there is one result of a single program over a symbolic
+number of rows, compiled once per device flavour and run with 0, 1 and 4
+rows, compared with ``ft.evaluate_numpy`` and numpy. A second small
+program covers what needs concrete shapes (sort along both axes, argmax of
+the whole array, complex arange, 2-d diagonals)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from test_numpy_functions import (
+    CASES, FLOAT16_CASES, LAZY, NP, assert_same, values)
+
+# ulps: OpenCL's exp and log may differ from numpy's in the last bits
+RTOL = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 1e-5}
+
+
+def _close(actual: Any, expected: Any, what: str) -> None:
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype, (what, actual.dtype, expected.dtype)
+    assert actual.shape == expected.shape, (what, actual.shape, expected.shape)
+    if expected.dtype.kind in "fc":
+        rtol = RTOL.get(np.dtype(expected.real.dtype), 1e-3)
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol,
+                                   equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 4])
+def test_every_case_compiled(codegen_vector_width, rows: int) -> None:
+    dag = ft.make_dict_of_named_arrays(
+        {k: v for k, v in LAZY.items() if k not in FLOAT16_CASES})
+    compiled = ft.compile(dag)  # cached: built once per flavour
+    v = values(rows)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = compiled(**v)
+        reference = ft.evaluate_numpy(dag, **v)
+    for name, fn in CASES.items():
+        if name in FLOAT16_CASES:
+            continue
+        with np.errstate(all="ignore"):
+            expected = fn(NP, v["x"], v["xf"], v["xi"], v["xb"])
+        assert_same(reference[name], expected, f"{name}: evaluate_numpy")
+        _close(got[name], expected, f"{name}: OpenCL, {rows} rows")
+
+
+def test_concrete_shapes_compiled(codegen_vector_width) -> None:
+    sq = ft.make_placeholder("sq", (4, 5), np.float64)
+    iv = ft.make_placeholder("iv", (6,), np.int32)
+    lazy = {
+        "sort0": ft.sort(sq, axis=0), "sort_all": ft.sort(sq, axis=None),
+        "argsort0": ft.argsort(sq, axis=0), "argsort_int": ft.argsort(iv),
+        "argmax_all": ft.argmax(sq), "argmin_all_keep": ft.argmin(sq, keepdims=True),
+        "argmax_int": ft.argmax(iv),
+        "diag_up": ft.diag(sq, 2), "diag_down": ft.diag(sq, -1),
+        "diag_far": ft.diag(sq, 7),
+        "arange_complex": ft.arange(0, 2 + 1j, 0.3 + 0.1j) * sq[0, 0],
+        "arange_float": ft.arange(-1, 1, 0.3) + sq[0, 0],
+        "logsumexp_all": ft.logsumexp(sq), "cumsum_all": ft.cumsum(iv),
+        "round_neg": ft.round(iv, -1), "rint": ft.rint(sq * 2.5),
+    }
+    v = np.array([[3.0, np.nan, -np.inf, 3.0, 0.0], [1, 1, 1, 1, 1],
+                  [np.nan, 2.5, -0.5, 1.5, 9.0], [-0.0, 0.0, 2.0, -1.0, np.inf]])
+    w = np.array([5, -15, 5, 25, 0, -3], np.int32)
+    expected = {
+        "sort0": np.sort(v, axis=0), "sort_all": np.sort(v, axis=None),
+        "argsort0": np.argsort(v, axis=0, kind="stable"),
+        "argsort_int": np.argsort(w, kind="stable"),
+        "argmax_all": np.argmax(v), "argmin_all_keep": np.argmin(v, keepdims=True),
+        "argmax_int": np.argmax(w),
+        "diag_up": np.diag(v, 2), "diag_down": np.diag(v, -1),
+        "diag_far": np.diag(v, 7),
+        "arange_complex": np.arange(0, 2 + 1j, 0.3 + 0.1j) * v[0, 0],
+        "arange_float": np.arange(-1, 1, 0.3) + v[0, 0],
+        "logsumexp_all": np.float64(np.nan), "cumsum_all": np.cumsum(w),
+        "round_neg": np.round(w, -1), "rint": np.rint(v * 2.5),
+    }
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ft.compile(ft.make_dict_of_named_arrays(lazy))(sq=v, iv=w)
+    for name, value in expected.items():
+        _close(got[name], value, name)
+
+
+def test_float16_rounding_is_refused_clearly() -> None:
+    # numpy rounds bools as float16, which the OpenCL target lacks
+    assert FLOAT16_CASES == {"round_bool"}
+    with pytest.raises(TypeError, match="float16"):
+        ft.compile(LAZY["round_bool"])
