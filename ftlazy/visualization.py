@@ -356,12 +356,14 @@ def get_dot_graph(result: ArrayOrNames, collapse: bool | None = False) -> str:
 def _find_engine(fmt: str) -> str | None:
     """The executable that lays out and renders DOT into *fmt*: the
     ``graphviz-pure`` of ``ftlazy[viz]`` (looked up in this Python's
-    scripts directory first, where pip puts it even when the environment
-    is not activated), else Graphviz's ``dot``; *None* if neither is
-    installed (or the only one cannot write *fmt*)."""
+    scripts directories first, where pip puts it even when the environment
+    is not activated or the user's scripts directory is not on the
+    ``PATH``), else Graphviz's ``dot``; *None* if neither is installed (or
+    the only one cannot write *fmt*)."""
     search = os.pathsep.join(
-        [sysconfig.get_path("scripts"), os.path.dirname(sys.executable),
-         os.environ.get("PATH", os.defpath)])
+        [sysconfig.get_path("scripts"),
+         sysconfig.get_path("scripts", sysconfig.get_preferred_scheme("user")),
+         os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)])
     if fmt in _PURE_FORMATS:
         pure = shutil.which("graphviz-pure", path=search)
         if pure is not None:
