@@ -65,7 +65,9 @@ sphinx_gallery_conf = {
 # }}}
 root_doc = "index"
 html_theme = "alabaster"
-html_static_path: list[str] = []
+# doc/_static: pictures that ftlazy draws (the README's demo DAG, kept
+# current by test/test_visualization.py)
+html_static_path = ["_static"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
