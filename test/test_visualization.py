@@ -459,6 +459,26 @@ def test_show_in_notebook_without_engine_says_what_to_install(monkeypatch,
     assert "pip install ftlazy[viz]" in capsys.readouterr().out
 
 
+@needs_engine
+def test_show_in_a_real_kernel_displays_the_collapsed_chain():
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import ftlazy as ft\n"
+        "x = ft.make_placeholder('x', (10,), 'float64')\n"
+        "for _ in range(2000):\n"
+        "    x = ft.sin(x) + 1.0\n"
+        "ft.show_dot_graph(x)")]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    # one inline picture, no Out[] value, nothing printed
+    (output,) = nb.cells[0].outputs
+    assert output.output_type == "display_data"
+    svg = output.data["image/svg+xml"]
+    assert _svg_boxes(svg) == 3 and "4000 elementwise ops" in svg
+
+
 def test_show_in_terminal_ipython_writes_a_file(monkeypatch):
     # IPython without a kernel (a terminal) is not a notebook
     shown = _fake_ipython(monkeypatch, object())
