@@ -150,3 +150,17 @@ def _resolve_reexported(app, env, node, contnode):
 def setup(app) -> None:
     app.add_directive("ftlazy-toplevel-functions", TopLevelFunctions)
     app.connect("missing-reference", _resolve_reexported)
+
+
+# {{{ the numpy coverage page: generated at every build (see numpy_coverage.py)
+
+def _write_numpy_coverage() -> None:
+    import runpy
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "numpy_coverage.py")
+    runpy.run_path(path, run_name="numpy_coverage")["write"]()
+
+
+_write_numpy_coverage()
+
+# }}}

@@ -22,7 +22,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda
 from ftlazy.ops.convert import ArrayLike
 from ftlazy.ops.creation import zeros
-from ftlazy.ops.padding import _length_expr, clamp_index
+from ftlazy.ops.array_pad import _length_expr, clamp_index
 from ftlazy.ops.shape_ops import _as_int, as_array, broadcast_to, reshape
 from ftlazy.scalar_expr import index_var
 
