@@ -87,17 +87,17 @@ def elementwise_runs(
     :arg pinned: nodes that must stay visible on their own (results, a loop
         body's outputs): they may end a run, never sit inside one.
     """
-    order = list(order)
+    inputs = {n: set(children(n)) for n in order}
     users: dict[Node, set[Node]] = {}
-    for n in order:
-        for child in children(n):
+    for n, n_inputs in inputs.items():
+        for child in n_inputs:
             users.setdefault(child, set()).add(n)
     run_of: dict[Node, list[Node]] = {}
     runs: list[list[Node]] = []
-    for n in order:
+    for n, n_inputs in inputs.items():
         if not is_elementwise(n):
             continue
-        links = {c for c in children(n)
+        links = {c for c in n_inputs
                  if c in run_of and c not in pinned and users[c] == {n}
                  and c.shape == n.shape}
         if len(links) == 1:
