@@ -106,6 +106,9 @@ def _format_value(value: Any) -> str:
     if isinstance(value, tuple):
         inner = ", ".join(_format_value(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, np.generic):
+        # a constant expression (zeros' 0.0): numpy scalars have a shape too
+        return str(value)
     if isinstance(value, np.ndarray) or (
             hasattr(value, "shape") and hasattr(value, "dtype")):
         # data is summarized, never printed: pictures stay small and stable

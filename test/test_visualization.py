@@ -179,6 +179,13 @@ def test_long_values_are_shortened():
     assert expr_line.endswith("...") and len(expr_line) == 72
 
 
+def test_constant_expressions_are_shown():
+    # numpy scalars have a shape and a dtype, but they are not data
+    nodes, _ = _parse(ft.get_dot_graph(ft.zeros(3, dtype=F64) + 2.5))
+    exprs = sorted(lines[2] for lines in nodes.values())
+    assert exprs == ["expr: 0.0", "expr: _in0[_0] + 2.5"]
+
+
 def test_deep_chain():
     y = ft.make_placeholder("x", (3,), F64)
     for _ in range(20_000):
