@@ -96,3 +96,12 @@ def test_float16_rounding_is_refused_clearly() -> None:
     assert FLOAT16_CASES == {"round_bool"}
     with pytest.raises(TypeError, match="float16"):
         ft.compile(LAZY["round_bool"])
+
+
+def test_argmax_of_a_symbolic_axis_that_is_empty(codegen_vector_width) -> None:
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, 3), np.float64)
+    compiled = ft.compile(ft.argmin(x, axis=0))
+    assert_same(compiled(x=np.eye(3)), np.argmin(np.eye(3), axis=0))
+    with pytest.raises(ValueError, match="zero-size array.*length n"):
+        compiled(x=np.zeros((0, 3)))

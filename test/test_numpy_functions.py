@@ -7,7 +7,9 @@ test_codegen_numpy_functions.py."""
 
 from __future__ import annotations
 
+import runpy
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -389,7 +391,7 @@ def test_bad_input(call: Any, error: type, match: str) -> None:
 # }}}
 
 
-# {{{ numpy dispatch
+# {{{ numpy dispatch and the coverage page
 
 DISPATCHED = [
     (lambda xp, a: xp.argmax(a), "argmax"),
@@ -434,6 +436,32 @@ def test_dispatch_refuses_what_ftlazy_lacks() -> None:
         np.cumsum(a, out=np.zeros((3, 4)))
     with pytest.raises(TypeError, match="numpy.unique is not supported"):
         np.unique(a)
+
+
+def test_coverage_page(tmp_path: Any) -> None:
+    script = Path(__file__).parent.parent / "doc" / "numpy_coverage.py"
+    coverage = runpy.run_path(str(script), run_name="numpy_coverage")
+    page = tmp_path / "coverage.rst"
+    rows = coverage["write"](str(page))
+    by_name = {row.name: row for row in rows}
+    for name in ("argmax", "cumsum", "tril", "round", "pad", "exp", "sum",
+                 "meshgrid", "rint", "sort"):
+        assert by_name[name].in_ftlazy and by_name[name].dispatches, name
+    assert by_name["argmax"].checked_by == "called"
+    assert by_name["pad"].checked_by == "table"  # it needs pad widths
+    assert not by_name["unique"].dispatches and not by_name["unique"].in_ftlazy
+    assert by_name["zeros"].in_ftlazy and not by_name["zeros"].dispatches
+    assert "ndarray" not in by_name and "float64" not in by_name  # classes
+    # everything in interop's tables is listed, and was found to dispatch
+    listed = {getattr(np, row.name) for row in rows if row.dispatches}
+    assert set(supported_ufuncs()) <= listed
+    assert {f for f in supported_functions()
+            if getattr(np, f.__name__, None) is f} <= listed
+    text = page.read_text()
+    assert f"public numpy callables: {len(rows)}" in text
+    dispatched = sum(row.dispatches for row in rows)
+    assert f"dispatching to ftlazy from numpy: {dispatched} (" in text
+    assert text.count("   * - ``") == len(rows)
 
 # }}}
 

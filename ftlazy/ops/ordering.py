@@ -9,8 +9,8 @@ as in numpy. The result is ``int64`` (numpy's ``intp``).
 An empty reduced axis of static length 0 is numpy's :class:`ValueError`
 ("attempt to get argmax of an empty sequence") when the node is built. An
 axis of symbolic length that turns out to be 0 fails where ``amax`` over
-it fails: :func:`ftlazy.evaluate_numpy` raises :class:`ValueError` at run
-time.
+it fails: :func:`ftlazy.evaluate_numpy` and compiled programs raise
+:class:`ValueError` at run time, naming the axis length.
 
 ``sort`` and ``argsort`` count ranks: the rank of element ``i`` along the
 axis is the number of elements that sort before it (smaller, or equal with
