@@ -237,6 +237,11 @@ def test_pdf_needs_graphviz_dot(tmp_path, monkeypatch, capsys):
                         lambda name, path=None: f"/opt/{name}")
     assert visualization._find_engine("pdf") == "/opt/dot"
     assert visualization._find_engine("svg") == "/opt/graphviz-pure"
+    # without graphviz-pure, the system's dot draws everything
+    monkeypatch.setattr(visualization.shutil, "which",
+                        lambda name, path=None: None if name == "graphviz-pure"
+                        else f"/opt/{name}")
+    assert visualization._find_engine("svg") == "/opt/dot"
     monkeypatch.setattr(visualization.shutil, "which",
                         lambda name, path=None: None)
     assert ft.show_dot_graph(_map_graph(), tmp_path / "p.pdf") == str(
@@ -264,6 +269,16 @@ def test_show_renders_with_engine(tmp_path):
     assert proc.stderr == ""
     assert ft.show_dot_graph(hs, tmp_path / "pic.png") == str(tmp_path / "pic.png")
     assert (tmp_path / "pic.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_engine_found_beside_python_without_path(monkeypatch):
+    # a virtual environment used without activating it: its bin/ is not on
+    # the PATH, and pip put graphviz-pure there
+    if "graphviz-pure" not in str(visualization._find_engine("svg")):
+        pytest.skip("graphviz-pure is not installed: pip install ftlazy[viz]")
+    monkeypatch.setenv("PATH", "")
+    engine = visualization._find_engine("svg")
+    assert engine is not None and pathlib.Path(engine).stem == "graphviz-pure"
 
 
 def test_engine_failure_is_reported(tmp_path, monkeypatch):
