@@ -255,12 +255,17 @@ def _index_entry(index: Any, arrays: tuple, ref: Any) -> str:
 def _generic(n: Node, ref: Any) -> str:
     """``snake_case_kind(child refs, field=value, ...)`` for node kinds with
     no form of their own (gathers, jagged loops, host index arrays...)."""
+    import dataclasses
+
     from ftlazy.node import _snake_case
+    defaults = {f.name: f.default for f in dataclasses.fields(n)}
     parts = []
     for name in n._init_fields:
         if name in _TYPE_FIELDS or name in n._body_fields:
             continue
         value = getattr(n, name)
+        if _is_default(value, defaults.get(name, dataclasses.MISSING)):
+            continue
         if name in n._child_fields:
             if isinstance(value, Node):
                 parts.append(f"{name}={ref(value)}")
@@ -268,16 +273,44 @@ def _generic(n: Node, ref: Any) -> str:
                 parts.append(f"{name}={{" + ", ".join(
                     f"{k}: {ref(v)}" for k, v in value.items()) + "}")
             else:
-                parts.append(f"{name}=(" + ", ".join(map(ref, value)) + ")")
+                refs = [ref(v) for v in value]
+                parts.append(f"{name}=(" + ", ".join(refs)
+                             + ("," if len(refs) == 1 else "") + ")")
         else:
             parts.append(f"{name}={_short(repr(value))}")
     return f"{_snake_case(type(n).__name__).lstrip('_')}({', '.join(parts)})"
 
 
+def _is_default(value: Any, default: Any) -> bool:
+    """Whether a field holds its declared default (left out of statements)."""
+    if default is None or isinstance(default, (bool, int, str, tuple)):
+        return type(value) is type(default) and value == default
+    return False
+
+
 def _expression(n: Any, numbers: Mapping[Node, int]) -> str:
-    from ftlazy.scalar_expr import ExprStringifier, substitute
-    mapping = {name: prim.Variable(_ref(b, numbers))
-               for name, b in n.bindings.items()}
-    return ExprStringifier()(substitute(n.expr, mapping))
+    return _Stringifier({name: _ref(b, numbers)
+                         for name, b in n.bindings.items()})(n.expr)
+
+
+def _stringifier_class() -> type:
+    from ftlazy.scalar_expr import ExprStringifier
+
+    class Stringifier(ExprStringifier):
+        """Prints bindings by their statement numbers (binding names never
+        shadow reduction indices, so no substitution is needed)."""
+
+        def __init__(self, names: dict[str, str]) -> None:
+            super().__init__()
+            self.names = names
+
+        def map_variable(self, expr: prim.Variable, *args: Any,
+                         **kwargs: Any) -> str:
+            return self.names.get(expr.name, expr.name)
+
+    return Stringifier
+
+
+_Stringifier = _stringifier_class()
 
 # }}}
