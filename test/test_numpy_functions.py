@@ -351,6 +351,30 @@ def test_arange_lengths_like_numpy(start: float, length: float, step: float,
     assert_same(evaluate(ft.arange(start, stop, step)), expected)
 
 
+@given(data=st.data(), dtype=st.sampled_from([np.float64, np.float32, np.int16,
+                                               np.uint8, np.bool_]))
+def test_random_arrays_like_numpy(data: Any, dtype: Any) -> None:
+    shape = data.draw(st.tuples(st.integers(1, 4), st.integers(1, 5)))
+    pool = ([0.0, -0.0, 1.5, -2.0, 1.5, np.nan, np.inf, -np.inf]
+            if np.dtype(dtype).kind == "f" else [0, 1, 3, 1, 7])
+    flat = data.draw(st.lists(st.sampled_from(pool), min_size=shape[0] * shape[1],
+                              max_size=shape[0] * shape[1]))
+    v = np.array(flat).reshape(shape).astype(dtype)
+    axis = data.draw(st.sampled_from([None, 0, 1, -1]))
+    a = ft.make_placeholder("a", shape, dtype)
+    calls = {
+        "argmax": lambda xp, x: xp.argmax(x, axis=axis),
+        "argmin": lambda xp, x: xp.argmin(x, axis=axis),
+        "sort": lambda xp, x: xp.sort(x, axis=axis),
+        "argsort": lambda xp, x: xp.argsort(x, axis=axis, kind="stable"),
+        "cumsum": lambda xp, x: xp.cumsum(x, axis=axis),
+    }
+    for name, call in calls.items():
+        with np.errstate(all="ignore"):
+            expected = call(np, v)
+        assert_same(evaluate(call(ft, a), a=v), expected, f"{name} {axis} {v!r}")
+
+
 # {{{ bad input
 
 @pytest.mark.parametrize(("call", "error", "match"), [
