@@ -231,6 +231,21 @@ def test_cumsum_of_0d() -> None:
         ft.cumsum(s, axis=1)
 
 
+def test_zero_d_inputs_as_numpy_treats_them() -> None:
+    s = ft.make_placeholder("s", (), np.float64)
+    v = np.array(3.0)
+    assert_same(evaluate(ft.argsort(s), s=v), np.argsort(v))
+    assert_same(evaluate(ft.sort(s, axis=None), s=v), np.sort(v, axis=None))
+    assert_same(evaluate(ft.argmax(s, axis=-1), s=v), np.argmax(v, axis=-1))
+    assert_same(evaluate(ft.cumprod(s, axis=0), s=v), np.cumprod(v, axis=0))
+    assert_same(evaluate(ft.softmax(s), s=v), np.float64(1.0))
+    assert_same(evaluate(ft.logsumexp(s, axis=-1), s=v), np.float64(3.0))
+    with pytest.raises(AxisError, match="axis -1"):
+        ft.sort(s)  # as np.sort(v)
+    with pytest.raises(AxisError, match="axis 1"):
+        ft.argsort(s, axis=1)
+
+
 def test_sort_nan_last_and_stable_order() -> None:
     v = np.array([[3.0, np.nan, -np.inf, 3.0, 0.0], [np.nan] * 5,
                   [1, 1, 1, 1, 1], [-0.0, 0.0, 2.0, -1.0, np.inf]])

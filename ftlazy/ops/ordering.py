@@ -138,9 +138,11 @@ def _sort_axis(a: ArrayLike, axis: Any, kind: Any, what: str) -> tuple[Array, in
     arr = asarray(a)
     _check_orderable(arr, what)
     if arr.ndim == 0:
+        # numpy argsorts a 0-d array as one element; sorting needs axis=None
         if axis is not None:
-            normalize_axis(axis, 0, what)  # numpy's AxisError
+            normalize_axis(axis, 1 if what == "argsort" else 0, what)
         arr = reshape(arr, (1,))
+        axis = 0
     flat, ax = _whole_or_axis(arr, axis, what)
     n = flat.shape[ax]
     if not isinstance(n, int):

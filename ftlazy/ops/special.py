@@ -49,7 +49,7 @@ def softmax(x: ArrayLike, axis: AxisLike = -1) -> Array:
     overflow. A slice of only ``-inf`` gives NaN, as in scipy."""
     from ftlazy.ops.elementwise import divide, exp
     a = _float_input(x, "softmax")
-    axes = normalize_axes(axis, a.ndim)
+    axes = normalize_axes(axis, a.ndim, ufunc_quirk=True)
     shifted, _ = _shifted(a, axes)
     e = exp(shifted)
     return divide(e, sum(e, axis=axes, keepdims=True))
@@ -65,7 +65,7 @@ def logsumexp(x: ArrayLike, axis: AxisLike = None, keepdims: bool = False
     if not isinstance(keepdims, (bool, np.bool_)):
         raise TypeError(f"logsumexp: keepdims must be a bool, got {keepdims!r}")
     a = _float_input(x, "logsumexp")
-    axes = normalize_axes(axis, a.ndim)
+    axes = normalize_axes(axis, a.ndim, ufunc_quirk=True)
     shifted, shift = _shifted(a, axes)
     total = sum(exp(shifted), axis=axes, keepdims=True)
     with np.errstate(divide="ignore"):
