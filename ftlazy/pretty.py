@@ -98,7 +98,11 @@ class Listing:
         self.statements: list[Statement] = []
         self.lines: list[str] = []
         self._next = 0
-        numbers = self._scope([expr], None, 0)
+        from ftlazy.fractal import Body
+        if isinstance(expr, Body):  # a body alone: its own scope
+            numbers = self._scope(list(expr.params) + list(expr.outputs), expr, 0)
+        else:
+            numbers = self._scope([expr], None, 0)
         self.lines.append("return " + self._results(expr, numbers))
 
     def _scope(self, roots: list[Node], body: Node | None, depth: int

@@ -115,13 +115,37 @@ def verify(expr: Node) -> None:
     if not isinstance(expr, Node):
         raise TypeError(f"ft.verify expects an ftlazy array or node, got "
                         f"{type(expr).__name__}")
+    _check_children_are_nodes(expr)
     try:
         listing = Listing(expr)
     except AttributeError as e:
-        raise VerificationError("node", f"a node of the DAG of "
+        raise VerificationError("node", f"the DAG of "
                                 f"{type(expr).__name__}", expr,
                                 f"a node lacks a field ({e})") from None
     _Verifier(listing).run(expr)
+
+
+def _check_children_are_nodes(expr: Node) -> None:
+    """The ``node`` rule for children that are not nodes at all, which no
+    walk over nodes could list (a numpy array where a binding should be)."""
+    seen: set[int] = {id(expr)}
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        try:
+            children = list(iter_children(n))
+            children += [getattr(n, b) for b in n._body_fields]
+        except AttributeError as e:
+            raise VerificationError("node", f"the {type(n).__name__} node", n,
+                                    f"a field is missing ({e})") from None
+        for child in children:
+            if not isinstance(child, Node):
+                raise VerificationError(
+                    "node", f"the {type(n).__name__} node", n,
+                    f"a child is a {type(child).__name__}, not an array")
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
 
 
 class _Verifier:

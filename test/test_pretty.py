@@ -42,7 +42,6 @@ def test_one_statement_per_node_in_topological_order():
     assert len(listing.statements) == ft.analysis.get_num_nodes(z)
     numbers = [s.number for s in listing.statements]
     assert numbers == list(range(len(numbers)))
-    position = {s.node: s.number for s in listing.statements}
     for s in listing.statements:
         for ref in re.findall(r"%(\d+)", s.text.split(" = ", 1)[1]):
             assert int(ref) < s.number  # operands come before their users
