@@ -152,7 +152,7 @@ class Browser:
         return parse_dom(html)
 
     def screenshot(self, page: pathlib.Path, png: pathlib.Path,
-                   size: tuple[int, int] = (1200, 1800)) -> None:
+                   size: tuple[int, int] = (1200, 3200)) -> None:
         """Write a PNG screenshot of *page* to *png*."""
         png.parent.mkdir(parents=True, exist_ok=True)
         png.unlink(missing_ok=True)

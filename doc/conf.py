@@ -17,6 +17,9 @@ from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+# (doc/gallery_pictures.py: named by its module path, so that Sphinx can
+# cache the configuration)
+sys.path.insert(0, os.path.abspath(os.path.dirname(__file__)))
 
 import ftlazy
 
@@ -49,8 +52,8 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     # a cell's last expression is shown as a notebook would show it
     "capture_repr": ("_repr_html_", "__repr__"),
-    # the examples draw no matplotlib figures
-    "image_scrapers": (),
+    # the examples draw no matplotlib figures, only DAG pictures
+    "image_scrapers": ("gallery_pictures.svg_pictures",),
     "reset_modules": (),
     # a failing example fails the build (CI builds with -W)
     "abort_on_example_error": True,
@@ -68,6 +71,8 @@ html_theme = "alabaster"
 # doc/_static: pictures that ftlazy draws (the README's demo DAG, kept
 # current by test/test_visualization.py)
 html_static_path = ["_static"]
+# (scales the DAG pictures of the gallery down to the text's width)
+html_css_files = ["ftlazy.css"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"

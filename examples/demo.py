@@ -44,6 +44,16 @@ print(f"built {scores!r} from a DAG of {get_num_nodes(scores)} nodes; "
 scores
 
 # %%
+# Draw it
+# -------
+# ``ft.to_svg`` lays the DAG out as SVG (with ``pip install ftlazy[viz]``;
+# ``None`` without a layout engine); in a notebook, ``ft.show_dot_graph``
+# shows the same picture inline. The map's body is the outer cluster, the
+# fold's body the inner one.
+
+picture = ft.to_svg(scores)
+
+# %%
 # Evaluate it with numpy
 # ----------------------
 # ``ft.evaluate_numpy`` is the reference evaluator; it agrees with a plain

@@ -32,6 +32,17 @@ def pool(tokens):
 # The body's result has a static shape (D,), so the map's result is dense:
 # (number of bags, D).
 pooled = ft.map(pool, bags)
+
+# %%
+# The DAG, drawn by ``ft.to_svg`` (``None`` without a layout engine:
+# ``pip install ftlazy[viz]``): the map's body is the cluster, the gather
+# inside it reads the dense table.
+
+picture = ft.to_svg(pooled)
+
+# %%
+# Compiled once, run on bags of any lengths.
+
 f = ft.compile(pooled)
 
 rng = np.random.default_rng(0)

@@ -14,6 +14,10 @@ import numpy as np
 
 import ftlazy as ft
 
+# %%
+# The program
+# -----------
+
 H = 4  # features per token
 
 # A batch of sequences of H-vectors: a depth-2 FractalTensor. Each sequence
@@ -33,7 +37,17 @@ def softmax_over_tokens(seq):
 
 # The result's first axis is L, so it comes back jagged (a JaggedArray).
 probs = ft.map(softmax_over_tokens, xs)
+
+# %%
+# Compiled once
+# -------------
+
 f = ft.compile(probs)
+f
+
+# %%
+# Run on a ragged batch
+# ---------------------
 
 # Data: lengths 3, 0 (an empty sequence), 5, 1; a list of numpy arrays.
 rng = np.random.default_rng(0)
@@ -42,7 +56,8 @@ batch = [rng.standard_normal((n, H)).astype(np.float32) for n in (3, 0, 5, 1)]
 out = f(xs=batch)                       # ft.JaggedArray, packed, no padding
 got = out.tolist()
 
-# Reference: a plain per-sequence numpy loop.
+# %%
+# Checked against a plain per-sequence numpy loop.
 for seq, p in zip(batch, got, strict=True):
     if len(seq):
         e = np.exp(seq - seq.max(0))
@@ -54,8 +69,10 @@ for seq, p in zip(batch, got, strict=True):
     if len(seq):
         np.testing.assert_allclose(p.sum(0), 1.0, rtol=1e-5)
 
+# %%
 # The same compiled function takes any other lengths (no recompilation);
-# a JaggedArray(values, offsets) is the packed form of the input.
+# a ``JaggedArray(values, offsets)`` is the packed form of the input.
+
 values = rng.standard_normal((10, H)).astype(np.float32)
 offsets = np.array([0, 0, 7, 10])
 out2 = f(xs=ft.JaggedArray(values, offsets))
@@ -65,3 +82,4 @@ print("lengths:", out.lengths().tolist())
 print("offsets:", out.offsets[0].tolist())
 print("softmax of sequence 0, feature 0:", np.round(got[0][:, 0], 4).tolist())
 print("second call, lengths", out2.lengths().tolist(), "- ok")
+out
