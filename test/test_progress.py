@@ -164,6 +164,39 @@ def test_true_outside_a_kernel_draws_a_text_bar(capsys, monkeypatch):
     assert err.endswith("\n")
 
 
+class FakeTqdm:
+    """Records what a bar was told (tqdm's interface, as far as used)."""
+
+    made: list[FakeTqdm] = []
+
+    def __init__(self, total, **kwargs):
+        self.total, self.kwargs, self.n = total, kwargs, 0
+        self.closed, self.postfix = False, []
+        FakeTqdm.made.append(self)
+
+    def update(self, n):
+        self.n += n
+
+    def set_postfix_str(self, text, refresh=True):
+        self.postfix.append(text)
+
+    def close(self):
+        self.closed = True
+
+
+def test_true_outside_a_kernel_uses_tqdm_where_importable(monkeypatch, records):
+    FakeTqdm.made.clear()
+    tqdm_module = types.ModuleType("tqdm")
+    tqdm_module.tqdm = FakeTqdm
+    monkeypatch.setitem(sys.modules, "tqdm", tqdm_module)
+    ft.set_progress(True, threshold=0)
+    compile_and_check()
+    (bar,) = FakeTqdm.made
+    assert bar.total == bar.n == len(progress.STAGES) and bar.closed
+    assert bar.kwargs["file"] is sys.stderr
+    assert len(records()) == len(progress.STAGES) + 1
+
+
 # {{{ a fake Jupyter kernel
 
 class FakeShell:
@@ -207,22 +240,7 @@ def test_html_bar_in_a_kernel_without_widgets(fake_kernel, records):
 
 
 def test_tqdm_notebook_bar_in_a_kernel(fake_kernel, monkeypatch):
-    bars = []
-
-    class FakeTqdm:
-        def __init__(self, total, **kwargs):
-            self.total, self.n, self.closed, self.postfix = total, 0, False, []
-            bars.append(self)
-
-        def update(self, n):
-            self.n += n
-
-        def set_postfix_str(self, text, refresh=True):
-            self.postfix.append(text)
-
-        def close(self):
-            self.closed = True
-
+    FakeTqdm.made.clear()
     notebook = types.ModuleType("tqdm.notebook")
     notebook.tqdm = FakeTqdm
     monkeypatch.setitem(sys.modules, "tqdm", types.ModuleType("tqdm"))
@@ -231,9 +249,9 @@ def test_tqdm_notebook_bar_in_a_kernel(fake_kernel, monkeypatch):
                         types.ModuleType("ipywidgets"))
     ft.set_progress("auto", threshold=0)
     compile_and_check()
-    (bar,) = bars
+    (bar,) = FakeTqdm.made
     assert bar.total == bar.n == len(progress.STAGES)
-    assert bar.closed
+    assert bar.closed and "file" not in bar.kwargs
     assert bar.postfix[0].startswith("loopy kernel creation...")
     assert bar.postfix[2].startswith("OpenCL build...")
     assert bar.postfix[-1].startswith("done in")
