@@ -314,3 +314,35 @@ def test_set_progress_returns_the_previous_settings():
     assert previous == progress.ProgressSettings(True, 3.0)
     # None keeps the threshold
     assert progress.progress_settings() == progress.ProgressSettings("auto", 3.0)
+
+
+def test_bar_in_a_real_jupyter_kernel(tmp_path, monkeypatch):
+    """In a kernel (nbclient + ipykernel), "auto" shows a bar that ends at
+    4/4: one display output, updated in place (tqdm's widget instead where
+    ipywidgets is installed in the kernel)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    code = (
+        "import numpy as np\n"
+        "import ftlazy as ft\n"
+        "ft.set_progress('auto', threshold=0)\n"
+        "x = ft.make_placeholder('x', (5,), np.float64)\n"
+        f"f = ft.compile(2 * x + {0.5 * next(_fresh) + 0.0625!r})\n"
+        "print('from cache:', f.from_cache)\n")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    monkeypatch.setenv("PYOPENCL_COMPILER_OUTPUT", "0")
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = nb.cells[0].outputs
+    shown = [o for o in outputs if o.output_type == "display_data"]
+    printed = "".join(o.get("text", "") for o in outputs
+                      if o.output_type == "stream" and o.name == "stdout")
+    assert "from cache: False" in printed
+    assert len(shown) == 1, outputs
+    data = shown[0].data
+    if "application/vnd.jupyter.widget-view+json" in data:
+        return  # tqdm's widget: its state lives in the widget, not here
+    assert '<progress value="4" max="4">' in data["text/html"]
+    assert data["text/plain"].startswith("ftlazy compile 4/4 done in")
