@@ -245,8 +245,7 @@ def _compiled_signature(f: Any) -> tuple[list[str], list[str]]:
     result = getattr(f, "result", None)
     if result is not None:  # a FractalTensor program: its user's DAG
         return _inputs_of(result), _outputs_of(result)
-    program = getattr(f, "program", f)
-    canon = program.canon
+    canon = f.canon if hasattr(f, "canon") else f.program.canon
     renames = {c: u for u, c in canon.size_names.items()}
     ins = [f"{n.name}: {_user_type(n, renames)}" for n in canon.user_inputs
            if getattr(n, "name", None)]
@@ -342,8 +341,9 @@ def _svg_block(expr: Node) -> str:
         svg = visualization.to_svg(expr)
     except (ImportError, AttributeError):
         return ""
-    if not isinstance(svg, str) or not svg:
+    if not isinstance(svg, str) or "<svg" not in svg:
         return ""
+    svg = svg[svg.index("<svg"):]  # no XML declaration or doctype inside HTML
     return _details("DAG picture", f"<div class='ftlazy-svg'>{svg}</div>")
 
 

@@ -503,7 +503,7 @@ class _ExpressionCheck:
         if isinstance(expr, TypeCast) and expr.dtype != dtype:
             self.fail("types", f"the expression casts to {expr.dtype}, the "
                       f"node's dtype is {dtype}")
-        if isinstance(expr, _ARITHMETIC + (prim.Subscript, TypeCast)):
+        if isinstance(expr, _ARITHMETIC + (prim.Subscript, TypeCast, prim.Call)):
             found = _dtype_of(expr, self.node.bindings)
             if found is not None and found != dtype:
                 self.fail("types", f"the expression computes {found}, the "
@@ -549,4 +549,18 @@ def _dtype_of(e: Any, bindings: Any) -> np.dtype | None:
             found = [d for d in (_dtype_of(c, bindings) for c in e.children)
                      if d is not None]
             return found[0] if found else None
+        if isinstance(e, prim.Call) and isinstance(e.function, prim.Variable):
+            name = e.function.name
+            if name in ("isnan", "isinf"):
+                return _BOOL
+            if name in _SAME_TYPE_FUNCTIONS and e.parameters:
+                e = e.parameters[0]
+                continue
         return None
+
+
+#: scalar functions whose result has their (first) argument's dtype
+_SAME_TYPE_FUNCTIONS = frozenset({
+    "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "floor",
+    "ceil", "fmod", "conj"})

@@ -341,6 +341,17 @@ def test_a_copy_mapper_that_keeps_invariants_passes():
     ft.verify(Double()(y))
 
 
+def test_a_deep_chain_verifies_without_recursion():
+    y = X
+    for _ in range(20_000):
+        y = ft.sin(y)
+    ft.verify(y)
+    bad = forged(y, dtype=np.dtype(np.float32))
+    broken("types", bad + 1, r"%20000: float32\[4, 3\] = index_lambda\(sin\("
+                             r"%19999\[_0, _1\]\)\): the expression computes "
+                             "float64, the node's dtype is float32")
+
+
 def test_bad_input_is_a_type_error():
     with pytest.raises(TypeError, match=r"ft\.verify expects an ftlazy array or "
                                         "node, got list"):
