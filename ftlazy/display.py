@@ -163,10 +163,14 @@ def _array_repr(a: Any) -> str:
     text = f"{type(a).__name__}(" + ", ".join(parts) + extra
     if a.tags:
         text += f", tags={_tags_str(a.tags)}"
-    inputs = _direct_inputs(a)
+    try:
+        inputs = _direct_inputs(a)
+        count = count_nodes(a)
+    except (AttributeError, TypeError):
+        # a node built around its constructor (see ft.verify) still shows
+        return text + ", <broken DAG>)"
     if inputs:
         text += f", inputs={_input_list(inputs)}"
-    count = count_nodes(a)
     if count > 1:
         text += f", nodes={count}"
     return text + ")"
@@ -266,11 +270,11 @@ def _user_type(a: Any, renames: dict[str, str]) -> str:
 
 
 def _inputs_of(result: Any) -> list[str]:
-    from ftlazy.array import DataWrapper
+    from ftlazy.array import DataWrapper, DictOfNamedArrays
     from ftlazy.fractal_tensor import JaggedInputPart
     from ftlazy.target.binding import collect_inputs
-    roots = list(result.values()) if hasattr(result, "values") and not \
-        hasattr(result, "offsets") else [result]
+    roots = (list(result.values()) if isinstance(result, DictOfNamedArrays)
+             else [result])
     found: dict[str, str] = {}
     for n in collect_inputs(roots):
         part = next((t for t in n.tags if isinstance(t, JaggedInputPart)), None)

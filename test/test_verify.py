@@ -68,6 +68,11 @@ def test_node_rule_child_that_is_not_an_array():
     broken("node", y, r"a child is a ndarray, not an array")
 
 
+def test_a_broken_node_still_has_a_repr():
+    y = forged(ft.exp(X), bindings={"_in0": np.zeros((4, 3))})
+    assert repr(y) == "IndexLambda(shape=(4, 3), dtype=float64, <broken DAG>)"
+
+
 def test_node_rule_missing_field():
     y = ft.exp(X)
     obj = object.__new__(IndexLambda)
