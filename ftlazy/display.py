@@ -191,9 +191,14 @@ def _loop_facts(loop: Any) -> list[str]:
     else:
         rest = list(loop.inputs)
     captured = list(getattr(loop, "captured", ()))
-    sequences = rest[:len(rest) - len(captured)]
     word = "scanned" if hasattr(loop, "inits") else "mapped"
-    facts.append(f"{word}={_input_list(sequences)}")
+    if hasattr(loop, "mapped_parts"):  # over FractalTensors: one per input
+        labels = [_fractal_tensor_label(d, arrays)
+                  for d, arrays in loop.mapped_parts()]
+        facts.append(f"{word}=[{', '.join(labels)}]")
+    else:
+        sequences = rest[:len(rest) - len(captured)]
+        facts.append(f"{word}={_input_list(sequences)}")
     if captured:
         facts.append(f"captured={_input_list(captured)}")
     facts.append("outputs=[" + ", ".join(type_str(o) for o in loop.body.outputs)
@@ -203,6 +208,18 @@ def _loop_facts(loop: Any) -> list[str]:
     facts.append(f"nesting={loop_depth(loop)}")
     facts.append(f"nodes={count_nodes(loop)}")
     return facts
+
+
+def _fractal_tensor_label(depth: int, arrays: tuple) -> str:
+    """``xs: FractalTensor(depth=2)`` for the parts (values, then offsets)
+    of a jagged loop's input; a dense input's own label."""
+    from ftlazy.fractal_tensor import JaggedInputPart
+    if depth == 1:
+        return _label(arrays[0])
+    part = next((t for t in arrays[0].tags if isinstance(t, JaggedInputPart)),
+                None)
+    name = f"{part.name}: " if part is not None else ""
+    return f"{name}FractalTensor(depth={depth})"
 
 
 def jagged_array_repr(ja: Any) -> str:

@@ -96,16 +96,21 @@ def test_jagged_loop_and_node_reprs():
     loop = next(s.node for s in Listing(sums).statements
                 if type(s.node).__name__ == "JaggedMap")
     text = repr(loop)
-    assert text.startswith("JaggedMap(length=xs_n0, mapped=[xs_values: "
-                           "Placeholder, xs_offsets0: Placeholder, xs_offsets1: "
-                           "Placeholder], outputs=[float64[_ft_elem0_m]], "
+    assert text.startswith("JaggedMap(length=xs_n0, mapped=[xs: FractalTensor("
+                           "depth=3)], outputs=[float64[_ft_elem0_m]], "
                            "nesting=2, nodes=")
+    zipped = ft.map(lambda s, d: ft.sum(s) * d, ft.make_jagged_placeholder(
+        "seqs", (3,), F64, depth=2) * 2.0, ft.make_placeholder("d", (
+            ft.make_size_param("m"),), F64))
+    assert "mapped=[FractalTensor(depth=2), d: Placeholder]" in repr(
+        next(s.node for s in Listing(zipped).statements
+             if type(s.node).__name__ == "JaggedMap"))
     seqs = ft.make_jagged_placeholder("seqs", (3,), F64, depth=2)
     folded = ft.fold(lambda c, s: c + ft.sum(s, axis=0), seqs, ft.zeros(3))
     assert repr(folded.loop) == (
-        "JaggedScan(length=seqs_n0, carries=[float64[3]], scanned=[seqs_values: "
-        "Placeholder, seqs_offsets0: Placeholder], outputs=[float64[3]], "
-        "keep_all=False, nesting=1, nodes=8)")
+        "JaggedScan(length=seqs_n0, carries=[float64[3]], scanned=[seqs: "
+        "FractalTensor(depth=2)], outputs=[float64[3]], keep_all=False, "
+        "nesting=1, nodes=8)")
     assert repr(seqs) == ("Jagged('seqs', depth=2, elem_shape=(3,), "
                           "dtype=float64, nodes=3)")
 
