@@ -52,13 +52,14 @@ from ftlazy.array import (
     Array, DataWrapper, DictOfNamedArrays, NormalizedSlice, Placeholder,
     SizeParam)
 from ftlazy.fractal import Body, BodyParam
+from ftlazy.fractal_tensor import Jagged
 from ftlazy.node import Node, topological_order
 from ftlazy.shapes import shape_str
 from ftlazy.visualization_collapse import elementwise_runs
 
 __all__ = ["COLLAPSE_THRESHOLD", "get_dot_graph", "show_dot_graph", "to_svg"]
 
-ArrayOrNames = Array | DictOfNamedArrays
+ArrayOrNames = Array | DictOfNamedArrays | Jagged
 
 #: longest rendering of one field value in a node's label
 _MAX_VALUE_CHARS = 72
@@ -301,9 +302,22 @@ class _DotWriter:
 
 
 def _check_result(result: Any, caller: str) -> None:
-    if not isinstance(result, (Array, DictOfNamedArrays)):
-        raise TypeError(f"{caller} expects an Array or a DictOfNamedArrays, "
-                        f"got {type(result).__name__} {result!r}")
+    if not isinstance(result, (Array, DictOfNamedArrays, Jagged)):
+        raise TypeError(f"{caller} expects an Array, a DictOfNamedArrays or "
+                        f"a FractalTensor (Jagged), got {type(result).__name__} "
+                        f"{result!r}")
+
+
+def _named_outputs(result: ArrayOrNames) -> list[tuple[str, Array]]:
+    """The result boxes of the picture: one per name of a
+    :class:`~ftlazy.DictOfNamedArrays`, a FractalTensor's values and each
+    level's offsets, else ``result``."""
+    if isinstance(result, DictOfNamedArrays):
+        return list(result.items())
+    if isinstance(result, Jagged):
+        return [("values", result.values)] + [
+            (f"offsets {k}", o) for k, o in enumerate(result.offsets)]
+    return [("result", result)]
 
 
 def _check_collapse(collapse: Any, caller: str) -> None:
@@ -317,12 +331,16 @@ def _should_collapse(result: ArrayOrNames, collapse: bool | None) -> bool:
         return collapse
     # imported here: ftlazy.analysis imports the package's transforms
     from ftlazy.analysis import get_num_nodes
+    if isinstance(result, Jagged):
+        result = DictOfNamedArrays({f"out{i}": array for i, (_, array)
+                                    in enumerate(_named_outputs(result))})
     return get_num_nodes(result) > COLLAPSE_THRESHOLD
 
 
 def get_dot_graph(result: ArrayOrNames, collapse: bool | None = False) -> str:
     """Graphviz ``dot`` source for the DAG of *result* (an array or a
-    :class:`~ftlazy.DictOfNamedArrays`).
+    :class:`~ftlazy.DictOfNamedArrays`, or a FractalTensor, whose values
+    and offsets are drawn as its results).
 
     Every node of the DAG is drawn once per scope (the outer DAG, and each
     loop body); see the module documentation for what the picture shows.
@@ -342,9 +360,10 @@ def get_dot_graph(result: ArrayOrNames, collapse: bool | None = False) -> str:
         '  node [shape=box, fontname="Courier", fontsize=10];',
         '  edge [fontname="Courier", fontsize=9];',
     ]
-    outputs = (list(result.items()) if isinstance(result, DictOfNamedArrays)
-               else [("result", result)])
-    ids = writer.emit_scope([result], {array for _, array in outputs}, "  ")
+    outputs = _named_outputs(result)
+    roots = [result] if not isinstance(result, Jagged) else [
+        array for _, array in outputs]
+    ids = writer.emit_scope(roots, {array for _, array in outputs}, "  ")
     for i, (name, array) in enumerate(outputs):
         out_id = f"out{i}"
         writer.lines.append(f"  {out_id} [label={_dot_quote(name)}, "

@@ -341,6 +341,17 @@ def test_to_svg_small_dags_are_not_collapsed_by_default():
     assert _svg_boxes(ft.to_svg(y, collapse=True)) == 3
 
 
+@needs_engine
+def test_fractal_tensor_results_draw_their_values_and_offsets():
+    xs = ft.make_jagged_placeholder("xs", (3,), F64, depth=2)
+    w = ft.make_placeholder("w", (3, 3), F64)
+    m = ft.map(lambda s: ft.tanh(s @ w), xs)
+    dot = ft.get_dot_graph(m)
+    assert 'label="values"' in dot and 'label="offsets 0"' in dot
+    svg = ft.to_svg(m)
+    assert "JaggedMap" in svg and _svg_boxes(svg) == len(_parse(dot)[0]) + 2
+
+
 def test_to_svg_without_engine_is_none(monkeypatch):
     _no_engine(monkeypatch)
     assert ft.to_svg(_map_graph()) is None
