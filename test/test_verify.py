@@ -12,9 +12,9 @@ import pymbolic.primitives as prim
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pytools.tag import Tag, tag_dataclass
 from test_codegen_jagged_random_programs import ENDS, H, STEPS
 from test_codegen_random import DTYPES, SHAPES, _step
+from test_display import Note
 
 import ftlazy as ft
 from ftlazy.array import Axis, Einsum, IndexLambda, Placeholder
@@ -253,11 +253,6 @@ def test_every_rule_has_a_test():
 
 
 # {{{ valid DAGs pass
-
-@tag_dataclass
-class Note(Tag):
-    text: str
-
 
 def test_hand_built_valid_dags_pass():
     n = ft.make_size_param("n")
