@@ -6,11 +6,12 @@ Nothing of pytato is stored in this repository. By default the script
 downloads pytato's source distribution from PyPI into a temporary directory
 (``pip download --no-deps --no-binary :all: pytato``), takes
 ``test/test_codegen.py`` and ``test/testlib.py`` from it, writes a
-``conftest.py`` beside them that maps ``pytato`` and its submodules to
-ftlazy's modules in ``sys.modules``, runs pytest on the file with
-``-n 2`` and prints the passed/failed/skipped counts and the failures grouped
-by their error (the exception type and the first line of its message, with
-names and numbers blurred, so that one missing feature is one line).
+``pytato`` package beside them that replaces itself in ``sys.modules`` by
+``ftlazy`` and maps pytato's submodules to ftlazy's modules, runs pytest on
+the file with ``-n 2`` and prints the passed/failed/skipped counts and the
+failures grouped by their error (the exception type and the first line of
+its message, with numbers and long quoted values blurred, so that one
+missing feature is one line).
 
 ``--source DIR`` runs the test files of a pytato checkout or unpacked sdist
 instead of downloading one (PyPI's newest pytato is 2021.2; pytato's git
@@ -56,8 +57,10 @@ MODULE_ALIASES = {
     "pytato.utils": "ftlazy.ops",
 }
 
-CONFTEST = '''\
+ALIAS_PACKAGE = '''\
 # Written by ftlazy's benchmarks/pytato_compat.py: import pytato -> ftlazy.
+# A package on sys.path, not a conftest, so that processes that the tests
+# spawn (multiprocessing's "spawn" copies sys.path) import it too.
 import importlib
 import importlib.abc
 import importlib.util
@@ -79,17 +82,22 @@ class _AliasLoader(importlib.abc.Loader):
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "pytato" and not fullname.startswith("pytato."):
+        if not fullname.startswith("pytato."):
             return None
         target = ALIASES.get(fullname, "ftlazy" + fullname[len("pytato"):])
-        if importlib.util.find_spec(target) is None:
+        try:
+            found = importlib.util.find_spec(target)
+        except ModuleNotFoundError:
+            found = None
+        if found is None:
             return None
         return importlib.util.spec_from_loader(
             fullname, _AliasLoader(target),
-            is_package=target.count(".") < 2)
+            is_package=found.submodule_search_locations is not None)
 
 
 sys.meta_path.insert(0, _AliasFinder())
+sys.modules[__name__] = importlib.import_module("ftlazy")
 '''
 
 
@@ -112,23 +120,25 @@ def fetch_sdist(version: str | None, into: str) -> str:
 
 def prepare(source: str, run_dir: str, test_file: str) -> str:
     """Copy the test files of *source* into *run_dir* beside the alias
-    conftest; return the path of the test file there."""
+    package; return the path of the test file there."""
     for name in (test_file, "testlib.py"):
         src = os.path.join(source, "test", name)
         if not os.path.exists(src):
             raise FileNotFoundError(f"{src} is missing (is {source} a "
                                     "pytato source tree?)")
         shutil.copy(src, run_dir)
-    with open(os.path.join(run_dir, "conftest.py"), "w") as f:
-        f.write(CONFTEST.format(aliases=MODULE_ALIASES))
+    os.mkdir(os.path.join(run_dir, "pytato"))
+    with open(os.path.join(run_dir, "pytato", "__init__.py"), "w") as f:
+        f.write(ALIAS_PACKAGE.format(aliases=MODULE_ALIASES))
     return os.path.join(run_dir, test_file)
 
 
 def failure_category(message: str) -> str:
     """One line that names a failure's kind: the exception's first line with
-    quoted names and numbers blurred."""
+    numbers and quoted values other than names blurred."""
     line = message.strip().splitlines()[0] if message.strip() else "?"
-    line = re.sub(r"'[^']*'", "'…'", line)
+    # names (of modules, attributes, arguments) stay; other quoted values go
+    line = re.sub(r"'(?![\w.]{1,60}')[^']*'", "'…'", line)
     line = re.sub(r"\b\d+\b", "N", line)
     return line[:160]
 
@@ -173,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         os.mkdir(run_dir)
         test_path = prepare(source, run_dir, args.test_file)
         junit = os.path.join(tmp, "junit.xml")
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        cmd = [sys.executable, "-m", "pytest", "-q", "-rN", "--tb=line",
+               "-p", "no:cacheprovider",
                "--rootdir", run_dir, "-o", "addopts=", "-o", "xfail_strict=false",
                f"--junitxml={junit}", test_path]
         if args.workers != "0":
@@ -182,9 +193,10 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["-k", args.keyword]
         print("source:", source)
         print("running:", " ".join(cmd), flush=True)
-        proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
+        # pytest's own progress and failure summary go to the terminal
+        subprocess.run(cmd, cwd=run_dir)
         if not os.path.exists(junit):
-            print(proc.stdout[-5000:], proc.stderr[-5000:])
+            print("pytest wrote no report; see its output above")
             return 2
         outcomes, categories = summarize(junit)
         total = sum(outcomes.values())

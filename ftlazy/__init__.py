@@ -42,3 +42,9 @@ from ftlazy.fractal_access import (  # noqa: E402,F401,A001
 from ftlazy.jagged_scan_outer import JaggedScan  # noqa: E402,F401
 from ftlazy.pretty import pretty  # noqa: E402,F401
 from ftlazy.verify import VerificationError, verify  # noqa: E402,F401
+from ftlazy.transform.einsum_broadcasts import (  # noqa: E402,F401
+    rewrite_einsums_with_no_broadcasts)
+
+#: pytato's name for the base class of results made of named arrays; in
+#: ftlazy :class:`DictOfNamedArrays` is the only such result
+AbstractResultWithNamedArrays = DictOfNamedArrays

@@ -246,6 +246,14 @@ def test_rewrite_einsums_with_no_broadcasts():
     assert rewrite_einsums_with_no_broadcasts(2 * a) is 2 * a
 
 
+def test_pytato_names_at_top_level():
+    assert ft.rewrite_einsums_with_no_broadcasts is rewrite_einsums_with_no_broadcasts
+    x = ft.make_placeholder("x", (3,), np.float64)
+    named = ft.make_dict_of_named_arrays({"y": x + 1})
+    assert isinstance(named, ft.AbstractResultWithNamedArrays)
+    assert not isinstance(x, ft.AbstractResultWithNamedArrays)
+
+
 @pytest.mark.parametrize("transform", [
     deduplicate, deduplicate_data_wrappers, materialize_with_mpms,
     rewrite_einsums_with_no_broadcasts])
