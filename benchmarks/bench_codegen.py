@@ -50,6 +50,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from gpu_peers import row_layernorm, row_softmax  # noqa: E402
 from common import (
     best_of, fmt_seconds, numpy_triad, opencl_copy, opencl_triad, print_header,
     print_table, select_queue, triad_bytes)
@@ -155,7 +156,25 @@ def w3(n: int) -> list[Workload]:
                  "(make_dict_of_named_arrays)", both, inputs,
                  lambda i: {"rows": i["a"].sum(axis=1), "total": i["a"].sum()},
                  bytes_moved=8 * (n * n + n)),
+        # reductions over rows and their elementwise readers (one pass over
+        # a when each row's work stays in one place: bytes read and written)
+        Workload("W3-softmax", f"softmax over the rows of {n}x{n} float64",
+                 lambda p: row_softmax(ft, a(p)), inputs,
+                 lambda i: _numpy_softmax(i["a"]), bytes_moved=16 * n * n),
+        Workload("W3-layernorm", f"layer norm over the rows of {n}x{n} float64",
+                 lambda p: row_layernorm(ft, a(p)), inputs,
+                 lambda i: _numpy_layernorm(i["a"]), bytes_moved=16 * n * n),
     ]
+
+
+def _numpy_softmax(a: np.ndarray) -> np.ndarray:
+    e = np.exp(a - a.max(axis=1)[:, None])
+    return e / e.sum(axis=1)[:, None]
+
+
+def _numpy_layernorm(a: np.ndarray) -> np.ndarray:
+    d = a - a.mean(axis=1)[:, None]
+    return d / np.sqrt((d * d).mean(axis=1)[:, None] + 1e-5)
 
 
 def _stencil(u: Any) -> Any:

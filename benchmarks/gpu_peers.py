@@ -60,6 +60,27 @@ def _stencil(u: Any) -> Any:
             - 4 * u[1:-1, 1:-1])
 
 
+def _over_rows(xp: Any, op: str, a: Any) -> Any:
+    """``op`` ("max", "sum" or "mean") over the last axis of *a*, kept as
+    an axis of length 1, in *xp* (numpy-like, or torch's spelling)."""
+    if getattr(xp, "__name__", "") == "torch":
+        return getattr(a, "amax" if op == "max" else op)(dim=-1, keepdim=True)
+    return getattr(xp, op)(a, axis=-1, keepdims=True)
+
+
+def row_softmax(xp: Any, a: Any) -> Any:
+    """Softmax over the last axis, written against ftlazy or a peer's array
+    module."""
+    e = xp.exp(a - _over_rows(xp, "max", a))
+    return e / _over_rows(xp, "sum", e)
+
+
+def row_layernorm(xp: Any, a: Any) -> Any:
+    """Layer normalization over the last axis (no scale, no shift)."""
+    d = a - _over_rows(xp, "mean", a)
+    return d / xp.sqrt(_over_rows(xp, "mean", d * d) + 1e-5)
+
+
 def _rnn(xp: Any, i: dict) -> Any:
     h, hs = i["h0"], []
     for t in range(i["xs"].shape[0]):
@@ -79,6 +100,8 @@ def peer_function(key: str, xp: Any) -> Callable[[dict], Any] | None:
         "W3-rows": lambda i: i["a"].sum(1),
         "W3-sum": lambda i: i["a"].sum(),
         "W3-both": lambda i: {"rows": i["a"].sum(1), "total": i["a"].sum()},
+        "W3-softmax": lambda i: row_softmax(xp, i["a"]),
+        "W3-layernorm": lambda i: row_layernorm(xp, i["a"]),
         "W4": lambda i: _stencil(i["u"]),
         "W6": lambda i: _rnn(xp, i),
     }

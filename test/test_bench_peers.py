@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -23,8 +24,8 @@ WITH_PEERS = [k for k in WORKLOADS
 
 
 def test_the_memory_bound_and_matmul_workloads_have_peers():
-    assert {"W1", "W2-matmul", "W3-rows", "W3-sum", "W3-both", "W4",
-            "W6"} <= set(WITH_PEERS)
+    assert {"W1", "W2-matmul", "W3-rows", "W3-sum", "W3-both", "W3-softmax",
+            "W3-layernorm", "W4", "W6"} <= set(WITH_PEERS)
     assert gpu_peers.peer_function("W5-irregular", np) is None
 
 
@@ -58,7 +59,6 @@ def test_find_peer_without_cuda_libraries_is_none(monkeypatch):
 
 
 def test_find_peer_takes_torch_with_cuda(monkeypatch):
-    import types
     synced = []
     torch = types.SimpleNamespace(
         cuda=types.SimpleNamespace(is_available=lambda: True,
@@ -71,3 +71,28 @@ def test_find_peer_takes_torch_with_cuda(monkeypatch):
     assert synced == [1]
     torch.cuda.is_available = lambda: False
     assert gpu_peers.find_peer() is None
+
+
+class _TorchLikeTensor(np.ndarray):
+    """A numpy array with torch's spelling of row reductions (``dim``,
+    ``keepdim``, ``amax``), for the formulas' torch branch."""
+
+    def amax(self, dim, keepdim):
+        return np.asarray(self).max(axis=dim, keepdims=keepdim).view(_TorchLikeTensor)
+
+    def sum(self, dim, keepdim):
+        return np.asarray(self).sum(axis=dim, keepdims=keepdim).view(_TorchLikeTensor)
+
+    def mean(self, dim, keepdim):
+        return np.asarray(self).mean(axis=dim, keepdims=keepdim).view(_TorchLikeTensor)
+
+
+@pytest.mark.parametrize("key", ["W3-softmax", "W3-layernorm"])
+def test_row_formulas_in_torchs_spelling(key):
+    torch = types.ModuleType("torch")
+    torch.exp, torch.sqrt = np.exp, np.sqrt
+    wl = WORKLOADS[key]
+    inputs = wl.make_inputs()
+    got = gpu_peers.peer_function(key, torch)(
+        {"a": inputs["a"].view(_TorchLikeTensor)})
+    np.testing.assert_allclose(np.asarray(got), wl.numpy_fn(inputs), rtol=1e-12)

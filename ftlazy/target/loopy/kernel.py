@@ -55,7 +55,7 @@ from ftlazy.target.loopy.ranges import (
 from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.segments import emit_segment_reduction
 from ftlazy.target.loopy.segment_fusion import (
-    NotElementLocal, emit_segment_group, fused_order)
+    NotElementLocal, fused_order)
 from ftlazy.target.loopy.padding import (
     assign_bounds, bound_scalars, bounded_axis, emit_padded_contraction,
     padding_bounds)
@@ -748,7 +748,7 @@ class KernelBuilder:
                 raise AssertionError(f"outputs {out_names[a]} and {name} are one "
                                      f"node {a!r}: the second would not be written")
         outputs = [ArgSpec(name, a.shape, a.dtype) for name, a in self.outputs.items()]
-        group_of = {m: g for g in plan.segment_groups for m in g.members}
+        group_of = {m: g for g in plan.fused_groups() for m in g.members}
         for n in self.order:
             if isinstance(n, Scan):
                 # (a chain of scans is emitted at its last scan)
@@ -757,47 +757,17 @@ class KernelBuilder:
                     emit_scan_chain(self, chain, scope, out_names)
             elif n in group_of:
                 if n is group_of[n].members[0]:
-                    emit_segment_group(self, group_of[n], scope, out_names)
+                    group_of[n].emit(self, scope, out_names)
             elif isinstance(n, IndexLambda) and n in plan.storage.stored:
                 name = out_names.get(n) or self.storage_name(n)
                 plan.names[n] = name
                 if n not in out_names:
                     self.parts.global_temporary(name, n.shape, n.dtype)
-                array_plan = plan.arrays[n]
-                if array_plan.strategy == "empty":  # nothing to compute
+                if plan.arrays[n].strategy == "empty":  # nothing to compute
                     scope.names[n] = name
                     self.level[n] = 0
                     continue
-                if array_plan.strategy == "group_reduction":
-                    insns, reads = emit_group_reduction(
-                        self, n, name, scope, array_plan.local_size)
-                    grid_key = (f"r{array_plan.local_size}:"
-                                + _grid_extents(n.shape))
-                elif array_plan.strategy == "split_reduction":
-                    insns, reads = emit_split_reduction(
-                        self, n, name, scope, array_plan.block[0])
-                    grid_key = self._grid_key(n, scope)
-                elif array_plan.strategy == "segment_reduction":
-                    insns, reads = emit_segment_reduction(
-                        self, n, name, scope, array_plan)
-                    grid_key = (self._grid_key(n, scope)
-                                if array_plan.l0_axis == 0 else f"~{name}")
-                elif array_plan.strategy == "padded_contraction":
-                    insns, reads = emit_padded_contraction(
-                        self, n, name, scope, *array_plan.block)
-                    grid_key = self._grid_key(n, scope)
-                elif array_plan.strategy == "tiled_contraction":
-                    items, block, _ = array_plan.block  # (k step: items)
-                    insns, reads = emit_tiled_contraction(
-                        self, n, name, scope, items, block)
-                    grid_key = f"~{name}"  # a kernel of its own
-                elif array_plan.strategy == "blocked_contraction":
-                    insns, reads = emit_blocked_contraction(
-                        self, n, name, scope, *array_plan.block)
-                    grid_key = f"~{name}"  # a kernel of its own
-                else:
-                    insns, reads = self.emit_store(n, name, scope)
-                    grid_key = self._grid_key(n, scope)
+                insns, reads, grid_key = self.emit_array(n, name, scope)
                 self.level[n] = 1 + max((self.level[r] for r in reads), default=0)
                 scope.names[n] = name
                 segment = (self.level[n], grid_key)
@@ -813,10 +783,42 @@ class KernelBuilder:
         inputs = [a for a in inputs if a.name in read]
         return self._make_kernel(inputs, outputs), inputs, outputs
 
-    # {{{ scans
-
-
-    # }}}
+    def emit_array(self, n: IndexLambda, name: str, scope: Scope
+                   ) -> tuple[list[Any], set[Node], str]:
+        """The instructions storing stored array *n* into *name* by its
+        plan's strategy, the nodes they read, and their grid key (arrays of
+        one dependency level and grid key share an OpenCL kernel)."""
+        array_plan = self.plan.arrays[n]
+        if array_plan.strategy == "group_reduction":
+            insns, reads = emit_group_reduction(
+                self, n, name, scope, array_plan.local_size)
+            grid_key = f"r{array_plan.local_size}:" + _grid_extents(n.shape)
+        elif array_plan.strategy == "split_reduction":
+            insns, reads = emit_split_reduction(
+                self, n, name, scope, array_plan.block[0])
+            grid_key = self._grid_key(n, scope)
+        elif array_plan.strategy == "segment_reduction":
+            insns, reads = emit_segment_reduction(
+                self, n, name, scope, array_plan)
+            grid_key = (self._grid_key(n, scope)
+                        if array_plan.l0_axis == 0 else f"~{name}")
+        elif array_plan.strategy == "padded_contraction":
+            insns, reads = emit_padded_contraction(
+                self, n, name, scope, *array_plan.block)
+            grid_key = self._grid_key(n, scope)
+        elif array_plan.strategy == "tiled_contraction":
+            items, block, _ = array_plan.block  # (k step: items)
+            insns, reads = emit_tiled_contraction(
+                self, n, name, scope, items, block)
+            grid_key = f"~{name}"  # a kernel of its own
+        elif array_plan.strategy == "blocked_contraction":
+            insns, reads = emit_blocked_contraction(
+                self, n, name, scope, *array_plan.block)
+            grid_key = f"~{name}"  # a kernel of its own
+        else:
+            insns, reads = self.emit_store(n, name, scope)
+            grid_key = self._grid_key(n, scope)
+        return insns, reads, grid_key
 
     def _add_barriers(self) -> None:
         """Order the kernel segments (dependency level, then grid shape) and
@@ -940,7 +942,7 @@ def _fused_build(outputs: dict[str, Array], profile: DeviceProfile,
     plan of *outputs*, its fused groups (see :mod:`.segment_fusion`)
     emitted where they can be, else none."""
     plan = plan_kernel(outputs, profile, order)
-    fused = fused_order(order, plan) if plan.segment_groups else order
+    fused = fused_order(order, plan) if plan.fused_groups() else order
     if fused is not None:
         builder = KernelBuilder(outputs, plan, fused)
         try:

@@ -193,6 +193,10 @@ class KernelPlan:
     #: stored arrays one work item per element computes in one kernel
     #: (CPU maps over FractalTensors, see :mod:`.segment_fusion`)
     segment_groups: list[Any] = field(default_factory=list)
+    #: dense arrays one work item per row computes in one kernel (CPU
+    #: reductions over rows and their elementwise readers, see
+    #: :mod:`.row_fusion`)
+    row_groups: list[Any] = field(default_factory=list)
     #: scan -> the chain of scans run in one kernel that it is part of
     #: (see :mod:`.scan_chains`)
     scan_chains: dict[Scan, tuple[Scan, ...]] = field(default_factory=dict)
@@ -208,9 +212,14 @@ class KernelPlan:
             lines.append(f"  {self.names.get(node, 'scan')}: {scan_plan}")
         for node, array_plan in self.arrays.items():
             lines.append(f"  {self.names.get(node, '?')}: {array_plan}")
-        for group in self.segment_groups:
+        for group in self.fused_groups():
             lines.append("  fused: " + group.describe(self.names))
         return "\n".join(lines)
+
+    def fused_groups(self) -> list[Any]:
+        """The segment groups and row groups: each is emitted as one kernel
+        with one work item per element or row."""
+        return self.segment_groups + self.row_groups
 
     def strategies(self) -> dict[str, str]:
         """Array name -> strategy, for tests and people."""
@@ -779,7 +788,8 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
                 ) -> KernelPlan:
     """The plan for the lowered DAG of *outputs* on a device of *profile*
     (*fuse_segments*: group the arrays of maps over FractalTensors per
-    element, see :mod:`.segment_fusion`)."""
+    element, see :mod:`.segment_fusion`, and reductions over dense rows
+    with their readers per row, see :mod:`.row_fusion`)."""
     order = order if order is not None else topological_order(list(outputs.values()))
     storage = decide_storage(list(outputs.values()), order)
     if profile.kind == "gpu":
@@ -801,8 +811,10 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
     from ftlazy.target.loopy.scan_chains import plan_scan_chains
     plan_scan_chains(plan, order)
     if profile.kind == "cpu" and length is None and fuse_segments:
+        from ftlazy.target.loopy.row_fusion import plan_row_groups
         from ftlazy.target.loopy.segment_fusion import plan_segment_groups
         plan_segment_groups(plan, order, set(outputs.values()))
+        plan_row_groups(plan, order, set(outputs.values()))
     return plan
 
 # }}}

@@ -32,6 +32,7 @@ work item's serial loop there).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import loopy as lp
@@ -81,6 +82,10 @@ class SegmentGroup:
     members: list[Node] = field(default_factory=list)
     forms: dict[Node, tuple[int, int] | None] = field(default_factory=dict)
     recomputed: list[Node] = field(default_factory=list)
+
+    def emit(self, kb: KernelBuilder, scope: Scope,
+             out_names: dict[Node, str]) -> None:
+        emit_segment_group(kb, self, scope, out_names)
 
     def describe(self, names: dict[Node, str]) -> str:
         text = (f"one work item per element of {_name(self.offsets, names)}: "
@@ -170,7 +175,7 @@ def plan_segment_groups(plan: KernelPlan, order: list[Node],
                         outputs: set[Node]) -> None:
     """Fill ``plan.segment_groups`` (see the module docs); the arrays a group
     recomputes leave ``plan.storage.stored`` and ``plan.arrays``."""
-    from ftlazy.target.loopy.plan import ArrayPlan, _plan_array, inlined_nodes
+    from ftlazy.target.loopy.plan import ArrayPlan
     storage = plan.storage
     candidates: dict[Node, SegmentGroup] = {}
     element_arrays: list[IndexLambda] = []
@@ -206,28 +211,13 @@ def plan_segment_groups(plan: KernelPlan, order: list[Node],
             continue  # nothing to fuse, or no reduction to share a pass with
         element_arrays = _add_element_arrays(group, element_arrays, order,
                                              storage.stored)
-        members = set(group.members)
-        for m in list(group.members):
-            if (group.forms[m] in (None, ELEMENT) or m in outputs
-                    or any(isinstance(t, (ImplStored, Named, PrefixNamed))
-                           for t in m.tags)):
-                continue
-            closure = inlined_nodes(m, storage)
-            if (any(has_reduce(c.expr) or c in storage.private for c in closure)
-                    or sum(_expr_cost(c.expr) for c in closure) > RECOMPUTE_COST):
-                continue
-            readers = [r for r in order if r in storage.stored and r is not m
-                       and m in _stored_deps(r, storage.stored)]
-            if not readers or not all(r in members for r in readers):
-                continue
-            storage.stored.discard(m)
-            del plan.arrays[m]
+        for m in unstore_cheap_members(
+                plan, [m for m in group.members
+                       if group.forms[m] not in (None, ELEMENT)],
+                set(group.members), order, outputs):
             group.members.remove(m)
             del group.forms[m]
             group.recomputed.append(m)
-            members.discard(m)
-            for r in readers:  # their loop nests now inline m
-                plan.arrays[r] = _plan_array(r, plan.profile, storage, None)
         if any(plan.arrays[m].strategy not in ("segment_reduction", "loop_nest")
                for m in group.members):
             continue
@@ -241,6 +231,42 @@ def plan_segment_groups(plan: KernelPlan, order: list[Node],
                             else "segment_rows")
                 plan.arrays[m] = ArrayPlan(strategy, p.shape, p.dtype, 1, 0,
                                            p.vector_width)
+
+
+def unstore_cheap_members(plan: KernelPlan, candidates: list[Node],
+                          members: set[Node], order: list[Node],
+                          outputs: set[Node], calls: bool = True
+                          ) -> list[Node]:
+    """The *candidates* (members of a fused group of *members*) that are no
+    longer stored: cheap (no reduction inlined, a body costing at most
+    :data:`RECOMPUTE_COST`, and calling no function unless *calls*), no
+    output, not tagged to be stored, and read by members only, whose loop
+    nests now inline them (their plans are remade)."""
+    from ftlazy.target.loopy.plan import _plan_array, inlined_nodes
+    storage = plan.storage
+    members = set(members)
+    recomputed = []
+    for m in candidates:
+        if m in outputs or any(isinstance(t, (ImplStored, Named, PrefixNamed))
+                               for t in m.tags):
+            continue
+        closure = inlined_nodes(m, storage)
+        if (any(has_reduce(c.expr) or c in storage.private for c in closure)
+                or sum(_expr_cost(c.expr) for c in closure) > RECOMPUTE_COST
+                or (not calls and any(isinstance(e, prim.Call) for c in closure
+                                      for e in iter_subexpressions(c.expr)))):
+            continue
+        readers = [r for r in order if r in storage.stored and r is not m
+                   and m in _stored_deps(r, storage.stored)]
+        if not readers or not all(r in members for r in readers):
+            continue
+        storage.stored.discard(m)
+        del plan.arrays[m]
+        members.discard(m)
+        recomputed.append(m)
+        for r in readers:  # their loop nests now inline m
+            plan.arrays[r] = _plan_array(r, plan.profile, storage, None)
+    return recomputed
 
 
 def _add_element_arrays(group: SegmentGroup, arrays: list[IndexLambda],
@@ -268,10 +294,12 @@ def _add_element_arrays(group: SegmentGroup, arrays: list[IndexLambda],
 
 
 def fused_order(order: list[Node], plan: KernelPlan) -> list[Node] | None:
-    """*order* with each group's members consecutive, or None if some group
-    cannot be (an array outside it depends on one member and is read by
-    another): emit without fusion then."""
-    group_of = {m: g for g in plan.segment_groups for m in g.members}
+    """*order* with each fused group's members consecutive (segment groups
+    and :mod:`.row_fusion`'s row groups), or None if some group cannot be
+    (an array outside it depends on one member and is read by another):
+    emit without fusion then."""
+    groups = plan.fused_groups()
+    group_of = {m: g for g in groups for m in g.members}
     if not group_of:
         return order
     stored = plan.storage.stored
@@ -303,7 +331,7 @@ def fused_order(order: list[Node], plan: KernelPlan) -> list[Node] | None:
                 return False
         visiting.discard(key)
         done.add(key)
-        if isinstance(key, SegmentGroup):
+        if key in groups:
             result.extend(key.members)
         else:
             result.append(key)
@@ -324,45 +352,65 @@ class NotElementLocal(Exception):
     kernel without fusion)."""
 
 
+def emit_in_program_order(
+        kb: KernelBuilder, members: list[Node], scope: Scope,
+        out_names: dict[Node, str],
+        emit_member: Callable[[Node, str], tuple[list[Any], set[Node], Any]]
+        ) -> list[tuple[list[Any], Any]]:
+    """Emit the *members* of a fused group (``emit_member(node, name) ->
+    (instructions, nodes read, anything)``), each after the previous ones
+    within the work item, and append them to ``kb.parts.instructions`` as
+    one kernel whose instructions need no global synchronization among
+    themselves. Returns each member's instructions and third value, for
+    the caller's locality check (run before the kernel is built)."""
+    member_set = set(members)
+    prefix = kb.parts.fresh("_ft_fused") + "_"
+    insns: list[Any] = []
+    level = 1
+    previous: frozenset[str] = frozenset()
+    emitted = []
+    for n in members:
+        name = out_names.get(n) or kb.storage_name(n)
+        kb.plan.names[n] = name
+        if n not in out_names:
+            kb.parts.global_temporary(name, n.shape, n.dtype)
+        mine, reads, extra = emit_member(n, name)
+        # program order within the work item: after the previous members
+        mine = [i.copy(depends_on=i.depends_on | previous) for i in mine]
+        previous = frozenset(i.id for i in mine)
+        level = max([level] + [1 + kb.level[r] for r in reads
+                               if r not in member_set])
+        scope.names[n] = name
+        insns += mine
+        emitted.append((mine, extra))
+    for n in members:
+        kb.level[n] = level
+    kb.nosync_prefixes.append(prefix)
+    kb.parts.instructions.extend(((level, "~" + prefix), i)
+                                 for i in _prefixed(insns, prefix))
+    return emitted
+
+
 def emit_segment_group(kb: KernelBuilder, group: SegmentGroup, scope: Scope,
                        out_names: dict[Node, str]) -> None:
     """Instructions of every member of *group* in one kernel (one work item
     per element), appended to ``kb.parts.instructions``."""
     from ftlazy.target.loopy.segments import emit_segment_reduction
-    members = set(group.members)
-    prefix = kb.parts.fresh("_ft_seggroup") + "_"
-    insns: list[Any] = []
-    level = 1
-    previous: frozenset[str] = frozenset()
-    locality = []
-    for n in group.members:
-        name = out_names.get(n) or kb.storage_name(n)
-        kb.plan.names[n] = name
-        if n not in out_names:
-            kb.parts.global_temporary(name, n.shape, n.dtype)
-        array_plan = kb.plan.arrays[n]
+
+    def emit_member(n: Node, name: str) -> tuple[list[Any], set[Node], Any]:
         form = group.forms[n]
         if form is None:
-            mine, reads = emit_segment_reduction(kb, n, name, scope, array_plan)
-            element = _element_of(mine, name)
-        else:
-            mine, reads, element = _emit_rows(kb, n, name, scope, group, form)
-        # program order within the work item: after the previous members
-        mine = [i.copy(depends_on=i.depends_on | previous) for i in mine]
-        previous = frozenset(i.id for i in mine)
-        level = max([level] + [1 + kb.level[r] for r in reads if r not in members])
-        scope.names[n] = name
-        insns += mine
-        locality.append((mine, element))
+            mine, reads = emit_segment_reduction(kb, n, name, scope,
+                                                 kb.plan.arrays[n])
+            return mine, reads, _element_of(mine, name)
+        return _emit_rows(kb, n, name, scope, group, form)
+
+    emitted = emit_in_program_order(kb, group.members, scope, out_names,
+                                    emit_member)
     stores = {kb.plan.names[m]: group.forms[m] for m in group.members}
     offsets_name = scope.names[group.offsets]
-    for mine, element in locality:
+    for mine, element in emitted:
         _check_element_local(mine, element, stores, offsets_name)
-    for n in group.members:
-        kb.level[n] = level
-    renamed = _prefixed(insns, prefix)
-    kb.nosync_prefixes.append(prefix)
-    kb.parts.instructions.extend(((level, "~" + prefix), i) for i in renamed)
 
 
 def _emit_rows(kb: KernelBuilder, node: IndexLambda, name: str, scope: Scope,
