@@ -40,8 +40,8 @@ from ftlazy.fractal_tensor import (  # noqa: E402,F401,A001
 from ftlazy.fractal_access import (  # noqa: E402,F401,A001
     filter, join, product, repeat)
 from ftlazy.jagged_scan_outer import JaggedScan  # noqa: E402,F401
-from ftlazy.pretty import pretty  # noqa: E402,F401
-from ftlazy.verify import VerificationError, verify  # noqa: E402,F401
+from ftlazy.text_ir import pretty  # noqa: E402,F401
+from ftlazy.verification import VerificationError, verify  # noqa: E402,F401
 from ftlazy.transform.einsum_broadcasts import (  # noqa: E402,F401
     rewrite_einsums_with_no_broadcasts)
 

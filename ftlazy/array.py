@@ -211,7 +211,7 @@ class Array(Node):
 
     def ir(self) -> str:
         """The DAG as numbered statements (:func:`ftlazy.pretty`)."""
-        from ftlazy.pretty import pretty
+        from ftlazy.text_ir import pretty
         return pretty(self)
 
     # }}}
@@ -870,7 +870,7 @@ class DictOfNamedArrays(Node):
 
     def ir(self) -> str:
         """The DAG as numbered statements (:func:`ftlazy.pretty`)."""
-        from ftlazy.pretty import pretty
+        from ftlazy.text_ir import pretty
         return pretty(self)
 
     __eq__ = Node.__eq__

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ftlazy.node import Node, iter_children, topological_order
-from ftlazy.pretty import pretty, type_str
+from ftlazy.text_ir import pretty, type_str
 
 __all__ = ["count_nodes", "node_repr", "node_html", "jagged_array_repr",
            "jagged_array_html", "compiled_repr", "compiled_html"]

@@ -128,7 +128,7 @@ class Jagged(Node):
 
     def ir(self) -> str:
         """The DAG as numbered statements (:func:`ftlazy.pretty`)."""
-        from ftlazy.pretty import pretty
+        from ftlazy.text_ir import pretty
         return pretty(self)
 
     # leaf-wise operators (numpy arrays on the left defer to them)

@@ -13,7 +13,7 @@ from pytools.tag import Tag, tag_dataclass
 
 import ftlazy as ft
 from ftlazy import display, visualization
-from ftlazy.pretty import Listing
+from ftlazy.text_ir import Listing
 from ftlazy.tags import ImplStored
 
 F64 = np.float64

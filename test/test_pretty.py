@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
-from ftlazy.pretty import Listing, type_str
+from ftlazy.text_ir import Listing, type_str
 from ftlazy.tags import ImplStored
 
 F64 = np.float64

@@ -21,7 +21,7 @@ from ftlazy.array import Axis, Einsum, IndexLambda, Placeholder
 from ftlazy.fractal import Body, BodyParam, LoopResult, Map
 from ftlazy.scalar_expr import Reduce, TypeCast
 from ftlazy.transform import CopyMapper
-from ftlazy.verify import RULES
+from ftlazy.verification import RULES
 
 F64 = np.dtype(np.float64)
 

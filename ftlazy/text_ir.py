@@ -9,7 +9,7 @@ loop's statement and closed by the body's ``return``. Statement numbers are
 unique across scopes (a node shared by two scopes, such as an interned
 ``BodyParam``, gets one number in each). The last line returns the results.
 
-:class:`Listing` is the walk behind the text; :mod:`ftlazy.verify` uses it
+:class:`Listing` is the walk behind the text; :mod:`ftlazy.verification` uses it
 to name a node by its statement.
 
 .. autofunction:: pretty

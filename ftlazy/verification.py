@@ -59,7 +59,7 @@ import pymbolic.primitives as prim
 from pytools.tag import Tag
 
 from ftlazy.node import NODE_CLASSES, Node, iter_children
-from ftlazy.pretty import Listing, Statement
+from ftlazy.text_ir import Listing, Statement
 
 __all__ = ["verify", "VerificationError", "RULES"]
 
