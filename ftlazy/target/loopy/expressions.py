@@ -166,11 +166,18 @@ class _Extremum(ScalarReductionOperation):
     def __call__(self, dtypes: Any, operand1: Any, operand2: Any,
                  callables_table: Any, target: Any) -> tuple[Any, Any]:
         dtype, = dtypes
-        keep: Any = prim.Comparison(operand1, ">=" if self.largest else "<=",
-                                    operand2)
-        if dtype.numpy_dtype.kind == "f":
-            keep = prim.LogicalOr((keep, prim.Comparison(operand1, "!=", operand1)))
-        return prim.If(keep, operand1, operand2), callables_table
+        return (extremum_step(self.largest, operand1, operand2,
+                              dtype.numpy_dtype.kind == "f"), callables_table)
+
+
+def extremum_step(largest: bool, acc: Any, value: Any, floating: bool) -> Any:
+    """The larger (*largest*) or smaller of *acc* and *value* as numpy's
+    ``amax``/``amin`` take it: *acc* on ties, and for floats (*floating*)
+    a NaN in *acc* stays (a NaN *value* then wins as the next *acc*)."""
+    keep: Any = prim.Comparison(acc, ">=" if largest else "<=", value)
+    if floating:
+        keep = prim.LogicalOr((keep, prim.Comparison(acc, "!=", acc)))
+    return prim.If(keep, acc, value)
 
 
 class _Maximum(_Extremum):

@@ -301,9 +301,7 @@ def splittable_reduction(node: IndexLambda, profile: DeviceProfile) -> Any:
     if (node.ndim == 0 or not isinstance(expr, Reduce)
             or expr.op not in ("sum", "product", "max", "min")
             or len(expr.bounds) != 1 or has_reduce(expr.inner)
-            or node.dtype.kind not in "iuf"
-            # float max/min must propagate NaN, which Max/Min do not
-            or (node.dtype.kind == "f" and expr.op in ("max", "min"))):
+            or node.dtype.kind not in "iuf"):
         return None
     kext = expr.bounds[0][2]
     if not isinstance(kext, int) or kext % lanes or kext < 8 * lanes:
