@@ -153,8 +153,14 @@ def summarize(junit_xml: str) -> tuple[collections.Counter, collections.Counter]
             bad = case.find("error")
         skipped = case.find("skipped")
         if bad is not None:
+            message = bad.get("message") or ""
+            if message == "collection failure":
+                # the reason is the report's last "E   ..." line
+                reasons = [line[1:].strip() for line in (bad.text or "").splitlines()
+                           if line.startswith("E ")]
+                message = "collection failed: " + (reasons[-1] if reasons else "?")
             outcomes["failed"] += 1
-            categories[failure_category(bad.get("message") or "")] += 1
+            categories[failure_category(message)] += 1
         elif skipped is not None:
             kind = skipped.get("type") or ""
             outcomes["xfailed" if "xfail" in kind else "skipped"] += 1

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ftlazy.array import Array, DictOfNamedArrays, Einsum, IndexLambda, parse_einsum_spec
+from ftlazy.array import (
+    Array, DictOfNamedArrays, Einsum, IndexLambda, parse_einsum_spec)
 from ftlazy.transform.mappers import CopyMapper
 
 

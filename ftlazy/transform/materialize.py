@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ftlazy.array import Array, DataWrapper, DictOfNamedArrays, Placeholder, SizeParam
+from ftlazy.array import (
+    Array, DataWrapper, DictOfNamedArrays, Placeholder, SizeParam)
 from ftlazy.node import Node, iter_children
 from ftlazy.tags import ImplStored
 from ftlazy.transform.mappers import CopyMapper
