@@ -3,6 +3,9 @@
 each compatibility feature on its own, with ftlazy's API, against numpy.
 benchmarks/pytato_compat.py runs pytato's own tests through an alias."""
 
+import os
+import subprocess
+import sys
 from typing import Any, Never
 
 import loopy as lp
@@ -260,6 +263,66 @@ def test_pytato_names_at_top_level():
 def test_transforms_refuse_non_arrays(transform):
     with pytest.raises(TypeError, match=f"{transform.__name__} expects an Array"):
         transform({"a": np.ones(3)})
+
+# }}}
+
+
+# {{{ the harness (benchmarks/pytato_compat.py), without pytato's files
+
+def _harness():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    try:
+        import pytato_compat
+    finally:
+        sys.path.pop(0)
+    return pytato_compat
+
+
+def test_harness_alias_package_maps_pytato_to_ftlazy(tmp_path):
+    harness = _harness()
+    test_dir = tmp_path / "src" / "test"
+    test_dir.mkdir(parents=True)
+    (test_dir / "testlib.py").write_text("")
+    (test_dir / "test_codegen.py").write_text(
+        "import pytato as pt\n"
+        "import pytato.array, pytato.transform, pytato.tags\n"
+        "from pytato.transform import Mapper\n"
+        "print(pt.__name__, pytato.array.__name__, pytato.tags.__name__,\n"
+        "      Mapper.__module__)\n"
+        "try:\n"
+        "    import pytato.loopy\n"
+        "except ImportError:\n"
+        "    print('no pytato.loopy')\n")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    script = harness.prepare(str(tmp_path / "src"), str(run_dir), "test_codegen.py")
+    out = subprocess.run([sys.executable, script], cwd=run_dir, check=True,
+                         capture_output=True, text=True).stdout.split("\n")
+    assert out[0] == "ftlazy ftlazy.array ftlazy.tags ftlazy.transform.mappers"
+    assert out[1] == "no pytato.loopy"
+    with pytest.raises(FileNotFoundError, match="is missing"):
+        harness.prepare(str(tmp_path), str(run_dir), "test_codegen.py")
+
+
+def test_harness_summary_counts_and_categories(tmp_path):
+    harness = _harness()
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite>'
+        '<testcase name="a"/><testcase name="b"/>'
+        '<testcase name="c"><failure message="KeyError: \'z_store\'"/></testcase>'
+        '<testcase name="d"><failure message="assert 3 == 4"/></testcase>'
+        '<testcase name="e"><failure message="assert 10 == 2"/></testcase>'
+        '<testcase name="f"><skipped type="pytest.skip" message="x"/></testcase>'
+        '<testcase name="g"><skipped type="pytest.xfail" message="y"/></testcase>'
+        '<testcase name="h"><error message="collection failure">'
+        'E   ImportError: cannot import name \'X\'</error></testcase>'
+        '</testsuite></testsuites>')
+    outcomes, categories = harness.summarize(str(junit))
+    assert outcomes == {"passed": 2, "failed": 4, "skipped": 1, "xfailed": 1}
+    assert categories == {"KeyError: 'z_store'": 1, "assert N == N": 2,
+                          "collection failed: ImportError: cannot import name "
+                          "'X'": 1}
 
 # }}}
 
