@@ -6,7 +6,7 @@ benchmarks/pytato_compat.py runs pytato's own tests through an alias."""
 import os
 import subprocess
 import sys
-from typing import Any, Never
+from typing import Any, Never, ParamSpec
 
 import loopy as lp
 import numpy as np
@@ -17,8 +17,9 @@ from ftlazy.analysis import get_num_nodes
 from ftlazy.node import topological_order
 from ftlazy.tags import AssumeNonNegative, ForceValueArgTag, ImplStored
 from ftlazy.transform import (
-    CachedMapper, CombineMapper, Mapper, deduplicate, deduplicate_data_wrappers,
-    materialize_with_mpms, rewrite_einsums_with_no_broadcasts)
+    CachedMapper, CachedWalkMapper, CombineMapper, CopyMapper, Mapper, WalkMapper,
+    deduplicate, deduplicate_data_wrappers, materialize_with_mpms,
+    rewrite_einsums_with_no_broadcasts)
 
 
 # {{{ mappers subscribed as pytato's
@@ -42,13 +43,34 @@ def test_mapper_takes_pytato_three_type_parameters():
             return 1
 
     assert Count()(2 * x + x) == 4
+    # pytato's CombineMapper takes two, its walk mappers the ParamSpec alone
+    assert CombineMapper[int, Never] == CombineMapper[int]
+    P = ParamSpec("P")
+    for spec in ([], [int], P, ...):
+        assert WalkMapper[spec] is WalkMapper
+        assert CachedWalkMapper[spec] is CachedWalkMapper
+
+    class Visit(CachedWalkMapper[[]]):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def visit(self, expr):
+            self.seen.append(type(expr).__name__)
+            return True
+
+    walker = Visit()
+    walker(2 * x + x)
+    assert sorted(walker.seen) == ["IndexLambda", "IndexLambda", "Placeholder"]
 
 
 def test_mapper_subscription_errors():
     with pytest.raises(TypeError, match="Too many arguments"):
-        Mapper[int, int]
-    with pytest.raises(TypeError):
         Mapper[int, int, int, int]
+    with pytest.raises(TypeError, match="not a generic class"):
+        WalkMapper[int]
+    with pytest.raises(TypeError, match="not a generic class"):
+        CopyMapper[int]
 
 # }}}
 

@@ -28,12 +28,18 @@ separate scopes with their own parameters; mappers enter them explicitly via
 from __future__ import annotations
 
 import copy as _copy
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, ParamSpec, TypeVar
 
 from ftlazy.node import (
     NODE_CLASSES, Node, child_changes, iter_children, topological_order)
 
 ResultT = TypeVar("ResultT")
+
+
+def _is_extra_arguments_spec(params: Any) -> bool:
+    """Whether *params* subscribes pytato's extra-argument types alone (a
+    list of types, a :class:`typing.ParamSpec` or ``...``)."""
+    return isinstance(params, (list, ParamSpec)) or params is Ellipsis
 
 
 class UnsupportedNodeError(NotImplementedError):
@@ -50,12 +56,16 @@ class Mapper(Generic[ResultT]):
     _dispatch_cache: dict
 
     def __class_getitem__(cls, params: Any) -> Any:
-        # pytato's mappers take three type parameters (result, function
-        # result, extra arguments: ``Mapper[Any, Never, []]``); ftlazy's take
-        # one, the result, which is pytato's first: keep it, drop the others
-        if (isinstance(params, tuple) and len(params) == 3
-                and len(getattr(cls, "__parameters__", ())) == 1):
+        # pytato's mappers take up to three type parameters: the result, the
+        # result for function definitions and the extra arguments' ParamSpec
+        # (``Mapper[Any, Never, []]``, ``CombineMapper[R, F]``,
+        # ``WalkMapper[P]``); ftlazy's take the result alone, which is
+        # pytato's first, and no extra arguments
+        n_params = len(getattr(cls, "__parameters__", ()))
+        if isinstance(params, tuple) and len(params) in (2, 3) and n_params == 1:
             params = params[0]
+        elif n_params == 0 and _is_extra_arguments_spec(params):
+            return cls
         return super().__class_getitem__(params)  # type: ignore[misc]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
