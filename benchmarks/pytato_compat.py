@@ -47,6 +47,8 @@ MODULE_ALIASES = {
     "pytato.array": "ftlazy.array",
     "pytato.transform": "ftlazy.transform",
     "pytato.transform.mappers": "ftlazy.transform.mappers",
+    "pytato.transform.materialize": "ftlazy.transform.materialize",
+    "pytato.transform.remove_broadcasts_einsum": "ftlazy.transform.einsum_broadcasts",
     "pytato.scalar_expr": "ftlazy.scalar_expr",
     "pytato.tags": "ftlazy.tags",
     "pytato.target": "ftlazy.target",
