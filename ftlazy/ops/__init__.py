@@ -16,3 +16,4 @@ from ftlazy.ops.matrices import *  # noqa: F401,F403
 from ftlazy.ops.special import *  # noqa: F401,F403
 from ftlazy.ops.rounding import *  # noqa: F401,F403
 from ftlazy.ops.array_pad import *  # noqa: F401,F403
+from ftlazy.ops.sparse import *  # noqa: F401,F403
