@@ -362,6 +362,9 @@ def _svg_block(expr: Node) -> str:
         svg = visualization.to_svg(expr)
     except (ImportError, AttributeError):
         return ""
+    except RuntimeError as err:  # (the layout engine failed: say so, and
+        # keep the summary: a picture is not worth losing the table)
+        return _details("DAG picture", _pre(f"no picture: {err}"))
     if not isinstance(svg, str) or "<svg" not in svg:
         return ""
     svg = svg[svg.index("<svg"):]  # no XML declaration or doctype inside HTML

@@ -193,6 +193,17 @@ def test_html_without_a_picture(monkeypatch, how):
     assert "IR (" in page
 
 
+def test_html_says_why_the_layout_engine_failed(monkeypatch):
+    x, w, y = _dense()
+
+    def fail(expr):
+        raise RuntimeError("layout engine 'dot' failed (exit 1): <syntax>")
+    monkeypatch.setattr(visualization, "to_svg", fail)
+    page = y._repr_html_()
+    assert "no picture: layout engine &#x27;dot&#x27; failed" in page
+    assert "&lt;syntax&gt;" in page and "IR (" in page
+
+
 def test_loop_body_dict_and_jagged_html(monkeypatch):
     monkeypatch.setattr(visualization, "to_svg", lambda expr: None)
     x, w, _ = _dense()
