@@ -354,9 +354,19 @@ def _ir_block(expr: Node) -> str:
     return _details(f"IR ({len(lines)} lines, ft.pretty)", _pre("\n".join(shown)))
 
 
+#: DAGs with more nodes get no picture in their HTML summary (drawing one
+#: of 20,000 nodes takes about 2 s; ``ft.show_dot_graph`` still draws it)
+MAX_PICTURE_NODES = 20_000
+
+
 def _svg_block(expr: Node) -> str:
     """The picture of *expr* from :func:`ftlazy.visualization.to_svg`, in a
     collapsible block; empty where no layout engine is available."""
+    count = count_nodes(expr)
+    if count > MAX_PICTURE_NODES:
+        return _details("DAG picture", _pre(
+            f"{count} nodes: too many to draw with every display; "
+            "ft.show_dot_graph(expr) draws it, collapsed"))
     try:
         from ftlazy import visualization
         svg = visualization.to_svg(expr)

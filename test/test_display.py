@@ -204,6 +204,17 @@ def test_html_says_why_the_layout_engine_failed(monkeypatch):
     assert "&lt;syntax&gt;" in page and "IR (" in page
 
 
+def test_html_of_huge_dags_does_not_draw(monkeypatch):
+    from ftlazy import display
+    monkeypatch.setattr(display, "MAX_PICTURE_NODES", 4)
+    drawn = []
+    monkeypatch.setattr(visualization, "to_svg",
+                        lambda expr: drawn.append(expr) or "<svg></svg>")
+    x, w, y = _dense()
+    page = y._repr_html_()
+    assert drawn == [] and "too many to draw" in page and "IR (" in page
+
+
 def test_loop_body_dict_and_jagged_html(monkeypatch):
     monkeypatch.setattr(visualization, "to_svg", lambda expr: None)
     x, w, _ = _dense()
