@@ -5,7 +5,8 @@ A compile runs four stages (see
 :class:`~ftlazy.target.loopy.program.StageTimings`): DAG transforms, loopy
 kernel creation, scheduling and the OpenCL build. Once the stages of one
 compile have together taken longer than a threshold (one second by
-default), each finished stage is reported:
+default), or half of it before the OpenCL build (usually the longest
+stage), each finished stage is reported:
 
 * as an INFO record of the logger ``ftlazy.compile`` (one per stage, with
   its time, and one for the whole compile); a script sees them after
@@ -254,11 +255,29 @@ def _finished(timings: Any) -> list[tuple[str, float]]:
             if getattr(timings, name, None) is not None]
 
 
+#: the OpenCL build usually takes longer than the stages before it (a
+#: J10 LSTM on PoCL: 0.9 s of them, then a 9 s build), so a compile is
+#: reported before its build once those stages took this share of the
+#: threshold: its bar then shows the build running, not only its end
+BUILD_PREVIEW = 0.5
+
+
+def _starts_report(timings: Any, total: float, threshold: float) -> bool:
+    """Whether a compile not yet reported is reported now: its finished
+    stages took *threshold*, or half of it and the OpenCL build is next."""
+    if total >= threshold:
+        return True
+    following = [name for name in _ORDER if getattr(timings, name, None) is None]
+    return (following[:1] == ["opencl_build"]
+            and total >= BUILD_PREVIEW * threshold)
+
+
 def report_stage(timings: Any, stage: str) -> None:
     """Called by the compiler once *stage* (a name in :data:`STAGES`) has
     run and its seconds are stored in *timings* (a ``StageTimings``).
     Reports nothing until the compile's finished stages add up to the
-    threshold; then logs each finished stage once and updates the bar.
+    threshold (or to :data:`BUILD_PREVIEW` of it before the OpenCL build);
+    then logs each finished stage once and updates the bar.
     Never called for a compile served from the cache."""
     global _active
     settings = _settings
@@ -269,7 +288,7 @@ def report_stage(timings: Any, stage: str) -> None:
     report = _active if _active is not None and _active.timings is timings \
         else None
     if report is None:
-        if total < settings.threshold:
+        if not _starts_report(timings, total, settings.threshold):
             return
         if _active is not None:
             _active.close()

@@ -119,6 +119,33 @@ def test_stages_logged_once_from_the_crossing():
         log.setLevel(old_level)
 
 
+@pytest.mark.parametrize("before_build, reported", [(0.55, True), (0.45, False)])
+def test_reported_before_the_build_from_half_the_threshold(
+        before_build, reported, monkeypatch):
+    # (the OpenCL build is usually the longest stage: a bar that appears
+    # only when it ends would come too late)
+    shown = []
+
+    class Recorder(progress._Bar):
+        def update(self, done, text):
+            shown.append((done, text))
+    monkeypatch.setattr(progress, "_new_bar", lambda mode: Recorder())
+    ft.set_progress(True, threshold=1.0)
+    timings = StageTimings(dag_transforms=0.1)
+    progress.report_stage(timings, "dag_transforms")
+    timings.kernel_creation = 0.1
+    progress.report_stage(timings, "kernel_creation")
+    assert progress._active is None
+    timings.scheduling = before_build - 0.2
+    progress.report_stage(timings, "scheduling")
+    assert (progress._active is not None) == reported
+    assert shown == ([(3, f"OpenCL build... ({before_build:.1f} s so far)")]
+                     if reported else [])
+    timings.opencl_build = 0.05
+    progress.report_stage(timings, "opencl_build")
+    assert progress._active is None
+
+
 def test_fast_compile_reports_nothing(records, capsys):
     ft.set_progress(True, threshold=600)
     compile_and_check()
