@@ -39,8 +39,8 @@ from ftlazy.node import Node
 from ftlazy.scalar_expr import index_var, iter_subexpressions
 from ftlazy.target.loopy.padding import padding_bounds
 from ftlazy.target.loopy.segment_fusion import (
-    NotElementLocal, _reads, _stored_deps, emit_in_program_order,
-    unstore_cheap_members)
+    NotElementLocal, _reads, _stored_deps, describe_fused,
+    emit_in_program_order, unstore_cheap_members)
 from ftlazy.target.loopy.storage import has_reduce
 
 if TYPE_CHECKING:
@@ -72,12 +72,8 @@ class RowGroup:
         emit_row_group(kb, self, scope, out_names)
 
     def describe(self, names: dict[Node, str]) -> str:
-        text = (f"one work item per row of {self.rows}: "
-                + ", ".join(names.get(m, "?") for m in self.members))
-        if self.recomputed:
-            text += (f" ({len(self.recomputed)} array(s) recomputed by "
-                     "their readers)")
-        return text
+        return describe_fused(f"one work item per row of {self.rows}",
+                              self.members, self.recomputed, names)
 
 
 # {{{ planning

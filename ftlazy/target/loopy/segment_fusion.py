@@ -88,12 +88,19 @@ class SegmentGroup:
         emit_segment_group(kb, self, scope, out_names)
 
     def describe(self, names: dict[Node, str]) -> str:
-        text = (f"one work item per element of {_name(self.offsets, names)}: "
-                + ", ".join(_name(m, names) for m in self.members))
-        if self.recomputed:
-            text += (f" ({len(self.recomputed)} row array(s) recomputed by "
-                     "their readers)")
-        return text
+        return describe_fused(
+            f"one work item per element of {_name(self.offsets, names)}",
+            self.members, self.recomputed, names)
+
+
+def describe_fused(unit: str, members: list[Node], recomputed: list[Node],
+                   names: dict[Node, str]) -> str:
+    """The plan's line for a fused group: who computes what (*unit*), its
+    members by name, and how many arrays its readers recompute."""
+    text = f"{unit}: " + ", ".join(_name(m, names) for m in members)
+    if recomputed:
+        text += f" ({len(recomputed)} array(s) recomputed by their readers)"
+    return text
 
 
 def _name(node: Node, names: dict[Node, str]) -> str:
