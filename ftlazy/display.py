@@ -49,12 +49,6 @@ _DEPTHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 # {{{ facts about nodes
 
-def _is_counted(n: Node) -> bool:
-    from ftlazy.array import DictOfNamedArrays
-    from ftlazy.fractal import Body
-    return not isinstance(n, (DictOfNamedArrays, Body))
-
-
 def count_nodes(expr: Node) -> int:
     """The number of nodes in the DAG of *expr*, each once per scope (the
     outer DAG and each loop body), as
@@ -63,13 +57,8 @@ def count_nodes(expr: Node) -> int:
         return _COUNTS[expr]
     except KeyError:
         pass
-    total = 0
-    pending = [[expr]]
-    while pending:
-        for n in topological_order(pending.pop()):
-            total += _is_counted(n)
-            pending.extend([getattr(n, b)] for b in n._body_fields)
-    _COUNTS[expr] = total
+    from ftlazy.analysis import count_distinct_nodes
+    total = _COUNTS[expr] = count_distinct_nodes(expr)
     return total
 
 

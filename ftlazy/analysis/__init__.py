@@ -99,6 +99,12 @@ def get_num_nodes(expr: ArrayOrNames, count_duplicates: bool = False) -> int:
     _check_expr(expr, "get_num_nodes")
     if count_duplicates:
         return _TreeNodeCounter()(expr)
+    return count_distinct_nodes(expr)
+
+
+def count_distinct_nodes(expr: Node) -> int:
+    """:func:`get_num_nodes` of any node (a loop, a body, a FractalTensor
+    too), each node counted once per scope; no check of *expr*'s type."""
     counter = _DistinctNodeCounter()
     counter(expr)
     return counter.tally[0]
