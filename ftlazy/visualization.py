@@ -329,12 +329,9 @@ def _check_collapse(collapse: Any, caller: str) -> None:
 def _should_collapse(result: ArrayOrNames, collapse: bool | None) -> bool:
     if collapse is not None:
         return collapse
-    # imported here: ftlazy.analysis imports the package's transforms
-    from ftlazy.analysis import get_num_nodes
-    if isinstance(result, Jagged):
-        result = DictOfNamedArrays({f"out{i}": array for i, (_, array)
-                                    in enumerate(_named_outputs(result))})
-    return get_num_nodes(result) > COLLAPSE_THRESHOLD
+    # (the count a node's HTML summary already made, kept per node)
+    from ftlazy.display import count_nodes
+    return count_nodes(result) > COLLAPSE_THRESHOLD
 
 
 def get_dot_graph(result: ArrayOrNames, collapse: bool | None = False) -> str:
