@@ -13,7 +13,7 @@ from loopy.symbolic import Reduction
 from ftlazy import shapes as sh
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
-from ftlazy.target.loopy.expressions import _Maximum, _Minimum, extremum_step
+from ftlazy.target.loopy.ranged_lanes import lane_combine
 from ftlazy.target.loopy.plan import partial_last_block
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
@@ -125,17 +125,7 @@ def emit_split_reduction(kb: KernelBuilder, node: IndexLambda, name: str,
 
     def at(role):
         return prim.Subscript(prim.Variable(acc), (prim.Variable(lane[role]),))
-    floating = node.dtype.kind == "f"
-    combine = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b,
-               # (float extrema propagate NaN, as numpy's do: loopy's max
-               # and min would drop it)
-               "max": lambda a, b: (extremum_step(True, a, b, True) if floating
-                                    else prim.Max((a, b))),
-               "min": lambda a, b: (extremum_step(False, a, b, True) if floating
-                                    else prim.Min((a, b)))}[reduction.op]
-    final_op: Any = reduction.op
-    if floating and reduction.op in ("max", "min"):
-        final_op = _Maximum() if reduction.op == "max" else _Minimum()
+    combine, final_op = lane_combine(reduction.op, node.dtype)
     from ftlazy.target.loopy.lowering import neutral_element
     outer = frozenset(scope.outer_inames) | frozenset(inames)
     init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")

@@ -56,6 +56,7 @@ from ftlazy.target.loopy.profile import DeviceProfile
 from ftlazy.target.loopy.segments import emit_segment_reduction
 from ftlazy.target.loopy.segment_fusion import (
     NotElementLocal, fused_order)
+from ftlazy.target.loopy.ranged_lanes import emit_laned_ranged_reduction
 from ftlazy.target.loopy.padding import (
     assign_bounds, bound_scalars, bounded_axis, emit_padded_contraction,
     padding_bounds)
@@ -251,41 +252,53 @@ class KernelBuilder:
         """*expr* (part of *node*'s body) as a loopy expression, with the
         variables of *index_map* substituted and bindings read via
         :meth:`_read` in *ctx*."""
-        translator = RangeTranslator(
+        return self.translator(node, index_map, ctx)(expr)
+
+    def translator(self, node: IndexLambda, index_map: dict[str, Any],
+                   ctx: StoreContext) -> RangeTranslator:
+        """The translator of :meth:`translate_expr`."""
+        return RangeTranslator(
             index_map, node.bindings, lambda b, idx: self._read(b, idx, ctx),
             self.parts.fresh_reduction_iname, self.parts.params.add,
             ranged_iname=lambda rng: self.ranged_iname(rng, ctx),
             rows=self.element_rows,
             storage=lambda b: ctx.scope.names.get(b) if b is not None else None)
-        return translator(expr)
+
+    def range_bound(self, prefix: str, values: tuple, combine: type,
+                    ctx: StoreContext) -> Any:
+        """The bound of a data-dependent range given by (translated)
+        *values*, combined by *combine* (``prim.Max`` for a lower bound,
+        ``prim.Min`` for an upper one): an integer or an affine expression
+        of size parameters where it reads no array, else a private int64
+        scalar assigned in the loop nest of *ctx*."""
+        consts = [v for v in values if isinstance(v, (int, np.integer))]
+        others = [v for v in values if not isinstance(v, (int, np.integer))]
+        if consts:
+            best = (max if combine is prim.Max else min)(int(c) for c in consts)
+            if not others:
+                return best
+            others.append(best)
+        value = others[0] if len(others) == 1 else combine(tuple(others))
+        if not reads_arrays(value) and not isinstance(value, combine):
+            return value  # affine in size parameters: a domain bound
+        name = self.parts.private_array(prefix, np.dtype(np.int64), ())
+        insn_id = name + "_insn"
+        ctx.pending.append(lp.Assignment(
+            prim.Variable(name), value, id=insn_id,
+            within_inames=frozenset(ctx.scope.outer_inames)
+            | frozenset(ctx.inames),
+            within_inames_is_final=True, depends_on=frozenset(ctx.deps)))
+        ctx.deps.add(insn_id)
+        return prim.Variable(name)
 
     def ranged_iname(self, rng: DataRange, ctx: StoreContext) -> str:
         """A reduction iname over a data-dependent range (bounds already
         translated): its bounds that read arrays go to private int64
-        scalars assigned in the loop nest of *ctx*, and the iname's domain
-        is parameterised by them (``[s, e] -> {[j]: s <= j < e}``)."""
-        def scalar(prefix: str, values: tuple, combine: type) -> Any:
-            consts = [v for v in values if isinstance(v, (int, np.integer))]
-            others = [v for v in values if not isinstance(v, (int, np.integer))]
-            if consts:
-                best = (max if combine is prim.Max else min)(int(c) for c in consts)
-                if not others:
-                    return best
-                others.append(best)
-            value = others[0] if len(others) == 1 else combine(tuple(others))
-            if not reads_arrays(value) and not isinstance(value, combine):
-                return value  # affine in size parameters: a domain bound
-            name = self.parts.private_array(prefix, np.dtype(np.int64), ())
-            insn_id = name + "_insn"
-            ctx.pending.append(lp.Assignment(
-                prim.Variable(name), value, id=insn_id,
-                within_inames=frozenset(ctx.scope.outer_inames)
-                | frozenset(ctx.inames),
-                within_inames_is_final=True, depends_on=frozenset(ctx.deps)))
-            ctx.deps.add(insn_id)
-            return prim.Variable(name)
-        low = scalar("_ft_lo", rng.lower, prim.Max)
-        high = scalar("_ft_hi", rng.upper, prim.Min)
+        scalars assigned in the loop nest of *ctx* (:meth:`range_bound`),
+        and the iname's domain is parameterised by them (``[s, e] ->
+        {[j]: s <= j < e}``)."""
+        low = self.range_bound("_ft_lo", rng.lower, prim.Max, ctx)
+        high = self.range_bound("_ft_hi", rng.upper, prim.Min, ctx)
         iname = self.parts.fresh("_ft_rj")
         params: set[str] = set()
         for b in (low, high):
@@ -638,7 +651,13 @@ class KernelBuilder:
         # translating one never recurses into the next (deep chains)
         for private in self._reachable_privates(node, scope):
             self._private(private, ctx)
-        if padding is not None:
+        ranged_lanes = array_plan.ranged_lanes if array_plan is not None else 1
+        if (ranged_lanes > 1 and lanes == 1 and nest is None and not index_prefix
+                and scope.batch is None and self.vector_length is None):
+            expr = emit_laned_ranged_reduction(
+                self, node, {f"_{i}": idx for i, idx in enumerate(index)}, ctx,
+                ranged_lanes)
+        elif padding is not None:
             expr = self.translate_expr(
                 padding[0], node, {f"_{i}": idx for i, idx in enumerate(index)},
                 ctx)

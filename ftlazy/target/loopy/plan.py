@@ -36,6 +36,7 @@ from ftlazy.target.loopy.gpu_reductions import contiguous_reduction
 from ftlazy.target.loopy.padding import (
     PADDED_BLOCK, padded_contraction, padding_bounds)
 from ftlazy.target.loopy.profile import DeviceProfile
+from ftlazy.target.loopy.ranged_lanes import laned_ranged_reduction
 from ftlazy.target.loopy.ranges import data_dependent_range
 from ftlazy.target.loopy.storage import (
     StoragePlan, cap_nest_cost, decide_storage, has_reduce,
@@ -85,6 +86,9 @@ class ArrayPlan:
     block: tuple[int, ...] = ()
     #: consecutive work items read consecutive indices of the reduced axis
     l0_reduction: bool = False
+    #: independent accumulators of each position's reduction over a range
+    #: read from data (1: one chain; see :mod:`.ranged_lanes`)
+    ranged_lanes: int = 1
 
     def __str__(self) -> str:
         l0 = (f"l.0 on axis {self.l0_axis}" if self.l0_axis is not None
@@ -96,6 +100,8 @@ class ArrayPlan:
             parts.append(f"vectors of {self.vector_width}")
         if self.block:
             parts.append("block " + "x".join(map(str, self.block)))
+        if self.ranged_lanes > 1:
+            parts.append(f"ranged reduction in {self.ranged_lanes} lanes")
         return ", ".join(parts)
 
 
@@ -638,7 +644,8 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
                          local_size(profile, node.shape, cheap, "local"),
                          0 if node.shape else None,
                          row_vector_width(node, profile, scan_plan.storage))
-    if segment_reduction(node, profile, storage) is not None:
+    if (segment_reduction(node, profile, storage) is not None
+            and not _scalar_rows_in_lanes(node, profile)):
         if profile.kind == "cpu":
             # one work item per row, its columns a private accumulator
             return ArrayPlan("segment_reduction", node.shape, node.dtype,
@@ -681,10 +688,22 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
                 else profile.gpu_local_size)
         return ArrayPlan("loop_nest", node.shape, node.dtype, size,
                          node.ndim - 1)
+    width = row_vector_width(node, profile, storage, bounded=True)
     return ArrayPlan("loop_nest", node.shape, node.dtype,
                      local_size(profile, node.shape, cheap),
-                     0 if node.shape else None,
-                     row_vector_width(node, profile, storage, bounded=True))
+                     0 if node.shape else None, width,
+                     ranged_lanes=(profile.reduction_lanes
+                                   if profile.kind == "cpu" and width == 1
+                                   and laned_ranged_reduction(node) is not None
+                                   else 1))
+
+
+def _scalar_rows_in_lanes(node: IndexLambda, profile: DeviceProfile) -> bool:
+    """Whether a CPU segment reduction of one value per row runs as a loop
+    nest with its range in lanes instead (a private accumulator of one
+    column would be one dependent chain)."""
+    return (profile.kind == "cpu" and int(np.prod(node.shape[1:])) == 1
+            and laned_ranged_reduction(node) is not None)
 
 
 def group_reduction(node: IndexLambda, profile: DeviceProfile,
