@@ -403,6 +403,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=5,
                         help="untimed calls before each timing")
+    parser.add_argument("--warmup-seconds", type=float, default=0.3,
+                        help="untimed calls go on until they took this long "
+                        "(PoCL's worker threads need some tenths of a second "
+                        "of work to reach their steady pace)")
     parser.add_argument("--only", default=",".join(WORKLOADS),
                         help="comma-separated workloads to run (default: "
                         f"{','.join(WORKLOADS)})")
@@ -425,7 +429,8 @@ def main() -> None:
     # (a few warm-up calls: PoCL's worker threads take some calls to reach
     # their steady pace after the previous workload's pause)
     timed = lambda fn: best_of(fn, repeat=args.repeat,  # noqa: E731
-                               warmup=args.warmup).median
+                               warmup=args.warmup,
+                               warmup_s=args.warmup_seconds).median
 
     def ft_times(f: Any, inputs: dict[str, Any]) -> tuple[float, float]:
         """Median seconds of ``f(**inputs)`` and of its kernels alone

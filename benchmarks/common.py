@@ -43,14 +43,18 @@ class Timing:
 
 
 def best_of(fn: Callable[[], Any], repeat: int = 5, warmup: int = 1,
-            budget_s: float = 10.0, min_repeat: int = 2) -> Timing:
-    """Time *fn* with :func:`time.perf_counter`: *warmup* untimed calls, then
-    up to *repeat* timed calls. Stops early (after at least *min_repeat*
-    timed calls) once the timed calls have used *budget_s* seconds, so slow
-    workloads do not take minutes. *fn* must block until its work is done
-    (e.g. call ``queue.finish()``)."""
-    for _ in range(warmup):
+            budget_s: float = 10.0, min_repeat: int = 2,
+            warmup_s: float = 0.0) -> Timing:
+    """Time *fn* with :func:`time.perf_counter`: *warmup* untimed calls (and
+    more until they have taken *warmup_s* seconds), then up to *repeat*
+    timed calls. Stops early (after at least *min_repeat* timed calls) once
+    the timed calls have used *budget_s* seconds, so slow workloads do not
+    take minutes. *fn* must block until its work is done (e.g. call
+    ``queue.finish()``)."""
+    calls, start = 0, time.perf_counter()
+    while calls < warmup or time.perf_counter() - start < warmup_s:
         fn()
+        calls += 1
     times: list[float] = []
     cpu_times: list[float] = []
     spent = 0.0
