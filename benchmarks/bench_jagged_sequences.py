@@ -48,8 +48,11 @@ on a time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, NamedTuple
 
@@ -59,6 +62,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import (  # noqa: E402
     best_of, fmt_seconds, opencl_triad, print_header, print_table, triad_bytes)
+
+CHILD_MARKER = "FIRST_RESULT_JSON "
 
 FULL = {"J8": (1024, 1, 256, 64), "J10": (64, 4, 27, 32, 3),
         "J7": (32, 16, 512, 4, 32), "J11": (512, 32, 48, 64),
@@ -407,10 +412,16 @@ def main() -> None:
                         help="untimed calls go on until they took this long "
                         "(PoCL's worker threads need some tenths of a second "
                         "of work to reach their steady pace)")
+    parser.add_argument("--no-subprocess", action="store_true",
+                        help="skip the cold first results (a fresh process each)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--only", default=",".join(WORKLOADS),
                         help="comma-separated workloads to run (default: "
                         f"{','.join(WORKLOADS)})")
     args = parser.parse_args()
+    if args.child:
+        child_first_result(args.child, args.quick)
+        return
     sizes = QUICK if args.quick else FULL
     chosen = set(args.only.split(","))
     if chosen - set(WORKLOADS):
@@ -548,6 +559,102 @@ def main() -> None:
                 title="Warm times (median), numpy inputs and outputs")
     print_table(["workload", "new lengths: first call", "OpenCL builds"], reuse_rows,
                 title="One compiled program for all lengths")
+    if not args.no_subprocess:
+        print_table(["workload", "ft.compile", "of which code generation",
+                     "first call", "first result", "target"],
+                    cold_rows([w for w in WORKLOADS if w in chosen], args.quick),
+                    title="First result in a fresh process, empty loopy/pyopencl/"
+                    "PoCL disk caches (imports excluded; code generation: loopy "
+                    "kernel, schedule, OpenCL source and build)")
+
+
+# {{{ cold first result in a fresh process
+
+def first_inputs(key: str, sizes: dict) -> tuple[Any, dict[str, Any]]:
+    """``(build, inputs)`` of workload *key*: ``build()`` is its
+    ``ft.compile`` result (the same programs and data as :func:`main`)."""
+    import ftlazy as ft
+    if key == "J8":
+        n, lo, hi, d = sizes["J8"]
+        x, off = jagged(n, lo, hi, d, seed=0)
+        a = np.random.default_rng(1).uniform(0.5, 1.0, d).astype(np.float32)
+        return lambda: j8_ftlazy(d), dict(xs=ft.JaggedArray(x, off), a=a)
+    if key == "J10":
+        n, lo, hi, H, depth = sizes["J10"]
+        x, off = jagged(n, lo, hi, H, seed=2)
+        rng = np.random.default_rng(3)
+        p = {k: (rng.standard_normal(shape) * scale).astype(np.float32)
+             for k, shape, scale in (("W", (depth, H, 4 * H), 0.3),
+                                     ("U", (depth, H, 4 * H), 0.3),
+                                     ("b", (depth, 4 * H), 0.1))}
+        return lambda: j10_ftlazy(H, depth), dict(xs=ft.JaggedArray(x, off), **p)
+    if key == "J7":
+        n, lo, hi, heads, d = sizes["J7"]
+        x, off = jagged(n, lo, hi, heads * d, seed=4)
+        return lambda: j7_ftlazy(heads, d), dict(xs=ft.JaggedArray(x, off))
+    if key == "J11":
+        n, max_sent, max_tok, h = sizes["J11"]
+        x, off0, off1 = j11_data(n, max_sent, max_tok, h, seed=8)
+        return lambda: j11_ftlazy(h), dict(docs=ft.JaggedArray(x, off0, off1))
+    n, max_len = sizes["J12"]
+    x, off = j12_data(n, max_len, seed=9)
+    return j12_ftlazy, dict(xs=ft.JaggedArray(x, off))
+
+
+def child_first_result(key: str, quick: bool) -> None:
+    """Print (after a marker) the seconds of ``ft.compile`` and of the first
+    call of *key*, in this (fresh) process."""
+    build, inputs = first_inputs(key, QUICK if quick else FULL)
+    start = time.perf_counter()
+    f = build()
+    compiled = time.perf_counter()
+    f(**inputs)
+    done = time.perf_counter()
+    stages = {k: getattr(f.timings, k, None) for k in
+              ("kernel_creation", "scheduling", "opencl_build")}
+    print(CHILD_MARKER + json.dumps({"compile": compiled - start,
+                                     "first_call": done - compiled,
+                                     "total": done - start, **stages}))
+
+
+def first_result_cold(key: str, quick: bool) -> dict:
+    """:func:`child_first_result` in a fresh interpreter whose loopy,
+    pyopencl (``XDG_CACHE_HOME``) and PoCL (``POCL_CACHE_DIR``) disk caches
+    are empty; the device probe's cache is kept (a measurement of the
+    device made once, not a compile cache). Imports are excluded."""
+    from ftlazy.target.loopy.probe import probe_cache_dir
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", key]
+    if quick:
+        cmd.append("--quick")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env.setdefault("FTLAZY_CACHE_DIR", str(probe_cache_dir().parent))
+        env["XDG_CACHE_HOME"] = tmp
+        env["POCL_CACHE_DIR"] = os.path.join(tmp, "pocl")
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                              timeout=900, check=False)
+    for line in proc.stdout.splitlines():
+        if line.startswith(CHILD_MARKER):
+            return json.loads(line[len(CHILD_MARKER):])
+    raise RuntimeError(f"child failed ({proc.returncode}): {proc.stderr[-2000:]}")
+
+
+def cold_rows(chosen: list[str], quick: bool) -> list[list[str]]:
+    rows = []
+    for key in chosen:
+        try:
+            d = first_result_cold(key, quick)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            rows.append([key, "-", "-", "-", "-", f"failed: {str(exc)[:80]}"])
+            continue
+        codegen = sum(d[k] or 0 for k in ("kernel_creation", "scheduling",
+                                          "opencl_build"))
+        rows.append([key, fmt_seconds(d["compile"]), fmt_seconds(codegen),
+                     fmt_seconds(d["first_call"]), fmt_seconds(d["total"]),
+                     "under 2 s" if d["total"] < 2 else "OVER 2 s"])
+    return rows
+
+# }}}
 
 
 def _reuse(fn: Any) -> list[str]:
