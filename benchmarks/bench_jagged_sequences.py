@@ -3,7 +3,8 @@
 ftlazy's compiled maps over FractalTensors versus numpy anchors.
 
 Run by hand: ``python benchmarks/bench_jagged_sequences.py [--quick]
-[--repeat 5] [--warmup 5] [--only J10,J8]``. Workloads and anchors follow
+[--repeat 5] [--warmup 5] [--warmup-seconds 0.3] [--only J10,J8]
+[--no-subprocess]``. Workloads and anchors follow
 ``shared/research/jagged_anchors.md`` §4 (float32):
 
 * J8, segmented diagonal linear recurrence ``h_t = a ⊙ h_{t-1} + x_t``,
@@ -41,8 +42,13 @@ included); "kernels only" times the compiled dense program alone, its
 inputs and the host's derivations from the offsets already on the device
 (the rest of the ftlazy time is the host's work per call). The OpenCL triad bandwidth of the device is printed for scale.
 Also printed: a second call with a new length distribution (OpenCL builds
-counted: the compiled program serves every length). Nothing here asserts
-on a time.
+counted: the compiled program serves every length), and the first result of
+each workload in a fresh process whose loopy, pyopencl and PoCL disk caches
+are empty (the issue's target: under 2 s), with the share of code
+generation (loopy kernel, schedule, OpenCL source and build). Warm-up calls
+go on for ``--warmup-seconds``: PoCL's worker threads reach their steady
+pace only after some tenths of a second of work. Nothing here asserts on a
+time.
 """
 
 from __future__ import annotations
