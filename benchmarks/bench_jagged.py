@@ -44,7 +44,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -55,6 +54,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from common import run_cold_child  # noqa: E402
 from common import (  # noqa: E402
     best_of, fmt_seconds, opencl_triad, print_header, print_table, triad_bytes)
 
@@ -367,21 +367,8 @@ def first_result_cold(key: str, quick: bool) -> dict:
     caches are empty, as ``bench_codegen.py`` does; the device probe cache
     (``FTLAZY_CACHE_DIR``) is kept (a one-time measurement of the device,
     not a compile cache). Imports are excluded."""
-    from ftlazy.target.loopy.probe import probe_cache_dir
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", key]
-    if quick:
-        cmd.append("--quick")
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ)
-        env.setdefault("FTLAZY_CACHE_DIR", str(probe_cache_dir().parent))
-        env["XDG_CACHE_HOME"] = tmp
-        env["POCL_CACHE_DIR"] = os.path.join(tmp, "pocl")
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=900, check=False)
-    for line in proc.stdout.splitlines():
-        if line.startswith(CHILD_MARKER):
-            return json.loads(line[len(CHILD_MARKER):])
-    raise RuntimeError(f"child failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return run_cold_child(__file__, ["--child", key] + (["--quick"] if quick else []),
+                          CHILD_MARKER)
 
 # }}}
 

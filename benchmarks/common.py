@@ -8,11 +8,13 @@ The scripts are run by hand and only print; nothing here asserts on a time.
 from __future__ import annotations
 
 import gc
+import json
 import os
 import platform
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -287,3 +289,24 @@ def opencl_copy(queue: Any, n: int, repeat: int = 9) -> Timing:
     return timing
 
 # }}}
+
+
+def run_cold_child(script: str, args: list[str], marker: str) -> dict:
+    """Run ``python script *args`` in a fresh interpreter whose loopy and
+    pyopencl (``XDG_CACHE_HOME``) and PoCL (``POCL_CACHE_DIR``) disk caches
+    are empty, and return the JSON it prints after *marker*. The device
+    probe's cache (``FTLAZY_CACHE_DIR``) is kept: a measurement of the
+    device made once, not a compile cache."""
+    from ftlazy.target.loopy.probe import probe_cache_dir
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env.setdefault("FTLAZY_CACHE_DIR", str(probe_cache_dir().parent))
+        env["XDG_CACHE_HOME"] = tmp
+        env["POCL_CACHE_DIR"] = os.path.join(tmp, "pocl")
+        proc = subprocess.run([sys.executable, os.path.abspath(script), *args],
+                              capture_output=True, text=True, env=env,
+                              timeout=900, check=False)
+    for line in proc.stdout.splitlines():
+        if line.startswith(marker):
+            return json.loads(line[len(marker):])
+    raise RuntimeError(f"child failed ({proc.returncode}): {proc.stderr[-2000:]}")
