@@ -24,13 +24,12 @@ from common import fmt_seconds, print_table  # noqa: E402
 
 
 def profiling_queue() -> Any:
-    """A profiling queue on the device ftlazy would pick, installed as
-    ftlazy's default queue."""
+    """A profiling queue on the device ftlazy would pick (``PYOPENCL_CTX``
+    included), installed as ftlazy's default queue."""
     import pyopencl as cl
 
     import ftlazy.target.loopy.device as device
-    plain = device.queue_on_first_device((cl.device_type.GPU, cl.device_type.CPU,
-                                          cl.device_type.ALL))
+    plain = device._make_default_queue()
     queue = cl.CommandQueue(
         plain.context, plain.device,
         properties=cl.command_queue_properties.PROFILING_ENABLE)
