@@ -36,7 +36,10 @@ setup(
         "pocl": ["pyopencl[pocl]"],
         # pytest-xdist: the README's `pytest -n 2` runs the tests in worker
         # processes, so that a driver crash fails one test, not the run
-        "test": ["pytest", "hypothesis", "pytest-xdist", "packaging"],
+        # pytest-timeout: a test that hangs (a driver, a browser) is ended
+        # after pytest.ini's timeout and fails alone
+        "test": ["pytest", "hypothesis", "pytest-xdist", "pytest-timeout",
+                 "packaging"],
         "doc": ["sphinx"],
         # ft.to_svg / ft.show_dot_graph: graphviz-pure is a self-contained
         # port of Graphviz's dot (a wheel with a static executable), so

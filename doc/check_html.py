@@ -24,6 +24,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -124,24 +125,54 @@ def find_browser(given: str | None) -> str:
 
 
 class Browser:
-    """Headless Chromium, one process per page, each with a fresh profile."""
+    """Headless Chromium, one process per page, each with a fresh profile.
 
-    def __init__(self, executable: str, timeout: float = 120) -> None:
+    Chromium starts helper processes (zygote, renderer, GPU) that inherit
+    its output. Each run is a session of its own writing to files, so that
+    a run past *timeout* is ended whole (the process group killed) instead
+    of waiting on pipes a helper keeps open; it is then tried once more."""
+
+    #: flags beside --headless: no sandbox (root in CI), no GPU, and none
+    #: of the background connections a closed network would refuse
+    FLAGS = ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--no-first-run", "--hide-scrollbars", "--disable-quic",
+             "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--disable-default-apps")
+
+    def __init__(self, executable: str, timeout: float = 120,
+                 attempts: int = 2) -> None:
         self.executable = executable
         self.timeout = timeout
+        self.attempts = attempts
 
     def _run(self, page: pathlib.Path, *flags: str) -> str:
-        with tempfile.TemporaryDirectory(prefix="ftlazy-chromium-") as profile:
-            args = [self.executable, "--headless", "--no-sandbox",
-                    "--disable-gpu", "--disable-dev-shm-usage",
-                    "--no-first-run", "--hide-scrollbars",
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return self._run_once(page, flags)
+            except subprocess.TimeoutExpired:
+                if attempt == self.attempts:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _run_once(self, page: pathlib.Path, flags: tuple[str, ...]) -> str:
+        with tempfile.TemporaryDirectory(prefix="ftlazy-chromium-") as tmp:
+            profile = pathlib.Path(tmp, "profile")
+            args = [self.executable, "--headless", *self.FLAGS,
                     f"--user-data-dir={profile}", *flags, page.as_uri()]
-            proc = subprocess.run(args, capture_output=True, text=True,
-                                  timeout=self.timeout, check=False)
-        if proc.returncode != 0:
-            raise CheckFailed(f"{self.executable} exited {proc.returncode} on "
-                              f"{page}:\n{proc.stderr[-2000:]}")
-        return proc.stdout
+            out_path, err_path = pathlib.Path(tmp, "out"), pathlib.Path(tmp, "err")
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=err, start_new_session=True)
+                try:
+                    returncode = proc.wait(timeout=self.timeout)
+                finally:
+                    _kill_group(proc)
+            stdout = out_path.read_text(errors="replace")
+            stderr = err_path.read_text(errors="replace")
+        if returncode != 0:
+            raise CheckFailed(f"{self.executable} exited {returncode} on "
+                              f"{page}:\n{stderr[-2000:]}")
+        return stdout
 
     def dom(self, page: pathlib.Path) -> Dom:
         """The DOM of *page* after the browser loaded it and ran its
@@ -165,6 +196,15 @@ class Browser:
         if len(data) < 20_000:
             raise CheckFailed(f"the screenshot of {page} ({len(data)} bytes) "
                               "looks blank")
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """End *proc*'s process group (the browser and its helpers), if any of
+    it is left."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 # }}}
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 import shutil
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -110,3 +112,24 @@ def test_chromium_renders_a_page(tmp_path):
     assert check_html.parse_dom(html.read_text()).svg_nodes == 0
     dom = browser.dom(html)
     assert dom.svg_nodes == 2 and dom.classes["sphx-glr-script-out"] == 1
+
+
+def test_a_browser_past_its_timeout_is_ended_with_its_helpers(tmp_path):
+    # a "browser" whose helper keeps the output open and never exits: the
+    # run must end at the timeout (tried twice), not wait for the helper
+    fake = tmp_path / "fake-browser"
+    fake.write_text("#!/bin/sh\nsleep 600 &\nsleep 600\n")
+    fake.chmod(0o755)
+    browser = check_html.Browser(str(fake), timeout=0.5, attempts=2)
+    start = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        browser.dom(tmp_path / "p.html")
+    assert time.monotonic() - start < 30
+
+
+def test_a_browser_that_fails_names_its_exit_status(tmp_path):
+    fake = tmp_path / "fake-browser"
+    fake.write_text("#!/bin/sh\necho 'no display' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(check_html.CheckFailed, match="(?s)exited 3.*no display"):
+        check_html.Browser(str(fake)).dom(tmp_path / "p.html")

@@ -18,7 +18,11 @@ TUTORIAL = ROOT / "doc" / "tutorial.rst"
 
 
 def _run(args: list[str], cwd: pathlib.Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYOPENCL_COMPILER_OUTPUT="0")
+    # (with every buffer a compiled program allocates filled with NaN / -1
+    # first: an example that checks its result against numpy then fails if
+    # a kernel reads memory nothing wrote, whatever an earlier call left)
+    env = dict(os.environ, PYOPENCL_COMPILER_OUTPUT="0",
+               FTLAZY_POISON_ALLOCATIONS="1")
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600,
                           check=False)

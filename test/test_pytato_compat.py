@@ -319,7 +319,7 @@ def test_harness_alias_package_maps_pytato_to_ftlazy(tmp_path):
     run_dir.mkdir()
     script = harness.prepare(str(tmp_path / "src"), str(run_dir), "test_codegen.py")
     out = subprocess.run([sys.executable, script], cwd=run_dir, check=True,
-                         capture_output=True, text=True).stdout.split("\n")
+                         capture_output=True, text=True, timeout=300).stdout.split("\n")
     assert out[0] == "ftlazy ftlazy.array ftlazy.tags ftlazy.transform.mappers"
     assert out[1] == "no pytato.loopy"
     with pytest.raises(FileNotFoundError, match="is missing"):

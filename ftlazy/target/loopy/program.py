@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import pathlib
 import time
 from collections.abc import Mapping
@@ -487,6 +488,36 @@ _HOST_ALIGNMENT = 128
 ZERO_COPY_OUTPUTS = True
 
 
+#: the byte :func:`poisoning_allocations` fills new buffers with: NaN in
+#: every float dtype, -1 in every signed integer dtype
+POISON_BYTE = 0xFF
+
+
+def poisoning_allocations() -> bool:
+    """Whether ``FTLAZY_POISON_ALLOCATIONS=1`` is set: then every buffer a
+    compiled program allocates for its outputs and global temporaries is
+    filled with :data:`POISON_BYTE` first, so that a kernel reading memory
+    nothing wrote returns NaN or -1 rather than whatever an earlier call
+    left in the memory pool (a check for tests; it costs a fill per
+    buffer)."""
+    return os.environ.get("FTLAZY_POISON_ALLOCATIONS", "0") == "1"
+
+
+class _PoisoningAllocator:
+    """A memory pool's allocations, each filled with :data:`POISON_BYTE` on
+    *queue* before it is returned (see :func:`poisoning_allocations`)."""
+
+    def __init__(self, pool: Any, queue: cl.CommandQueue) -> None:
+        self.pool = pool
+        self.queue = queue
+
+    def __call__(self, nbytes: int) -> Any:
+        buf = self.pool(nbytes)
+        if nbytes:
+            cl.enqueue_fill_buffer(self.queue, buf, np.uint8(POISON_BYTE), 0, nbytes)
+        return buf
+
+
 def _aligned_empty(shape: int | tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """``np.empty(shape, dtype)`` at an address that is a multiple of
     :data:`_HOST_ALIGNMENT`."""
@@ -688,6 +719,8 @@ class BoundProgram:
         pool = self._pools.get(queue.context)
         if pool is None:
             pool = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
+            if poisoning_allocations():
+                pool = _PoisoningAllocator(pool, queue)
             self._pools[queue.context] = pool
         return pool
 
@@ -870,6 +903,8 @@ class BoundProgram:
         for out in layout.outputs:
             if in_place:
                 array = _aligned_empty(out.shape, out.dtype)
+                if poisoning_allocations():
+                    array.view(np.uint8).fill(POISON_BYTE)
                 buf = _host_buffer(queue, array, _HOST_ALIGNMENT, writable=True)
                 if buf is not None:
                     host[out.arg] = (array, buf)
