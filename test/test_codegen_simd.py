@@ -101,7 +101,9 @@ def test_math_calls_on_vectors_in_row_loops(codegen_vector_width):
     widths = {p.vector_width for p in f.plan.arrays.values()
               if p.strategy == "loop_nest" and len(p.shape) == 2}
     assert widths == {codegen_vector_width}
-    assert ("_ft_vec" in f.source) == (codegen_vector_width > 1)
+    # (float arguments are gathered into OpenCL vector values, _ft_vg*)
+    assert ("_ft_vg" in f.source) == (codegen_vector_width > 1)
+    assert "_ft_al" not in f.source
     inputs = dict(a=rng.standard_normal((16, 24)), b=rng.random((16, 24)),
                   xs=rng.standard_normal((5, 8, 16)), h0=rng.standard_normal((8, 16)))
     out, ref = f(**inputs), ft.evaluate_numpy(d, **inputs)
@@ -122,6 +124,42 @@ def test_every_width_emits_its_vector_type(width, dtype):
     ctype = {"float64": "double", "float32": "float"}[np.dtype(dtype).name]
     assert f"{ctype}{width}" in prg.source
     assert f"{ctype}{2 * width}" not in prg.source
+
+
+def _row_body(a):
+    return ft.exp(ft.sin(a) * 0.5) + ft.arctan2(a, a * a + 1) + ft.tanh(a) ** 1.5
+
+
+@pytest.mark.parametrize("width", [2, 4, 8, 16])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_loops_build_vector_values_at_every_width(width, dtype):
+    """In a row loop split into lanes, each math call's arguments become one
+    OpenCL vector value built by one statement (no unrolled gather loop),
+    and each lane reads its component; planned and emitted for a
+    synthetic profile at every width, whether or not this device runs it."""
+    a = ft.make_placeholder("a", (6, 32), dtype)
+    prg = ft.generate_loopy(_row_body(a), profile=synthetic_profile("cpu", width))
+    ctype = {"float64": "double", "float32": "float"}[np.dtype(dtype).name]
+    assert f"({ctype}{width})(" in prg.source
+    assert f".s{width - 1:x}" in prg.source and f".s{width:x} " not in prg.source
+    assert "_ft_al" not in prg.source
+
+
+def test_float32_vector_values_at_the_devices_own_width():
+    """float32 row loops at the widest width the device's probe passed for
+    float32 (the test flavours pin one width for both float dtypes: on
+    PoCL with AVX-512 that is 4, where float32 runs 8 lanes)."""
+    from ftlazy.target.loopy.profile import default_options
+    a = ft.make_placeholder("a", (6, 32), np.float32)
+    with default_options(CodegenOptions(vector_min_length=16, device_kind="cpu")):
+        f = ft.compile(_row_body(a))
+    width, = {p.vector_width for p in f.plan.arrays.values()}
+    if width == 1:
+        pytest.skip("the device's probe passed no float32 vector width")
+    assert f"(float{width})(" in f.source
+    av = rng.uniform(0.1, 2, (6, 32)).astype(np.float32)
+    np.testing.assert_allclose(f(a=av), ft.evaluate_numpy(_row_body(a), a=av),
+                               rtol=2e-6)
 
 
 def test_vector_width_follows_the_builtins_used():

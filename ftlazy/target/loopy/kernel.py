@@ -38,6 +38,8 @@ from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
 from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.target.loopy.vectorize import ELEMENTWISE_BUILTINS, vector_view
+from ftlazy.target.loopy.vector_values import (
+    LANE, MATH_PREFIX, gather_name, register_vector_callables, vector_dtype)
 from ftlazy.target.loopy.scopes import ArgSpec, KernelParts, Scope, StoreContext
 from ftlazy.target.loopy.scan import (
     batched_loop_nest, declare_scan_nosync, emit_scan_chain,
@@ -166,6 +168,8 @@ class KernelBuilder:
         self.level: dict[Node, float] = {}
         #: private statements left in straight-line code (after rolling)
         self.private_statements = 0
+        #: the :mod:`.vector_values` callables the kernel calls
+        self.vector_callables: set[str] = set()
         #: ranges over one element's packed rows being translated
         self.element_rows: list[ElementRows] = []
         #: id prefixes of fused groups' instructions (one work item writes
@@ -506,16 +510,21 @@ class KernelBuilder:
     def _vector_calls(self, expr: Any, ctx: StoreContext, dtype: np.dtype) -> Any:
         """*expr* with each call of an elementwise math builtin computed on a
         vector of the row loop's width of consecutive elements: the arguments
-        are gathered lane by lane into a private vector, the call runs once
-        on the vector (PoCL's vector builtins are several times faster per
-        element than the scalar ones), and *expr* reads its lane of the
-        result. The loop nest's last axis must come from
-        :meth:`sequential_axis` with lanes."""
+        are gathered into a private vector, the call runs once on the vector
+        (PoCL's vector builtins are several times faster per element than
+        the scalar ones), and *expr* reads its lane of the result. The loop
+        nest's last axis must come from :meth:`sequential_axis` with lanes.
+
+        For float dtypes the vectors are OpenCL vector values built by one
+        instruction each (:mod:`.vector_values`); otherwise the arguments
+        are gathered lane by lane in an unrolled loop."""
         lane = next((i for i in ctx.inames if i.startswith("_ft_lane")), None)
         if lane is None:
             return expr
         base = frozenset(ctx.scope.outer_inames) | frozenset(
             i for i in ctx.inames if i != lane)
+        if vector_dtype(dtype, self._row_width) is not None:
+            return self._vector_value_calls(expr, ctx, dtype, lane, base)
         builder = self
 
         class _Calls(ExprIdentityMapper):
@@ -553,6 +562,48 @@ class KernelBuilder:
                     within_inames_is_final=True, depends_on=frozenset(arg_ids)))
                 ctx.deps.add(call_id)
                 return prim.Subscript(prim.Variable(result), (prim.Variable(lane),))
+
+        return _Calls()(expr)
+
+    def _vector_value_calls(self, expr: Any, ctx: StoreContext, dtype: np.dtype,
+                            lane: str, base: frozenset) -> Any:
+        """:meth:`_vector_calls` with OpenCL vector values: per call, one
+        instruction per argument builds its vector from the lanes (the lane
+        iname substituted by each constant), one applies the builtin, and
+        *expr* reads the component of its lane."""
+        builder = self
+        width = self._row_width
+        vec = vector_dtype(dtype, width)
+
+        def vector_scalar(prefix: str, value: Any, deps: frozenset) -> str:
+            name = builder.parts.fresh(prefix)
+            builder.parts.temporaries[name] = lp.TemporaryVariable(
+                name, vec, shape=(), address_space=lp.AddressSpace.PRIVATE)
+            ctx.pending.append(lp.Assignment(
+                prim.Variable(name), value, id=name + "_insn",
+                within_inames=base, within_inames_is_final=True,
+                depends_on=deps))
+            return name
+
+        class _Calls(ExprIdentityMapper):
+            def map_call(self, e: prim.Call) -> Any:
+                params = [self.rec(p) for p in e.parameters]
+                if e.function.name not in ELEMENTWISE_BUILTINS:
+                    return prim.Call(e.function, tuple(params))
+                gather = gather_name(dtype, width)
+                builder.vector_callables.add(gather)
+                vectors = [vector_scalar("_ft_vg", prim.Call(prim.Variable(gather), tuple(
+                    substitute(p, {lane: k}) for k in range(width))),
+                    frozenset(ctx.deps)) for p in params]
+                math = MATH_PREFIX + e.function.name
+                builder.vector_callables |= {math, LANE}
+                result = vector_scalar(
+                    "_ft_vr", prim.Call(prim.Variable(math), tuple(
+                        prim.Variable(v) for v in vectors)),
+                    frozenset(v + "_insn" for v in vectors))
+                ctx.deps.add(result + "_insn")
+                return prim.Call(prim.Variable(LANE),
+                                 (prim.Variable(result), prim.Variable(lane)))
 
         return _Calls()(expr)
 
@@ -913,6 +964,7 @@ class KernelBuilder:
                     True if len(self.order) <= self.profile.bounds_check_max_nodes
                     else "no_check")))
         knl = register_builtins(knl)
+        knl = register_vector_callables(knl, self.vector_callables)
         if self.parts.iname_tags:
             knl = lp.tag_inames(knl, self.parts.iname_tags)
         if self.parts.scan_prefixes or self.nosync_prefixes:
