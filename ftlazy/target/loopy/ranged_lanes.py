@@ -21,6 +21,14 @@ it in ``lanes`` private accumulators instead, and
 The loop over whole groups has a domain of its own, parameterised by
 ``full`` alone: coupled with the store's other ranges in one domain, an
 empty group loop would empty theirs too.
+
+For sums of float32 and float64 where the device's probe passed vector
+arithmetic at that many lanes, the accumulator is one OpenCL vector value
+(:mod:`.vector_values`): each whole group adds one vector built of its
+steps, the tail one vector whose lanes past ``count`` hold the neutral
+element, and the lanes are combined by scalar statements. No loop is
+unrolled lane by lane, which costs loopy's code generation tens of
+milliseconds per lane.
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ from ftlazy.scalar_expr import Reduce, iter_subexpressions
 from ftlazy.target.loopy.expressions import _Maximum, _Minimum, extremum_step
 from ftlazy.target.loopy.padding import padding_bounds
 from ftlazy.target.loopy.ranges import data_dependent_range, tighten_to_guards
+from ftlazy.target.loopy.vector_values import (
+    LANE, OP_PREFIX, gather_name, vector_dtype)
 
 if TYPE_CHECKING:
     from ftlazy.target.loopy.kernel import KernelBuilder
@@ -126,17 +136,21 @@ def emit_laned_ranged_reduction(kb: KernelBuilder, node: IndexLambda,
 
     group = kb.parts.fresh("_ft_rg")
     kb.parts.domains.append(f"[{full.name}] -> {{ [{group}]: 0 <= {group} < {full.name} }}")
+
+    def term(position: Any) -> Any:
+        return kb.translate_expr(reduction.inner, node,
+                                 {**index_map, rname: position}, ctx)
+    step, final = lane_combine(reduction.op, node.dtype)
+    neutral = neutral_element(reduction.op, node.dtype)
+    if _vector_sum_is_safe(kb, reduction.op, node.dtype, lanes):
+        return _vector_accumulator(kb, node, ctx, lanes, term, step,
+                                   neutral, lo, count, full, group, outer)
     lane = {role: kb.parts.fresh("_ft_lane") for role in ("init", "update", "tail", "final")}
     for role, iname in lane.items():
         kb.parts.add_domain([iname], [lanes])
         if role != "final":
             kb.parts.iname_tags[iname] = "ilp" if role == "update" else "unr"
     kb.parts.priorities.append((group, lane["update"]))
-
-    def term(position: Any) -> Any:
-        return kb.translate_expr(reduction.inner, node,
-                                 {**index_map, rname: position}, ctx)
-    step, final = lane_combine(reduction.op, node.dtype)
     acc = kb.parts.private_array("_ft_acc", node.dtype, (lanes,))
 
     def at(role: str) -> Any:
@@ -146,7 +160,7 @@ def emit_laned_ranged_reduction(kb: KernelBuilder, node: IndexLambda,
     tail = term(lo + full * lanes + prim.Variable(lane["tail"]))
     deps = frozenset(ctx.deps)
     ctx.pending += [
-        lp.Assignment(at("init"), neutral_element(reduction.op, node.dtype),
+        lp.Assignment(at("init"), neutral,
                       id=init_id, within_inames=outer | {lane["init"]},
                       within_inames_is_final=True, depends_on=deps),
         lp.Assignment(at("update"), step(at("update"), update), id=upd_id,
@@ -160,3 +174,81 @@ def emit_laned_ranged_reduction(kb: KernelBuilder, node: IndexLambda,
     ctx.deps.add(tail_id)
     return private_scalar("_ft_red", node.dtype, Reduction(
         final, (lane["final"],), at("final")))
+
+
+def _vector_sum_is_safe(kb: KernelBuilder, op: str, dtype: np.dtype,
+                        lanes: int) -> bool:
+    """Whether a sum runs on an OpenCL vector accumulator: float32 or
+    float64, vectors allowed, and vector arithmetic at *lanes* lanes passed
+    the device's probe. (Maxima and minima keep the lanes in a private
+    array: their NaN-propagating vector form, select() of fmax() and
+    isnan(), is not probed, and LLVM 14 aborts on it for double8 on
+    AVX-512: "Cannot emit physreg copy instruction".)"""
+    return (op == "sum" and vector_dtype(dtype, lanes) is not None
+            and kb.profile.vectorize
+            and kb.profile.builtin_width(dtype, "arith") >= lanes)
+
+
+def _vector_accumulator(kb: KernelBuilder, node: IndexLambda, ctx: StoreContext,
+                        lanes: int, term: Any, step: Any, neutral: Any,
+                        lo: Any, count: Any, full: prim.Variable, group: str,
+                        outer: frozenset) -> prim.Variable:
+    """The vector path of :func:`emit_laned_ranged_reduction` for sums
+    (:func:`_vector_sum_is_safe`): the lanes are one OpenCL vector value
+    (see the module docs); the private scalar holding the result is
+    returned."""
+    vec = vector_dtype(node.dtype, lanes)
+    gather = gather_name(node.dtype, lanes)
+    combine = OP_PREFIX + "add"
+    kb.vector_callables |= {gather, combine, LANE}
+
+    def statement(prefix: str, dtype: Any, value: Any, inames: frozenset,
+                  deps: frozenset, target: str | None = None) -> str:
+        name = target or kb.parts.fresh(prefix)
+        if target is None:
+            kb.parts.temporaries[name] = lp.TemporaryVariable(
+                name, dtype, shape=(), address_space=lp.AddressSpace.PRIVATE)
+        insn_id = kb.parts.fresh(name + "_insn")
+        ctx.pending.append(lp.Assignment(
+            prim.Variable(name), value, id=insn_id, within_inames=inames,
+            within_inames_is_final=True, depends_on=deps))
+        return insn_id
+
+    def vector(*values: Any) -> prim.Call:
+        return prim.Call(prim.Variable(gather), values)
+
+    acc = kb.parts.fresh("_ft_vacc")
+    kb.parts.temporaries[acc] = lp.TemporaryVariable(
+        acc, vec, shape=(), address_space=lp.AddressSpace.PRIVATE)
+    deps = frozenset(ctx.deps)
+    init = statement("", vec, vector(*[neutral] * lanes), outer, deps, acc)
+    # one group: its steps as a vector, then added to the accumulator
+    first = lo + prim.Variable(group) * lanes
+    steps_id = statement("_ft_vstep", vec,
+                         vector(*[term(first + k) for k in range(lanes)]),
+                         outer | {group}, deps | {init})
+    steps = ctx.pending[-1].assignee.name
+    update = statement("", vec, prim.Call(prim.Variable(combine), (
+        prim.Variable(acc), prim.Variable(steps))), outer | {group},
+        deps | {init, steps_id}, acc)
+    # the tail: lanes past the count hold the neutral element (and read
+    # nothing: the select is C's ?:, which evaluates one side)
+    start = lo + full * lanes
+    tail_values = [prim.If(prim.Comparison(full * lanes + k, "<", count),
+                           term(start + k), neutral) for k in range(lanes)]
+    tail = statement("_ft_vtail", vec, vector(*tail_values), outer,
+                     deps | {update})
+    tail_var = ctx.pending[-1].assignee.name
+    added = statement("", vec, prim.Call(prim.Variable(combine), (
+        prim.Variable(acc), prim.Variable(tail_var))), outer, deps | {tail}, acc)
+    # the lanes, combined in order by scalar statements
+    result = kb.parts.fresh("_ft_red")
+    kb.parts.temporaries[result] = lp.TemporaryVariable(
+        result, node.dtype, shape=(), address_space=lp.AddressSpace.PRIVATE)
+    last = added
+    for k in range(lanes):
+        lane_value = prim.Call(prim.Variable(LANE), (prim.Variable(acc), k))
+        value = lane_value if k == 0 else step(prim.Variable(result), lane_value)
+        last = statement("", node.dtype, value, outer, deps | {last}, result)
+    ctx.deps.add(last)
+    return prim.Variable(result)

@@ -14,8 +14,10 @@ loopy types and emits:
 * ``_ft_vgather_<dtype>_<n>(a_0, ..., a_{n-1})``: the vector
   ``(floatn)(a_0, ...)`` (each lane converted to *dtype*);
 * ``_ft_vmath_<name>(v, ...)``: the OpenCL builtin *name* on vectors;
-* ``_ft_vlane(v, k)``: component ``k`` of *v* (``v.sk``), where *k* is an
-  unrolled iname, a constant once loopy emits the lane.
+* ``_ft_vlane(v, k)``: component ``k`` of *v* (``v.sk``), where *k* is a
+  constant or an unrolled iname, a constant once loopy emits the lane;
+* ``_ft_vop_add(u, v)``: the lane-wise sum (the accumulators of
+  :mod:`.ranged_lanes`).
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from loopy.diagnostic import LoopyError
 from loopy.kernel.function_interface import ScalarCallable
 from loopy.types import NumpyType
 
-__all__ = ["GATHER_PREFIX", "LANE", "MATH_PREFIX", "vector_dtype", "gather_name",
-           "register_vector_callables"]
+__all__ = ["GATHER_PREFIX", "LANE", "MATH_PREFIX", "OP_PREFIX", "vector_dtype",
+           "gather_name", "register_vector_callables"]
 
 GATHER_PREFIX = "_ft_vgather"
 MATH_PREFIX = "_ft_vmath_"
 LANE = "_ft_vlane"
+OP_PREFIX = "_ft_vop_"
 
 #: OpenCL C names of the scalar dtypes vectors are built of
 _C_SCALAR = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
@@ -125,6 +128,28 @@ class VectorLane(ScalarCallable):
         return prim.Lookup(code, f"s{int(k):x}")
 
 
+class VectorOp(ScalarCallable):
+    """``_ft_vop_add(u, v)``: the lane-wise sum ``u + v`` of two vectors
+    (loopy's own ``+`` does not type vector operands)."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        if 0 not in arg_id_to_dtype or 1 not in arg_id_to_dtype:
+            return self.copy(arg_id_to_dtype=arg_id_to_dtype), clbl_inf_ctx
+        vec = arg_id_to_dtype[0]
+        if _lanes_of(vec.numpy_dtype) is None:
+            raise LoopyError(f"{self.name} needs vectors, got {vec.numpy_dtype}")
+        return (self.copy(name_in_target=self.name,
+                          arg_id_to_dtype=constantdict({0: vec, 1: vec, -1: vec})),
+                clbl_inf_ctx)
+
+    def emit_call(self, expression_to_code_mapper: Any, expression: Any,
+                  target: Any) -> Any:
+        vec = self.arg_id_to_dtype[0]
+        u, v = (expression_to_code_mapper.rec(p, None, vec)
+                for p in expression.parameters)
+        return prim.Sum((u, v))
+
+
 def register_vector_callables(t_unit: lp.TranslationUnit, names: set[str]
                               ) -> lp.TranslationUnit:
     """*t_unit* with the vector callables among *names* (the functions its
@@ -136,6 +161,8 @@ def register_vector_callables(t_unit: lp.TranslationUnit, names: set[str]
             callable_ = VectorMath(name=name)
         elif name == LANE:
             callable_ = VectorLane(name=name)
+        elif name == OP_PREFIX + "add":
+            callable_ = VectorOp(name=name)
         else:
             continue
         t_unit = lp.register_callable(t_unit, name, callable_,
