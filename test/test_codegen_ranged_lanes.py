@@ -79,15 +79,16 @@ def test_ranged_reductions_in_lanes_match_numpy(op, dtype):
     np.testing.assert_array_equal(got.offsets[-1], offsets)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("op", ["amax", "amin"])
-def test_nan_propagates_from_whole_groups_and_the_tail(op):
+def test_nan_propagates_from_whole_groups_and_the_tail(op, dtype):
     lengths = [17, 17, 17, 9]
-    values, offsets = _batch(np.float64, lengths, seed=3)
+    values, offsets = _batch(dtype, lengths, seed=3)
     values[0 + 5, 1] = np.nan    # element 0: a whole group's lane 5
     values[17 + 16, 1] = np.nan  # element 1: the tail's only step
     values[34 + 0, 1] = np.nan   # element 2: the first step
     values[51 + 8, 1] = -np.inf if op == "amax" else np.inf  # element 3
-    f = _compile(op, np.float64)
+    f = _compile(op, dtype)
     got = f(xs=ft.JaggedArray(values, offsets)).values
     want = _reference(op, values, lengths)
     np.testing.assert_array_equal(got, want)
