@@ -576,9 +576,7 @@ class KernelBuilder:
         vec = vector_dtype(dtype, width)
 
         def vector_scalar(prefix: str, value: Any, deps: frozenset) -> str:
-            name = builder.parts.fresh(prefix)
-            builder.parts.temporaries[name] = lp.TemporaryVariable(
-                name, vec, shape=(), address_space=lp.AddressSpace.PRIVATE)
+            name = builder.parts.private_array(prefix, vec, ())
             ctx.pending.append(lp.Assignment(
                 prim.Variable(name), value, id=name + "_insn",
                 within_inames=base, within_inames_is_final=True,

@@ -202,12 +202,7 @@ def _vector_accumulator(kb: KernelBuilder, node: IndexLambda, ctx: StoreContext,
     combine = OP_PREFIX + "add"
     kb.vector_callables |= {gather, combine, LANE}
 
-    def statement(prefix: str, dtype: Any, value: Any, inames: frozenset,
-                  deps: frozenset, target: str | None = None) -> str:
-        name = target or kb.parts.fresh(prefix)
-        if target is None:
-            kb.parts.temporaries[name] = lp.TemporaryVariable(
-                name, dtype, shape=(), address_space=lp.AddressSpace.PRIVATE)
+    def assign(name: str, value: Any, inames: frozenset, deps: frozenset) -> str:
         insn_id = kb.parts.fresh(name + "_insn")
         ctx.pending.append(lp.Assignment(
             prim.Variable(name), value, id=insn_id, within_inames=inames,
@@ -217,38 +212,31 @@ def _vector_accumulator(kb: KernelBuilder, node: IndexLambda, ctx: StoreContext,
     def vector(*values: Any) -> prim.Call:
         return prim.Call(prim.Variable(gather), values)
 
-    acc = kb.parts.fresh("_ft_vacc")
-    kb.parts.temporaries[acc] = lp.TemporaryVariable(
-        acc, vec, shape=(), address_space=lp.AddressSpace.PRIVATE)
+    def add_to(acc: str, name: str) -> prim.Call:
+        return prim.Call(prim.Variable(combine), (prim.Variable(acc), prim.Variable(name)))
+
+    acc = kb.parts.private_array("_ft_vacc", vec, ())
+    steps = kb.parts.private_array("_ft_vstep", vec, ())
+    tail = kb.parts.private_array("_ft_vtail", vec, ())
+    result = kb.parts.private_array("_ft_red", node.dtype, ())
     deps = frozenset(ctx.deps)
-    init = statement("", vec, vector(*[neutral] * lanes), outer, deps, acc)
+    init = assign(acc, vector(*[neutral] * lanes), outer, deps)
     # one group: its steps as a vector, then added to the accumulator
     first = lo + prim.Variable(group) * lanes
-    steps_id = statement("_ft_vstep", vec,
-                         vector(*[term(first + k) for k in range(lanes)]),
-                         outer | {group}, deps | {init})
-    steps = ctx.pending[-1].assignee.name
-    update = statement("", vec, prim.Call(prim.Variable(combine), (
-        prim.Variable(acc), prim.Variable(steps))), outer | {group},
-        deps | {init, steps_id}, acc)
+    steps_id = assign(steps, vector(*[term(first + k) for k in range(lanes)]),
+                      outer | {group}, deps | {init})
+    update = assign(acc, add_to(acc, steps), outer | {group}, deps | {init, steps_id})
     # the tail: lanes past the count hold the neutral element (and read
     # nothing: the select is C's ?:, which evaluates one side)
     start = lo + full * lanes
-    tail_values = [prim.If(prim.Comparison(full * lanes + k, "<", count),
-                           term(start + k), neutral) for k in range(lanes)]
-    tail = statement("_ft_vtail", vec, vector(*tail_values), outer,
-                     deps | {update})
-    tail_var = ctx.pending[-1].assignee.name
-    added = statement("", vec, prim.Call(prim.Variable(combine), (
-        prim.Variable(acc), prim.Variable(tail_var))), outer, deps | {tail}, acc)
+    tail_id = assign(tail, vector(*[
+        prim.If(prim.Comparison(full * lanes + k, "<", count), term(start + k), neutral)
+        for k in range(lanes)]), outer, deps | {update})
+    last = assign(acc, add_to(acc, tail), outer, deps | {tail_id})
     # the lanes, combined in order by scalar statements
-    result = kb.parts.fresh("_ft_red")
-    kb.parts.temporaries[result] = lp.TemporaryVariable(
-        result, node.dtype, shape=(), address_space=lp.AddressSpace.PRIVATE)
-    last = added
     for k in range(lanes):
         lane_value = prim.Call(prim.Variable(LANE), (prim.Variable(acc), k))
         value = lane_value if k == 0 else step(prim.Variable(result), lane_value)
-        last = statement("", node.dtype, value, outer, deps | {last}, result)
+        last = assign(result, value, outer, deps | {last})
     ctx.deps.add(last)
     return prim.Variable(result)
