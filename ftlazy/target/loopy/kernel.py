@@ -943,9 +943,11 @@ class KernelBuilder:
         for p in sorted(params):
             args.append(lp.ValueArg(p, np.int64))
         args.extend(self.parts.temporaries.values())
-        domains = [isl.BasicSet(d) for d in self.parts.domains] or ["{ : }"]
+        domains = [isl.BasicSet(d) for d in self.parts.domains] or [
+            isl.BasicSet("{ : }")]
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
+            assumptions=_sorted_assumptions(domains),
             name="ftlazy_kernel", seq_dependencies=False,
             target=FtlazyOpenCLTarget(
                 () if self.profile.restrict_shared_arrays
@@ -978,6 +980,18 @@ class KernelBuilder:
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
                                              | frozenset(self.parts.priorities)))
         return knl
+
+
+def _sorted_assumptions(domains: list[isl.BasicSet]) -> isl.BasicSet:
+    """No assumptions, over the domains' outer parameters in sorted order.
+    Loopy's default orders them as a set iterates, which differs between
+    processes (string hashing is randomized); the order is part of the
+    kernel's persistent hash, so its on-disk caches would never hit for a
+    kernel with several data-dependent bounds."""
+    from loopy.kernel.tools import get_outer_params
+    names = sorted(get_outer_params(domains))
+    return isl.BasicSet.read_from_str(
+        domains[0].get_ctx(), "[{}] -> {{ : }}".format(", ".join(names)))
 
 
 def _grid_extents(shape: tuple) -> str:
