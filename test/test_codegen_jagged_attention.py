@@ -128,3 +128,30 @@ def test_masked_scores_with_padding_guard_kept():
     f = ft.compile(ft.map(body, xs))
     data = batch((6, 2, 1, 11), heads * d)
     check(f(xs=data), data, reference)
+
+
+@pytest.mark.parametrize("width", [4, 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_score_blocks_build_vector_values_at_every_width(width, dtype):
+    """The register-blocked scores load each factor's vector with one
+    statement from its lanes (no lane-by-lane loads, which cost loopy an
+    isl pass each) and accumulate vectors; planned and emitted for a
+    synthetic profile at every width, whether or not this device runs it."""
+    import re
+
+    from ftlazy.target.loopy.jagged_program import jagged_lowering
+    from ftlazy.target.loopy.profile import synthetic_profile
+    from ftlazy.target.loopy.program import generate_dense_loopy
+    xs = ft.make_jagged_placeholder("xs", (HEADS * 16,), dtype, depth=2)
+    result = ft.map(lambda seq: multi_head(seq, d=16), xs)
+    with pytest.raises(TypeError, match="reads FractalTensors.*ft.compile"):
+        ft.generate_loopy(result)
+    prg = generate_dense_loopy(jagged_lowering(result).dense,
+                               profile=synthetic_profile("cpu", width))
+    assert "padded_contraction" in set(prg.plan.strategies().values())
+    ctype = {"float64": "double", "float32": "float"}[np.dtype(dtype).name]
+    loads = re.findall(rf"(_ft_fv\d+)\[\d\] = \({ctype}{width}\)\(", prg.source)
+    assert len(set(loads)) == 2 and len(loads) == 8
+    assert not re.search(r"_ft_fv\d+\[\d+\]\.s", prg.source)
+    assert re.search(r"_ft_acc\d+\[\d+\] = _ft_acc\d+\[\d+\] \+ _ft_fv\d+\[\d\] "
+                     r"\* _ft_fv\d+\[\d\];", prg.source)

@@ -44,6 +44,8 @@ from ftlazy.tags import UniqueTag, tag_dataclass
 from ftlazy.target.loopy.ranges import _conjuncts, reads_arrays
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 from ftlazy.target.loopy.storage import StoragePlan
+from ftlazy.target.loopy.vector_values import (
+    LANE, OP_PREFIX, gather_name, vector_dtype)
 
 if TYPE_CHECKING:
     from ftlazy.target.loopy.kernel import KernelBuilder
@@ -214,7 +216,8 @@ def emit_padded_contraction(kb: KernelBuilder, node: IndexLambda, name: str,
     kb.parts.priorities.append((bq, bk))
     outer = frozenset(scope.outer_inames) | frozenset(inames) | {bq, bk}
     split = _row_and_column_factors(reduction.inner, f"_{rows}", f"_{cols}")
-    if lanes > 1 and split is not None and kext % lanes == 0:
+    if (lanes > 1 and split is not None and kext % lanes == 0
+            and vector_dtype(node.dtype, lanes) is not None):
         return _emit_lanes(kb, node, name, ctx, index, outer, (rows, cols),
                            (bq, bk), (hq, hk), (ti, tj, lanes), rname, kext,
                            split)
@@ -285,68 +288,79 @@ def _emit_lanes(kb: KernelBuilder, node: IndexLambda, name: str,
                 his: tuple[Any, Any], sizes: tuple[int, int, int], rname: str,
                 kext: int, split: tuple[Any, Any]) -> tuple[list[Any], set[Node]]:
     """The block of :func:`emit_padded_contraction` with vectors of *lanes*
-    accumulators: per step of ``lanes`` reduction steps the row and column
-    factors are loaded into vectors (contiguous in the reduction), each
-    output's accumulator vector takes their product, and the store adds the
-    lanes up."""
+    accumulators, OpenCL vector values (:mod:`.vector_values`): per step of
+    ``lanes`` reduction steps each row and column factor's vector is built
+    by one statement from its lanes (the reduction index substituted by
+    each constant; a lane loop unrolled by loopy cost an isl pass per
+    lane), each output's accumulator vector adds their lane-wise product,
+    and the store adds its lanes up."""
     rows, cols = axes
     bq, bk = blocks
     hq, hk = his
     ti, tj, lanes = sizes
     ro = kb.parts.fresh("_ft_ro")
     kb.parts.add_domain([ro], [kext // lanes])
+    vec = vector_dtype(node.dtype, lanes)
+    gather = gather_name(node.dtype, lanes)
+    add, mul = OP_PREFIX + "add", OP_PREFIX + "mul"
+    kb.vector_callables |= {gather, add, mul, LANE}
 
-    def fresh_block(counts: list[int], tags: list[str]) -> list[str]:
+    def unrolled(counts: list[int]) -> list[str]:
         names = [kb.parts.fresh("_ft_lb") for _ in counts]
         kb.parts.add_domain(names, counts)
-        for n, t in zip(names, tags):
-            kb.parts.iname_tags[n] = t
+        for n in names:
+            kb.parts.iname_tags[n] = "unr"
         kb.parts.priorities.extend(zip(names, names[1:]))
         return names
+
     vectors, insns, ids = [], list(ctx.pending), set()
     for factor, count, axis, block, hi in ((split[0], ti, rows, bq, hq),
                                            (split[1], tj, cols, bk, hk)):
-        vec = kb.parts.private_array("_ft_fv", node.dtype, (count, lanes), "c,vec")
-        i, v = fresh_block([count, lanes], ["unr", "unr"])
+        vectors.append(kb.parts.private_array("_ft_fv", vec, (count,)))
+        i, = unrolled([count])
         kb.parts.priorities.append((ro, i))
         index_map = {f"_{d}": idx for d, idx in enumerate(index)}
-        index_map.update({f"_{axis}": _at_most_last(
-            prim.Variable(block) * count + prim.Variable(i), hi),
-            rname: prim.Variable(ro) * lanes + prim.Variable(v)})
-        insn_id = vec + "_load"
+        index_map[f"_{axis}"] = _at_most_last(
+            prim.Variable(block) * count + prim.Variable(i), hi)
+        lane_values = tuple(
+            kb.translate_expr(factor, node, {
+                **index_map, rname: prim.Variable(ro) * lanes + n}, ctx)
+            for n in range(lanes))
+        insn_id = vectors[-1] + "_load"
         insns.append(lp.Assignment(
-            prim.Variable(vec)[prim.Variable(i), prim.Variable(v)],
-            kb.translate_expr(factor, node, index_map, ctx), id=insn_id,
-            within_inames=outer | {ro, i, v}, within_inames_is_final=True,
+            prim.Variable(vectors[-1])[prim.Variable(i)],
+            prim.Call(prim.Variable(gather), lane_values), id=insn_id,
+            within_inames=outer | {ro, i}, within_inames_is_final=True,
             depends_on=frozenset(ctx.deps)))
         ids.add(insn_id)
-        vectors.append(vec)
-    acc = kb.parts.private_array("_ft_acc", node.dtype, (ti, tj, lanes), "c,c,vec")
-    ii0, jj0, v0 = fresh_block([ti, tj, lanes], ["unr", "unr", "vec"])
-    ii, jj, v = fresh_block([ti, tj, lanes], ["unr", "unr", "vec"])
-    iis, jjs = fresh_block([ti, tj], ["unr", "unr"])
-    kb.parts.priorities.extend([(ro, ii)])
+    acc = kb.parts.private_array("_ft_acc", vec, (ti, tj))
+    ii0, jj0 = unrolled([ti, tj])
+    ii, jj = unrolled([ti, tj])
+    iis, jjs = unrolled([ti, tj])
+    kb.parts.priorities.append((ro, ii))
     a, b = (prim.Variable(x) for x in vectors)
     A = prim.Variable(acc)
+    zero = node.dtype.type(0)
     init_id, upd_id = kb.parts.fresh(name + "_init"), kb.parts.fresh(name + "_upd")
     row = prim.Variable(bq) * ti + prim.Variable(iis)
     col = prim.Variable(bk) * tj + prim.Variable(jjs)
+    here = A[prim.Variable(ii), prim.Variable(jj)]
     insns += [
-        lp.Assignment(A[prim.Variable(ii0), prim.Variable(jj0), prim.Variable(v0)],
-                      node.dtype.type(0), id=init_id,
-                      within_inames=outer | {ii0, jj0, v0},
+        lp.Assignment(A[prim.Variable(ii0), prim.Variable(jj0)],
+                      prim.Call(prim.Variable(gather), (zero,) * lanes),
+                      id=init_id, within_inames=outer | {ii0, jj0},
                       within_inames_is_final=True, depends_on=frozenset(ctx.deps)),
         lp.Assignment(
-            A[prim.Variable(ii), prim.Variable(jj), prim.Variable(v)],
-            A[prim.Variable(ii), prim.Variable(jj), prim.Variable(v)]
-            + a[prim.Variable(ii), prim.Variable(v)]
-            * b[prim.Variable(jj), prim.Variable(v)],
-            id=upd_id, within_inames=outer | {ro, ii, jj, v},
+            here, prim.Call(prim.Variable(add), (here, prim.Call(
+                prim.Variable(mul), (a[prim.Variable(ii)], b[prim.Variable(jj)])))),
+            id=upd_id, within_inames=outer | {ro, ii, jj},
             within_inames_is_final=True, depends_on=frozenset(ids) | {init_id}),
         lp.Assignment(
             prim.Subscript(prim.Variable(name), tuple(index) + (row, col)),
-            prim.Sum(tuple(A[prim.Variable(iis), prim.Variable(jjs), n]
-                           for n in range(lanes))),
+            prim.Sum(tuple(
+                prim.Call(prim.Variable(LANE),
+                          (A[prim.Variable(iis), prim.Variable(jjs)], n))
+                for n in range(lanes))),
             id=kb.parts.fresh(name + "_store"),
             within_inames=outer | {iis, jjs}, within_inames_is_final=True,
             depends_on=frozenset({upd_id}),

@@ -1075,16 +1075,31 @@ def generate_loopy(result: Array | DictOfNamedArrays | Mapping[str, Array],
     """
     options, write_code = split_options(options, result, "ft.generate_loopy")
     result = as_result(result, "ft.generate_loopy")
+    from ftlazy.target.loopy.jagged_program import jagged_lowering
+    if jagged_lowering(result) is not None:
+        raise TypeError(
+            "ft.generate_loopy: the DAG reads FractalTensors, whose programs "
+            "take the offsets and values the host derives from them; use "
+            "ft.compile (its .source and .plan show the generated code)")
+    program = generate_dense_loopy(result, options, profile)
+    if write_code:
+        print(program.source)
+    return program
+
+
+def generate_dense_loopy(result: Array | DictOfNamedArrays,
+                         options: CodegenOptions | dict | None = None,
+                         profile: DeviceProfile | None = None) -> BoundProgram:
+    """:func:`generate_loopy` of a DAG with no FractalTensor left in it,
+    such as the dense DAG a FractalTensor program is lowered to (``ft.compile``
+    builds that one for the device; this one plans it for any *profile*)."""
     if profile is None:
         profile = _profile(default_queue(), options)
     elif options is not None:
         profile = profile.with_options(as_options(options))
     canon = _canonical(result)
     artifact, cached = _artifact(canon, profile)
-    program = BoundProgram(canon, artifact, cached)
-    if write_code:
-        print(program.source)
-    return program
+    return BoundProgram(canon, artifact, cached)
 
 
 class CompiledFunction:

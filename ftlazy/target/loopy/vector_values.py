@@ -16,8 +16,9 @@ loopy types and emits:
 * ``_ft_vmath_<name>(v, ...)``: the OpenCL builtin *name* on vectors;
 * ``_ft_vlane(v, k)``: component ``k`` of *v* (``v.sk``), where *k* is a
   constant or an unrolled iname, a constant once loopy emits the lane;
-* ``_ft_vop_add(u, v)``: the lane-wise sum (the accumulators of
-  :mod:`.ranged_lanes`).
+* ``_ft_vop_add(u, v)``, ``_ft_vop_mul(u, v)``: the lane-wise sum and
+  product (the accumulators of :mod:`.ranged_lanes` and of
+  :mod:`.padding`'s contraction blocks).
 """
 
 from __future__ import annotations
@@ -128,9 +129,14 @@ class VectorLane(ScalarCallable):
         return prim.Lookup(code, f"s{int(k):x}")
 
 
+#: lane-wise operators of two vectors, by the suffix of their callable
+_VECTOR_OPS = {"add": prim.Sum, "mul": prim.Product}
+
+
 class VectorOp(ScalarCallable):
-    """``_ft_vop_add(u, v)``: the lane-wise sum ``u + v`` of two vectors
-    (loopy's own ``+`` does not type vector operands)."""
+    """``_ft_vop_add(u, v)`` and ``_ft_vop_mul(u, v)``: the lane-wise sum
+    ``u + v`` and product ``u * v`` of two vectors (loopy's own operators do
+    not type vector operands)."""
 
     def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
         if 0 not in arg_id_to_dtype or 1 not in arg_id_to_dtype:
@@ -147,7 +153,7 @@ class VectorOp(ScalarCallable):
         vec = self.arg_id_to_dtype[0]
         u, v = (expression_to_code_mapper.rec(p, None, vec)
                 for p in expression.parameters)
-        return prim.Sum((u, v))
+        return _VECTOR_OPS[self.name[len(OP_PREFIX):]]((u, v))
 
 
 def register_vector_callables(t_unit: lp.TranslationUnit, names: set[str]
@@ -161,7 +167,7 @@ def register_vector_callables(t_unit: lp.TranslationUnit, names: set[str]
             callable_ = VectorMath(name=name)
         elif name == LANE:
             callable_ = VectorLane(name=name)
-        elif name == OP_PREFIX + "add":
+        elif name[len(OP_PREFIX):] in _VECTOR_OPS and name.startswith(OP_PREFIX):
             callable_ = VectorOp(name=name)
         else:
             continue
