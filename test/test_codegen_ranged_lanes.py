@@ -8,6 +8,8 @@ in the tail."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -67,6 +69,12 @@ def test_ranged_reductions_in_lanes_match_numpy(op, dtype):
                   and profile.builtin_width(dtype, "arith") >= 8)
         assert ("_ft_vacc" in f.source) == vector
         assert ("_ft_acc" in f.source) == (not vector)
+        if not vector:
+            # the private lanes are loops for the OpenCL compiler to unroll,
+            # not statements loopy unrolled lane by lane
+            assert re.search(r"for \(int _ft_lane\d+ = 0; _ft_lane\d+ <= 7;",
+                             f.source)
+            assert not re.search(r"_ft_acc\d+\[7\]", f.source)
     # (a maximum over an empty element is an error, as in numpy)
     lengths = LENGTHS if op == "sum" else [n for n in LENGTHS if n]
     values, offsets = _batch(dtype, lengths)

@@ -14,7 +14,9 @@ it in ``lanes`` private accumulators instead, and
 - a loop over the ``full`` whole groups of ``lanes`` steps, lane ``v`` of
   group ``g`` taking step ``lo + lanes*g + v``: no guard and no clamp in
   its body, so the OpenCL compiler may run the lanes as one vector;
-- the ``count - lanes*full`` last steps, one per lane, each guarded;
+- the ``count - lanes*full`` last steps, one per lane, each guarded
+  (each of these is a loop over the lanes, which the OpenCL compiler
+  unrolls);
 - the lanes combined into the result (for float maxima and minima with
   numpy's NaN propagation, as :func:`~.contractions.emit_split_reduction`).
 
@@ -145,11 +147,12 @@ def emit_laned_ranged_reduction(kb: KernelBuilder, node: IndexLambda,
     if _vector_sum_is_safe(kb, reduction.op, node.dtype, lanes):
         return _vector_accumulator(kb, node, ctx, lanes, term, step,
                                    neutral, lo, count, full, group, outer)
+    # (the lane loops stay loops: the OpenCL compiler unrolls and vectorizes
+    # them as well as loopy's unrolled lanes ran, which cost loopy's code
+    # generation an isl pass per lane)
     lane = {role: kb.parts.fresh("_ft_lane") for role in ("init", "update", "tail", "final")}
-    for role, iname in lane.items():
+    for iname in lane.values():
         kb.parts.add_domain([iname], [lanes])
-        if role != "final":
-            kb.parts.iname_tags[iname] = "ilp" if role == "update" else "unr"
     kb.parts.priorities.append((group, lane["update"]))
     acc = kb.parts.private_array("_ft_acc", node.dtype, (lanes,))
 
