@@ -93,6 +93,9 @@ def test_stacked_rnn_over_length_distributions(cell, depth):
         assert len(scans) == depth
         assert all(plan.scan_chains.get(s, (s,)) == tuple(scans) for s in scans)
         assert [plan.scans[s].chained for s in scans] == [False] + [True] * (depth - 1)
+        # ... as one scan's loop inside a loop over the layers
+        assert all(plan.scans[s].rolled_layers == depth for s in scans)
+        assert compiled.source.count(f"_ft_layer1 <= {depth - 1};") == 1
     for lengths in DISTRIBUTIONS:
         data = [rng.standard_normal((n, H)).astype(np.float32) for n in lengths]
         want = [stacked_numpy(cell, s, p) for s in data]
@@ -122,3 +125,123 @@ def test_sunk_step_inputs_of_a_fold_with_per_row_carries():
         for got in (f(xs=data, W=wv), ft.evaluate_numpy(out, xs=data, W=wv)):
             for g, w in zip(got.tolist(), want, strict=True):
                 np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def _params(cell: str, depth: int, seed: int) -> dict:
+    gates = CELLS[cell][1]
+    rng = np.random.default_rng(seed)
+    return {"W": (rng.standard_normal((depth, H, gates * H)) * 0.5).astype(np.float32),
+            "U": (rng.standard_normal((depth, H, gates * H)) * 0.5).astype(np.float32),
+            "b": (rng.standard_normal((depth, gates * H)) * 0.1).astype(np.float32)}
+
+
+def _check(compiled, result, cell, p, layers=None,
+           lengths=(3, 0, 7, 1, 9, 2, 5, 4, 6, 8)):
+    """*compiled* and the reference evaluator of *result* on inputs *p*
+    against the layers *layers* (default *p*, in order) in numpy."""
+    rng = np.random.default_rng(len(lengths))
+    data = [rng.standard_normal((n, H)).astype(np.float32) for n in lengths]
+    want = [stacked_numpy(cell, s, p if layers is None else layers) for s in data]
+    for got in (compiled(xs=data, **p), ft.evaluate_numpy(result, xs=data, **p)):
+        for g, w in zip(got.tolist(), want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_rolled_layers_generate_one_layers_code():
+    """However many layers, a rolled chain's code is one layer's: the
+    sources of 2 and 6 layers differ only in the layer loop's bound."""
+    sources = {}
+    for depth in (2, 6):
+        result = stacked("lstm", depth)
+        compiled = ft.compile(result)
+        _check(compiled, result, "lstm", _params("lstm", depth, depth))
+        sources[depth] = compiled.source
+    if compiled.plan.profile.kind != "cpu":
+        pytest.skip("chains of scans are CPU plans")
+    assert sources[2].replace("_ft_layer1 <= 1;", "_ft_layer1 <= 5;") == sources[6]
+
+
+def test_reversed_layers_roll():
+    """Layers taking their parameters last first (slices ``W[c - k]``) roll
+    too."""
+    step, gates, init, output = CELLS["tanh"]
+    depth = 3
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float32, depth=2)
+    W = ft.make_placeholder("W", (depth, H, H), np.float32)
+    U = ft.make_placeholder("U", (depth, H, H), np.float32)
+    b = ft.make_placeholder("b", (depth, H), np.float32)
+
+    def layer(batch, k):
+        zeros = ft.zeros(H, np.float32)
+        return ft.map(lambda s: ft.scan(
+            lambda h, xw: step(h, xw, U[k], ft.tanh), s @ W[k] + b[k],
+            zeros), batch)
+    result = xs
+    for k in reversed(range(depth)):
+        result = layer(result, k)
+    compiled = ft.compile(result)
+    p = _params("tanh", depth, 7)
+    reversed_p = {name: v[::-1] for name, v in p.items()}
+    _check(compiled, result, "tanh", p, reversed_p)
+    if compiled.plan.profile.kind == "cpu":
+        rolled, = compiled.plan.rolled_chains.values()
+        assert rolled.layers == depth
+        assert {(c, s) for _, (_, c, s) in rolled.slices} == {(depth - 1, -1)}
+
+
+def test_layers_of_separate_arrays_run_unrolled():
+    """A chain whose layers read separate parameter arrays (not slices of
+    one) is not rolled, and still right."""
+    step = CELLS["tanh"][0]
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float32, depth=2)
+    Ws = [ft.make_placeholder(f"W{k}", (H, H), np.float32) for k in range(2)]
+    U = ft.make_placeholder("U", (H, H), np.float32)
+
+    def layer(batch, W):
+        return ft.map(lambda s: ft.scan(
+            lambda h, xw: step(h, xw, U, ft.tanh), s @ W,
+            ft.zeros(H, np.float32)), batch)
+    result = layer(layer(xs, Ws[0]), Ws[1])
+    compiled = ft.compile(result)
+    rng = np.random.default_rng(5)
+    wv = [(rng.standard_normal((H, H)) * 0.5).astype(np.float32) for _ in Ws]
+    uv = (rng.standard_normal((H, H)) * 0.5).astype(np.float32)
+    p = {"W": np.stack(wv), "U": np.stack([uv, uv]), "b": np.zeros((2, H), np.float32)}
+    lengths = (4, 0, 6, 1)
+    data = [rng.standard_normal((n, H)).astype(np.float32) for n in lengths]
+    got = compiled(xs=data, W0=wv[0], W1=wv[1], U=uv)
+    for g, s in zip(got.tolist(), data, strict=True):
+        np.testing.assert_allclose(g, stacked_numpy("tanh", s, p), rtol=1e-4, atol=1e-5)
+    assert not compiled.plan.rolled_chains
+
+
+def test_intermediate_layer_as_an_output_is_not_overwritten():
+    """A chain whose first layer's results are also an output keeps its
+    scans apart: rolled, its layers would overwrite them in place."""
+    step = CELLS["tanh"][0]
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float32, depth=2)
+    W = ft.make_placeholder("W", (2, H, H), np.float32)
+    U = ft.make_placeholder("U", (2, H, H), np.float32)
+
+    def layer(batch, k):
+        return ft.map(lambda s: ft.scan(
+            lambda h, xw: step(h, xw, U[k], ft.tanh), s @ W[k],
+            ft.zeros(H, np.float32)), batch)
+    first = layer(xs, 0)
+    result = {"first": first.values, "second": layer(first, 1).values}
+    compiled = ft.compile(result)
+    rng = np.random.default_rng(6)
+    p = {"W": (rng.standard_normal((2, H, H)) * 0.5).astype(np.float32),
+         "U": (rng.standard_normal((2, H, H)) * 0.5).astype(np.float32),
+         "b": np.zeros((2, H), np.float32)}
+    lengths = (4, 0, 6, 1)
+    data = [rng.standard_normal((n, H)).astype(np.float32) for n in lengths]
+    got = compiled(xs=data, W=p["W"], U=p["U"])
+    one = {k: v[:1] for k, v in p.items()}
+    np.testing.assert_allclose(
+        got["first"], np.concatenate([stacked_numpy("tanh", s, one) for s in data]),
+        rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        got["second"], np.concatenate([stacked_numpy("tanh", s, p) for s in data]),
+        rtol=1e-4, atol=1e-5)
+    assert not compiled.plan.rolled_chains

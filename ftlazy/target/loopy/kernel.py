@@ -21,6 +21,7 @@ Scans) to one loopy translation unit.
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
 from typing import Any, Callable
 
 import islpy as isl
@@ -911,7 +912,8 @@ class KernelBuilder:
             if seg in barrier_before and insn.id != barrier_before[seg]:
                 insn = insn.copy(depends_on=insn.depends_on | {barrier_before[seg]})
             result.append(insn)
-        self.final_instructions = result
+        self.final_instructions = without_in_place_writers(
+            result, self.parts.in_place)
 
     def _shared_arrays(self) -> tuple[str, ...]:
         """Global arrays written inside a scan: its work items exchange them
@@ -980,6 +982,32 @@ class KernelBuilder:
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
                                              | frozenset(self.parts.priorities)))
         return knl
+
+
+def without_in_place_writers(instructions: list[Any], in_place: set[str]
+                             ) -> list[Any]:
+    """*instructions* where those that read an array of *in_place* have
+    their dependencies final: loopy's single-writer heuristic would make
+    such a reader depend on the array's writer, which in a loop that reads
+    a row before it writes it in place depends on the reader (a cycle).
+    What the heuristic would add for their other reads is added here."""
+    if not in_place:
+        return instructions
+    writers: dict[str, set[str]] = defaultdict(set)
+    for insn in instructions:
+        for name in insn.assignee_var_names():
+            writers[name].add(insn.id)
+    result = []
+    for insn in instructions:
+        reads = insn.read_dependency_names()
+        if reads & in_place and not insn.depends_on_is_final:
+            auto = {w for name in reads - in_place
+                    if len(writers.get(name, ())) == 1
+                    for w in writers[name]} - {insn.id}
+            insn = insn.copy(depends_on=insn.depends_on | auto,
+                             depends_on_is_final=True)
+        result.append(insn)
+    return result
 
 
 def _sorted_assumptions(domains: list[isl.BasicSet]) -> isl.BasicSet:

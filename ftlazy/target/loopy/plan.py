@@ -140,6 +140,9 @@ class ScanPlan:
     #: runs in the kernel of the scan before it, each group's after that
     #: scan's loop for the same rows (see :mod:`.scan_chains`)
     chained: bool = False
+    #: the layers of the rolled chain it is part of (one scan's loop inside
+    #: a loop over the layers, see :mod:`.scan_chains`), else 0
+    rolled_layers: int = 0
     storage: StoragePlan = field(default_factory=StoragePlan, repr=False,
                                  compare=False)
 
@@ -169,6 +172,9 @@ class ScanPlan:
                         if self.sorted_rows else "")
                      + (", in one kernel after the scan before it, each "
                         "group after its own rows' loop there" if self.chained
+                        else "")
+                     + (f", the {self.rolled_layers} scans of its chain rolled "
+                        "into one loop over the layers" if self.rolled_layers
                         else ""))
         elif self.single_item_groups:
             text += ", one work item"
@@ -206,6 +212,9 @@ class KernelPlan:
     #: scan -> the chain of scans run in one kernel that it is part of
     #: (see :mod:`.scan_chains`)
     scan_chains: dict[Scan, tuple[Scan, ...]] = field(default_factory=dict)
+    #: chain -> how its scans differ, where they are copies of one scan
+    #: over layers (emitted as one loop, see :mod:`.scan_chains`)
+    rolled_chains: dict[tuple[Scan, ...], Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"plan for {self.profile.kind} ({self.profile.description})"]
@@ -826,7 +835,7 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
             else:
                 plan.arrays[n] = _plan_array(n, profile, storage, None)
     from ftlazy.target.loopy.scan_chains import plan_scan_chains
-    plan_scan_chains(plan, order)
+    plan_scan_chains(plan, order, set(outputs.values()))
     if profile.kind == "cpu" and length is None and fuse_segments:
         from ftlazy.target.loopy.row_fusion import plan_row_groups
         from ftlazy.target.loopy.segment_fusion import plan_segment_groups

@@ -22,6 +22,7 @@ way.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable
 
 import loopy as lp
@@ -34,6 +35,7 @@ from ftlazy.fractal_tensor import RaggedScan
 from ftlazy.node import Node, topological_order
 from ftlazy.target.loopy.balance import BlockBoundedLoop
 from ftlazy.target.loopy.plan import partial_last_block
+from ftlazy.target.loopy.scan_chains import RolledChain
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
 if TYPE_CHECKING:
@@ -380,6 +382,15 @@ def emit_scan_chain(kb: KernelBuilder, chain: tuple[Scan, ...], outer: Scope,
                     default=0) + 0.5
     insns: list[Any] = []
     done: frozenset[str] = frozenset()
+    rolled = kb.plan.rolled_chains.get(chain)
+    if rolled is not None:
+        insns, results = _emit_rolled_chain(kb, chain, rolled, outer, out_names)
+        for scan in chain:
+            kb.level[scan] = level
+        for k, name in results.items():
+            outer.names[LoopResult(chain[-1], k)] = name
+            kb.level[LoopResult(chain[-1], k)] = level
+        chain = ()
     for scan in chain:
         new, results = _emit_loop(kb, scan, outer, out_names)
         insns += [i.copy(depends_on=i.depends_on | done) for i in new]
@@ -405,12 +416,50 @@ def emit_scan_chain(kb: KernelBuilder, chain: tuple[Scan, ...], outer: Scope,
         for i in insns)
 
 
-def _reader(kb: KernelBuilder, scope: Scope
+def _emit_rolled_chain(kb: KernelBuilder, chain: tuple[Scan, ...],
+                       rolled: RolledChain, outer: Scope, out_names: dict
+                       ) -> tuple[list[Any], dict[int, str]]:
+    """The first scan of *chain*'s loop inside a loop over its layers (see
+    :mod:`.scan_chains`): layer ``l`` reads its parameter slices at index
+    ``c + s*l``, and its linked ragged input from the first scan's own at
+    ``l == 0``, else from the results, which every layer writes in place
+    to the last scan's; returns the instructions and those results' names."""
+    layer = kb.parts.fresh("_ft_layer")
+    kb.parts.add_domain([layer], [rolled.layers])
+    lvar = prim.Variable(layer)
+    read_outer = _reader(kb, outer)
+    first, last = chain[0], chain[-1]
+    final = {k: _scan_result_name(kb, last, k, out_names)
+             for k in range(last.num_carries)}
+    readers: dict[Node, Callable[[tuple], Any]] = {}
+    for node, (w, c, step) in rolled.slices:
+        readers[node] = (lambda idx, read=read_outer(w), c=c, step=step:
+                         read((c + step * lvar,) + tuple(idx)))
+    linked = first.inputs[rolled.linked_input]
+    written = final[rolled.linked_result]
+    kb.parts.in_place.add(written)
+    read_linked = read_outer(linked)
+    readers[linked] = lambda idx: prim.If(
+        prim.Comparison(lvar, "==", 0), read_linked(idx),
+        prim.Subscript(prim.Variable(written), tuple(idx)))
+    scope = Scope(outer.plan, outer.names, outer.params,
+                  outer.outer_inames + (layer,), outer.parallel, outer.batch,
+                  outer.single_item_groups, outer.element_at)
+    return _emit_loop(kb, first, scope,
+                      {LoopResult(first, k): name for k, name in final.items()},
+                      readers)
+
+
+def _reader(kb: KernelBuilder, scope: Scope,
+            readers: Mapping[Node, Callable[[tuple], Any]] | None = None
             ) -> Callable[[Array], Callable[[tuple], Any]]:
     """Readers of the arrays a loop of *scope* takes as inputs: arrays
     stored in it, its body parameters (a scan nested in a scan body) and
-    size parameters."""
+    size parameters; *readers* replaces those of some (a rolled chain's
+    layer inputs)."""
     def read(a: Array) -> Callable[[tuple], Any]:
+        if readers is not None and a in readers:
+            return readers[a]
         if isinstance(a, SizeParam):
             return lambda idx: prim.Variable(a.name)
         if isinstance(a, BodyParam):
@@ -426,17 +475,20 @@ def _reader(kb: KernelBuilder, scope: Scope
     return read
 
 
-def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict
+def _emit_loop(kb: KernelBuilder, scan: Scan, outer: Scope, out_names: dict,
+               readers: Mapping[Node, Callable[[tuple], Any]] | None = None
                ) -> tuple[list[Any], dict[int, str]]:
     """The instructions of *scan*'s time loop, run inside *outer*'s loops
     (none for a scan of the outer DAG; the enclosing time loops for a scan
     nested in a scan body, whose carries and body arrays are then reused
-    by every step of the enclosing loops), and its results' names."""
+    by every step of the enclosing loops; the layer loop of a rolled
+    chain), and its results' names. *readers* replaces the readers of
+    some of its inputs (see :func:`_reader`)."""
     body = scan.body
     t = kb.parts.fresh("_ft_t")
     length = scan.length
     scan_plan = kb.plan.scans[scan]
-    outer_reader = _reader(kb, outer)
+    outer_reader = _reader(kb, outer, readers)
     bounded = (BlockBoundedLoop(kb, scan, scan_plan,
                                 outer_reader(scan.offsets), t,
                                 outer_reader(scan.order)

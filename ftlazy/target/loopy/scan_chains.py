@@ -24,6 +24,19 @@ A chain is a maximal run of links; the planner records it in
 :attr:`~.plan.KernelPlan.scan_chains` and marks the later scans' plans
 (``print(f.plan)``), and the emitter runs its scans one after the other
 in one kernel (:func:`~.scan.emit_scan_chain`).
+
+**Rolled chains.** The layers of a stacked RNN are copies of one scan:
+the scans of the chain share their body, and their inputs differ only in
+the layer's parameters, slices ``W[c + s*k]`` of one array at the layer's
+index ``k``, and in the ragged input the chain links (the first scan's
+own input, then each scan's the results of the one before). Such a chain
+(:class:`RolledChain`) is emitted as one scan's loop inside a loop over
+the layers: each layer reads its parameters at the layer index, and its
+input from the results the layer before wrote. Those results are written
+in place: a step reads only its own row of its ragged input, before it
+writes its result there. The generated code is then one layer's, however
+many layers there are, which cuts code generation and the OpenCL
+compiler's work by the number of layers.
 """
 
 from __future__ import annotations
@@ -32,15 +45,96 @@ import dataclasses
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+import numpy as np
+import pymbolic.primitives as prim
+
 from ftlazy import shapes as sh
+from ftlazy.array import Array, IndexLambda
 from ftlazy.fractal import LoopResult, Scan
 from ftlazy.fractal_tensor import RaggedScan
 from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.scalar_expr import index_var
 
 if TYPE_CHECKING:
     from ftlazy.target.loopy.plan import KernelPlan, ScanPlan
 
-__all__ = ["plan_scan_chains"]
+__all__ = ["RolledChain", "rolled_chain", "plan_scan_chains"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RolledChain:
+    """How the scans of a chain differ (see the module docs): the first
+    scan's inputs that are layer slices, each with the sliced array ``W``
+    and the index ``c + s*k`` it reads for layer ``k`` as ``(W, c, s)``; the
+    position of the ragged input the chain links, and which result of the
+    scan before each later scan reads there."""
+
+    layers: int
+    slices: tuple[tuple[Node, tuple[Array, int, int]], ...]
+    linked_input: int
+    linked_result: int
+
+
+def _layer_slice(a: Node) -> tuple[Array, int] | None:
+    """``(W, c)`` where *a* is the slice ``W[c]`` (an
+    :class:`~ftlazy.array.IndexLambda` reading its one binding at the
+    constant ``c`` and then its own indices in order), else None."""
+    if not isinstance(a, IndexLambda) or len(a.bindings) != 1:
+        return None
+    (name, w), = a.bindings.items()
+    expr = a.expr
+    if not (isinstance(expr, prim.Subscript)
+            and isinstance(expr.aggregate, prim.Variable)
+            and expr.aggregate.name == name and w.ndim == a.ndim + 1):
+        return None
+    index = expr.index if isinstance(expr.index, tuple) else (expr.index,)
+    first = index[0]
+    if (not isinstance(first, (int, np.integer))
+            or index[1:] != tuple(index_var(k) for k in range(a.ndim))
+            or not sh.shapes_equal(w.shape[1:], a.shape)):
+        return None
+    return w, int(first)
+
+
+def rolled_chain(chain: tuple[Scan, ...]) -> RolledChain | None:
+    """The :class:`RolledChain` of *chain* if its scans are copies of one
+    scan over layers (see the module docs), else None."""
+    first = chain[0]
+    if len(chain) < 2 or any(
+            s.body is not first.body or s.keep_all != first.keep_all
+            or len(s.inputs) != len(first.inputs) for s in chain):
+        return None
+    nc, nr = first.num_carries, first.num_ragged
+    slices: dict[Node, tuple[Array, int, int]] = {}
+    linked: tuple[int, int] | None = None
+    varying: set[Node] = set()
+    for p, a in enumerate(first.inputs):
+        column = [s.inputs[p] for s in chain]
+        if all(b is a for b in column):
+            continue
+        varying.add(a)
+        later = column[1:]
+        if (nc <= p < nc + nr and linked is None
+                and all(isinstance(b, LoopResult) and b.loop is chain[k]
+                        and b.index == later[0].index
+                        for k, b in enumerate(later))):
+            linked = (p, later[0].index)
+            continue
+        found = [_layer_slice(b) for b in column]
+        if any(f is None or f[0] is not found[0][0] for f in found):
+            return None
+        c, step = found[0][1], found[1][1] - found[0][1]
+        if any(f[1] != c + step * k for k, f in enumerate(found)):
+            return None
+        if slices.setdefault(a, (found[0][0], c, step)) != (found[0][0], c, step):
+            return None
+    if linked is None:
+        return None
+    # each varying input is read at one position only (the emitter reads
+    # it for the layer by node)
+    if sum(1 for b in first.inputs if b in varying) != len(varying):
+        return None
+    return RolledChain(len(chain), tuple(slices.items()), *linked)
 
 
 def _blocked(p: ScanPlan) -> bool:
@@ -71,9 +165,12 @@ def _reads_only_as_ragged(prev: Scan, scan: RaggedScan) -> bool:
             and prev not in topological_order(others))
 
 
-def plan_scan_chains(plan: KernelPlan, order: list[Node]) -> None:
+def plan_scan_chains(plan: KernelPlan, order: list[Node],
+                     outputs: set[Node] = frozenset()) -> None:
     """Find the chains among the scans of *order* (the outer DAG) and
-    record them in *plan* (see the module docs)."""
+    record them in *plan* (see the module docs); a chain is rolled only if
+    no result of its scans but the last is in *outputs* (the layers write
+    their results in place)."""
     readers: dict[Node, set[Node]] = defaultdict(set)
     for n in order:
         for c in iter_children(n):
@@ -104,3 +201,11 @@ def plan_scan_chains(plan: KernelPlan, order: list[Node]) -> None:
             chain.append(nxt[chain[-1]])
         for member in chain:
             plan.scan_chains[member] = tuple(chain)
+        rolled = rolled_chain(tuple(chain))
+        if rolled is not None and not any(
+                LoopResult(s, k) in outputs for s in chain[:-1]
+                for k in range(s.num_outputs)):
+            plan.rolled_chains[tuple(chain)] = rolled
+            for member in chain:
+                plan.scans[member] = dataclasses.replace(
+                    plan.scans[member], rolled_layers=rolled.layers)

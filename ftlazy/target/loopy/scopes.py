@@ -35,6 +35,10 @@ class KernelParts:
     params: set[str] = field(default_factory=set)
     #: instruction id prefixes of each scan's instructions
     scan_prefixes: list[str] = field(default_factory=list)
+    #: global arrays a loop reads and writes in place (a rolled chain's
+    #: results, see :mod:`.scan_chains`): their readers get no dependency
+    #: on their writer (see :func:`.kernel.without_in_place_writers`)
+    in_place: set[str] = field(default_factory=set)
     counter: int = 0
     #: iname of a block domain -> (index in :attr:`domains`, its size
     #: parameters, inames and constraints), so that guarded loops nested in
