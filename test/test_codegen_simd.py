@@ -145,6 +145,65 @@ def test_row_loops_build_vector_values_at_every_width(width, dtype):
     assert "_ft_al" not in prg.source
 
 
+def _scan_row_body(dtype):
+    """A map of a scan over a FractalTensor's sequences whose step calls
+    math builtins on rows of 32 (a row loop split into lanes, in a scan)."""
+    from ftlazy.target.loopy.jagged_program import jagged_lowering
+    xs = ft.make_jagged_placeholder("xs", (32,), dtype, depth=2)
+    result = ft.map(lambda s: ft.scan(
+        lambda h, x: ft.tanh(x + h * 0.5) + ft.exp(-h), s,
+        ft.zeros(32, dtype)), xs)
+    return result, jagged_lowering(result).dense
+
+
+@pytest.mark.parametrize("width", [4, 8])
+def test_lanes_loop_where_the_probe_passed_run_time_lane_reads(width):
+    """In a scan's step, where the probe passed reading a vector's lanes at
+    a run-time index (``lanes``), each store loops over the lanes reading
+    ``v[lane]``; elsewhere (and outside scans) loopy unrolls the lanes,
+    each reading ``v.sK``."""
+    import dataclasses
+    import re
+
+    from ftlazy.target.loopy.probe import LANES
+    from ftlazy.target.loopy.program import generate_dense_loopy
+    _, dense = _scan_row_body(np.float64)
+    base = synthetic_profile("cpu", width)
+    looped = dataclasses.replace(
+        base, builtin_widths=base.builtin_widths + ((("float64", LANES), width),))
+    source = generate_dense_loopy(dense, profile=looped).source
+    assert re.search(r"_ft_vr\d+\[_ft_lane\d+\]", source)
+    assert re.search(rf"for \(int _ft_lane\d+ = 0; _ft_lane\d+ <= {width - 1};",
+                     source)
+    unrolled = generate_dense_loopy(dense, profile=base).source
+    assert f".s{width - 1:x}" in unrolled and "[_ft_lane" not in unrolled
+    # outside scans the lanes stay unrolled
+    a = ft.make_placeholder("a", (6, 32), np.float64)
+    dense_rows = ft.generate_loopy(_row_body(a), profile=looped).source
+    assert "[_ft_lane" not in dense_rows and f".s{width - 1:x}" in dense_rows
+    # a width the lanes failed at is no error to pin (they are unrolled)
+    narrow = dataclasses.replace(
+        base, builtin_widths=base.builtin_widths + ((("float64", LANES), 2),))
+    assert narrow.with_options(CodegenOptions(vector_width=width)) is not None
+
+
+def test_scan_lanes_at_the_devices_own_width_match_numpy():
+    """The scan of :func:`_scan_row_body` compiled for this device (lanes
+    looped where its probe passed them) against the reference evaluator."""
+    from ftlazy.target.loopy.probe import LANES
+    result, _ = _scan_row_body(np.float32)
+    f = ft.compile(result)
+    width = max(p.vector_width for p in f.plan.arrays.values())
+    profile = f.plan.profile
+    if profile.kind == "cpu" and 1 < width <= profile.builtin_width(np.float32, LANES):
+        assert "[_ft_lane" in f.source
+    lengths = (5, 0, 9, 1)
+    data = [rng.uniform(-1, 1, (n, 32)).astype(np.float32) for n in lengths]
+    got, want = f(xs=data), ft.evaluate_numpy(result, xs=data)
+    for g, w in zip(got.tolist(), want.tolist(), strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
 def test_float32_vector_values_at_the_devices_own_width():
     """float32 row loops at the widest width the device's probe passed for
     float32 (the test flavours pin one width for both float dtypes: on

@@ -16,7 +16,7 @@ import pytest
 
 from ftlazy.target.loopy import probe
 
-ALL = (*probe.PROBED_BUILTINS, probe.ARITH)
+ALL = (*probe.PROBED_BUILTINS, probe.ARITH, probe.LANES)
 
 
 @pytest.fixture
@@ -237,3 +237,25 @@ def test_table_by_hand(device, no_hooks):
                          capture_output=True, text=True, timeout=120, check=True)
     assert "loaded from cache" in out.stdout
     assert "float32" in out.stdout and "arith" in out.stdout
+
+
+def test_lanes_family_fails_lanes_read_out_of_order(cl_queue, monkeypatch):
+    """The lanes family reads each lane at a run-time index: right on this
+    device at width 4, and a helper that reads them reversed (what a
+    compiler getting ``v[k]`` wrong would do) is reported wrong."""
+    import numpy as np
+    right = probe._run_case(cl_queue.context, cl_queue, "float32", 4,
+                            probe.LANES, set())
+    assert right["status"] == "ok" and right["errors"][probe.LANES] < 1e-6
+
+    def reversed_lanes(scalar, vec, width):
+        return probe._lanes_helper(scalar, vec, width).replace(
+            "a[k] * b[k]", f"a[{width - 1} - k] * b[k]")
+    spec = probe._SPECS[probe.LANES]
+    monkeypatch.setitem(probe._SPECS, probe.LANES,
+                        probe._Family(spec.name, spec.domains, spec.outputs,
+                                      reversed_lanes))
+    wrong = probe._run_case(cl_queue.context, cl_queue, "float32", 4,
+                            probe.LANES, set())
+    assert wrong["status"] == "ok"
+    assert wrong["errors"][probe.LANES] > 64 * float(np.finfo(np.float32).eps)

@@ -78,6 +78,10 @@ PROBED_BUILTINS = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan",
                    "fmax", "copysign")
 #: the family of plain arithmetic (``+ - * /`` and a fused expression)
 ARITH = "arith"
+#: the family of a vector's lanes read at a run-time index (``v[k]`` in a
+#: loop over ``k``, a clang extension of OpenCL C): code generation keeps
+#: a loop over the lanes where it passed, instead of unrolling it
+LANES = "lanes"
 #: a case that is still running after this many seconds is counted as failed
 #: (the bound for the first case of a dtype; see :func:`_probe_dtype`)
 CASE_TIMEOUT_S = 60.0
@@ -87,11 +91,11 @@ _FAILURES_PER_WIDTH = 4
 _TIMEOUTS_PER_WIDTH = 2
 
 #: every family a probe reports on
-_FAMILIES = (*PROBED_BUILTINS, ARITH)
+_FAMILIES = (*PROBED_BUILTINS, ARITH, LANES)
 #: the order in which families are tried alone: arithmetic first (every
 #: vector kernel needs it), then what compiles to a few instructions, then
 #: the library functions that compilers get wrong
-_BISECT_ORDER = (ARITH, "fabs", "floor", "ceil", "fmin", "fmax", "copysign",
+_BISECT_ORDER = (ARITH, LANES, "fabs", "floor", "ceil", "fmin", "fmax", "copysign",
                  "sqrt", "fmod", *(name for name in PROBED_BUILTINS if name not in
                                    ("fabs", "floor", "ceil", "fmin", "fmax",
                                     "copysign", "sqrt", "fmod")))
@@ -100,7 +104,7 @@ _N_VALUES = 1024
 #: work items per work group
 _LOCAL_SIZE = 64
 #: bumped whenever the probe's kernels or verdicts change: part of the key
-_SCHEMA = 2
+_SCHEMA = 3
 _MODULE = "ftlazy.target.loopy.probe"
 _KERNEL_NAME = "ftlazy_probe"
 _C_SCALAR = {"float32": "float", "float64": "double"}
@@ -220,6 +224,26 @@ class _Family:
     name: str
     domains: tuple[tuple[float, float], ...]
     outputs: tuple[tuple[str, Callable[..., np.ndarray]], ...]
+    #: OpenCL functions the outputs call, given the scalar type, the vector
+    #: type and the width
+    helpers: Callable[[str, str, int], str] | None = None
+
+
+def _lanes_helper(scalar: str, vec: str, width: int) -> str:
+    """``ftlazy_probe_lanes(a, b)``: ``a * b``, each lane read with a
+    run-time index (as a loop over a vector's lanes reads them) into a
+    private array, and the result built from that array's elements by
+    constant index (so lanes read out of order do not pass)."""
+    if width == 1:
+        body = "    return a * b;"
+    else:
+        elements = ", ".join(f"p[{k}]" for k in range(width))
+        body = (f"    {scalar} p[{width}];\n"
+                f"    for (int k = 0; k < {width}; ++k)\n"
+                "        p[k] = a[k] * b[k];\n"
+                f"    return ({vec})({elements});")
+    return (f"static inline {vec} ftlazy_probe_lanes({vec} a, {vec} b)\n"
+            f"{{\n{body}\n}}")
 
 
 def _builtin(name: str, ref: Callable[..., np.ndarray],
@@ -261,6 +285,8 @@ _SPECS: dict[str, _Family] = {family.name: family for family in (
         ("a / b", np.divide),
         ("(a - b) * (a + b) / (b * b + a * b)",
          lambda a, b: (a - b) * (a + b) / (b * b + a * b)))),
+    _Family(LANES, ((-10, 10), (-10, 10)),
+            (("ftlazy_probe_lanes(a, b)", np.multiply),), _lanes_helper),
 )}
 assert tuple(_SPECS) == _FAMILIES
 
@@ -312,6 +338,9 @@ def _kernel_source(dtype: str, width: int, families: tuple[str, ...]) -> str:
     lines = []
     if dtype == "float64":
         lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    for family, _, _ in _layout(families):
+        if family.helpers is not None:
+            lines.append(family.helpers(scalar, vec, width))
     lines += [(f"__kernel void __attribute__ ((reqd_work_group_size("
                f"{_LOCAL_SIZE}, 1, 1))) {_KERNEL_NAME}("),
               f"    __global {vec} const *__restrict__ x,",

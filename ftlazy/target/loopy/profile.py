@@ -26,6 +26,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import numpy as np
 
 from ftlazy.target.loopy.probe import PROBE_WIDTHS, probe_device
+from ftlazy.target.loopy.probe import LANES
 from ftlazy.target.loopy.probe import PROBED_BUILTINS as PROBED_FAMILIES
 
 #: the vector widths code generation may emit: exactly those the probe checks
@@ -218,8 +219,10 @@ class DeviceProfile:
             changes["vectorize"] = False
         elif options.vector_width is not None:
             width = options.vector_width
+            # (lanes read at a run-time index are not needed: code
+            # generation unrolls them where the probe failed them)
             broken = sorted({f"{d} {b}" for (d, b), w in self.builtin_widths
-                             if w < width})
+                             if w < width and b != LANES})
             if self.builtin_widths and broken:
                 raise ValueError(
                     f"vector width {width} is not safe on {self.description}: "

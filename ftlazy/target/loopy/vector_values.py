@@ -14,8 +14,10 @@ loopy types and emits:
 * ``_ft_vgather_<dtype>_<n>(a_0, ..., a_{n-1})``: the vector
   ``(floatn)(a_0, ...)`` (each lane converted to *dtype*);
 * ``_ft_vmath_<name>(v, ...)``: the OpenCL builtin *name* on vectors;
-* ``_ft_vlane(v, k)``: component ``k`` of *v* (``v.sk``), where *k* is a
-  constant or an unrolled iname, a constant once loopy emits the lane;
+* ``_ft_vlane(v, k)``: component ``k`` of *v*: ``v.sk`` where *k* is a
+  constant or an unrolled iname (a constant once loopy emits the lane),
+  else ``v[k]`` (a loop over the lanes, where the device's probe passed
+  such reads, see :data:`~.probe.LANES`);
 * ``_ft_vop_add(u, v)``, ``_ft_vop_mul(u, v)``: the lane-wise sum and
   product (the accumulators of :mod:`.ranged_lanes` and of
   :mod:`.padding`'s contraction blocks).
@@ -101,8 +103,9 @@ class VectorMath(ScalarCallable):
 
 
 class VectorLane(ScalarCallable):
-    """``_ft_vlane(v, k)``: component *k* of the vector *v*, where *k* is
-    a constant by the time the lane is emitted (an unrolled iname)."""
+    """``_ft_vlane(v, k)``: component *k* of the vector *v*: ``v.sk`` where
+    *k* is a constant by the time the lane is emitted (an unrolled iname),
+    else ``v[k]``."""
 
     def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
         if 0 not in arg_id_to_dtype or 1 not in arg_id_to_dtype:
@@ -122,10 +125,9 @@ class VectorLane(ScalarCallable):
         lane_dtype = self.arg_id_to_dtype[1]
         k = expression_to_code_mapper.rec(
             lane, dtype_to_type_context(target, lane_dtype), lane_dtype)
-        if not isinstance(k, (int, np.integer)):
-            raise LoopyError(f"{LANE}: lane {lane} is not a constant where it "
-                             "is emitted (it must be an unrolled iname)")
         code = expression_to_code_mapper.rec(vec, "f", self.arg_id_to_dtype[0])
+        if not isinstance(k, (int, np.integer)):
+            return prim.Subscript(code, k)
         return prim.Lookup(code, f"s{int(k):x}")
 
 
