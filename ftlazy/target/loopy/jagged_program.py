@@ -61,6 +61,16 @@ _LOWERINGS: dict[Node, _Lowering | None] = {}
 _CACHE_LIMIT = 256
 
 
+def needs_jagged_lowering(result: Any) -> bool:
+    """Whether *result* is a FractalTensor or its DAG holds maps over
+    FractalTensors, which only :func:`jagged_lowering` turns into a dense
+    DAG (a DAG already lowered reads only their packed parts)."""
+    if isinstance(result, Jagged):
+        return True
+    return any(isinstance(n, JaggedMap)
+               for n in topological_order(list(_roots(result).values())))
+
+
 def _reads_jagged_data(result: Any) -> bool:
     if isinstance(result, Jagged):
         return True

@@ -1075,8 +1075,8 @@ def generate_loopy(result: Array | DictOfNamedArrays | Mapping[str, Array],
     """
     options, write_code = split_options(options, result, "ft.generate_loopy")
     result = as_result(result, "ft.generate_loopy")
-    from ftlazy.target.loopy.jagged_program import jagged_lowering
-    if jagged_lowering(result) is not None:
+    from ftlazy.target.loopy.jagged_program import needs_jagged_lowering
+    if needs_jagged_lowering(result):
         raise TypeError(
             "ft.generate_loopy: the DAG reads FractalTensors, whose programs "
             "take the offsets and values the host derives from them; use "
