@@ -67,6 +67,8 @@ def needs_jagged_lowering(result: Any) -> bool:
     DAG (a DAG already lowered reads only their packed parts)."""
     if isinstance(result, Jagged):
         return True
+    if not isinstance(result, (Array, DictOfNamedArrays)):
+        return False    # (refused by whoever checks what results may be)
     return any(isinstance(n, JaggedMap)
                for n in topological_order(list(_roots(result).values())))
 
