@@ -532,14 +532,15 @@ class KernelBuilder:
             expr = self._vector_value_calls(expr, ctx, dtype, lane, base)
             if (self.profile.builtin_width(dtype, LANES) >= self._row_width
                     and lane not in self.clamped_lanes
-                    and ctx.scope.outer_inames):
+                    and ctx.scope.outer_inames
+                    and np.dtype(dtype) == np.float32):
                 # in a scan's step, where the device reads a vector's lanes
                 # at a run-time index (see the probe), a loop over the
                 # lanes, not loopy's unrolling them statement by statement
-                # (an isl pass each): J10's kernel ran as fast, and its code
-                # generation took 0.17 s less; outside scans the unrolled
-                # lanes stay (a row softmax in float64 ran 15% slower as a
-                # loop)
+                # (an isl pass each): J10's float32 kernel ran as fast, and
+                # its code generation took 0.17 s less. Measured slower as
+                # loops on PoCL, so unrolled: float64 (W6's scan step 3%,
+                # a row softmax outside scans 15%)
                 self.parts.iname_tags.pop(lane, None)
             return expr
         builder = self
