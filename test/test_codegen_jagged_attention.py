@@ -141,13 +141,12 @@ def test_score_blocks_build_vector_values_at_every_width(width, dtype):
 
     from ftlazy.target.loopy.jagged_program import jagged_lowering
     from ftlazy.target.loopy.profile import synthetic_profile
-    from ftlazy.target.loopy.program import generate_dense_loopy
     xs = ft.make_jagged_placeholder("xs", (HEADS * 16,), dtype, depth=2)
     result = ft.map(lambda seq: multi_head(seq, d=16), xs)
     with pytest.raises(TypeError, match="reads FractalTensors.*ft.compile"):
         ft.generate_loopy(result)
-    prg = generate_dense_loopy(jagged_lowering(result).dense,
-                               profile=synthetic_profile("cpu", width))
+    prg = ft.generate_loopy(jagged_lowering(result).dense,
+                            profile=synthetic_profile("cpu", width))
     assert "padded_contraction" in set(prg.plan.strategies().values())
     ctype = {"float64": "double", "float32": "float"}[np.dtype(dtype).name]
     loads = re.findall(rf"(_ft_fv\d+)\[\d\] = \({ctype}{width}\)\(", prg.source)

@@ -168,16 +168,15 @@ def test_lanes_loop_where_the_probe_passed_run_time_lane_reads(width):
     import re
 
     from ftlazy.target.loopy.probe import LANES
-    from ftlazy.target.loopy.program import generate_dense_loopy
     _, dense = _scan_row_body(np.float32)
     base = synthetic_profile("cpu", width)
     looped = dataclasses.replace(
         base, builtin_widths=base.builtin_widths + ((("float32", LANES), width),))
-    source = generate_dense_loopy(dense, profile=looped).source
+    source = ft.generate_loopy(dense, profile=looped).source
     assert re.search(r"_ft_vr\d+\[_ft_lane\d+\]", source)
     assert re.search(rf"for \(int _ft_lane\d+ = 0; _ft_lane\d+ <= {width - 1};",
                      source)
-    unrolled = generate_dense_loopy(dense, profile=base).source
+    unrolled = ft.generate_loopy(dense, profile=base).source
     assert f".s{width - 1:x}" in unrolled and "[_ft_lane" not in unrolled
     # outside scans, and for float64 (measured slower as loops), the lanes
     # stay unrolled
@@ -187,7 +186,7 @@ def test_lanes_loop_where_the_probe_passed_run_time_lane_reads(width):
     _, dense64 = _scan_row_body(np.float64)
     both = dataclasses.replace(looped, builtin_widths=looped.builtin_widths
                                + ((("float64", LANES), width),))
-    assert "[_ft_lane" not in generate_dense_loopy(dense64, profile=both).source
+    assert "[_ft_lane" not in ft.generate_loopy(dense64, profile=both).source
     # a width the lanes failed at is no error to pin (they are unrolled)
     narrow = dataclasses.replace(
         base, builtin_widths=base.builtin_widths + ((("float32", LANES), 2),))

@@ -35,13 +35,13 @@ from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, get_variable_names, substitute
 from ftlazy.tags import Named, PrefixNamed
+from ftlazy.target.loopy.probe import LANES
 from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
 from ftlazy.target.loopy.storage import has_reduce
 from ftlazy.target.loopy.vectorize import ELEMENTWISE_BUILTINS, vector_view
 from ftlazy.target.loopy.vector_values import (
     LANE, MATH_PREFIX, gather_name, register_vector_callables, vector_dtype)
-from ftlazy.target.loopy.probe import LANES
 from ftlazy.target.loopy.scopes import ArgSpec, KernelParts, Scope, StoreContext
 from ftlazy.target.loopy.scan import (
     batched_loop_nest, declare_scan_nosync, emit_scan_chain,

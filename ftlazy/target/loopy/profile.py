@@ -25,8 +25,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ftlazy.target.loopy.probe import PROBE_WIDTHS, probe_device
-from ftlazy.target.loopy.probe import LANES
+from ftlazy.target.loopy.probe import LANES, PROBE_WIDTHS, probe_device
 from ftlazy.target.loopy.probe import PROBED_BUILTINS as PROBED_FAMILIES
 
 #: the vector widths code generation may emit: exactly those the probe checks

@@ -329,6 +329,15 @@ _CANONICAL: dict[Node, CanonicalDAG] = {}
 def _canonical(result: Array | DictOfNamedArrays) -> CanonicalDAG:
     canon = _CANONICAL.get(result) if isinstance(result, Node) else None
     if canon is None:
+        # (ft.compile lowers FractalTensor programs before they get here; a
+        # DAG already lowered reads only their packed parts)
+        from ftlazy.target.loopy.jagged_program import needs_jagged_lowering
+        if needs_jagged_lowering(result):
+            raise TypeError(
+                "ft.generate_loopy: the DAG reads FractalTensors, whose "
+                "programs take the offsets and values the host derives from "
+                "them; use ft.compile (its .source and .plan show the "
+                "generated code)")
         canon = canonicalize(result)
         if len(_CANONICAL) >= _CACHE_LIMIT:
             _CANONICAL.pop(next(iter(_CANONICAL)))
@@ -1075,31 +1084,16 @@ def generate_loopy(result: Array | DictOfNamedArrays | Mapping[str, Array],
     """
     options, write_code = split_options(options, result, "ft.generate_loopy")
     result = as_result(result, "ft.generate_loopy")
-    from ftlazy.target.loopy.jagged_program import needs_jagged_lowering
-    if needs_jagged_lowering(result):
-        raise TypeError(
-            "ft.generate_loopy: the DAG reads FractalTensors, whose programs "
-            "take the offsets and values the host derives from them; use "
-            "ft.compile (its .source and .plan show the generated code)")
-    program = generate_dense_loopy(result, options, profile)
-    if write_code:
-        print(program.source)
-    return program
-
-
-def generate_dense_loopy(result: Array | DictOfNamedArrays,
-                         options: CodegenOptions | dict | None = None,
-                         profile: DeviceProfile | None = None) -> BoundProgram:
-    """:func:`generate_loopy` of a DAG with no FractalTensor left in it,
-    such as the dense DAG a FractalTensor program is lowered to (``ft.compile``
-    builds that one for the device; this one plans it for any *profile*)."""
     if profile is None:
         profile = _profile(default_queue(), options)
     elif options is not None:
         profile = profile.with_options(as_options(options))
     canon = _canonical(result)
     artifact, cached = _artifact(canon, profile)
-    return BoundProgram(canon, artifact, cached)
+    program = BoundProgram(canon, artifact, cached)
+    if write_code:
+        print(program.source)
+    return program
 
 
 class CompiledFunction:

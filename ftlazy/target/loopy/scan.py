@@ -380,32 +380,34 @@ def emit_scan_chain(kb: KernelBuilder, chain: tuple[Scan, ...], outer: Scope,
     level = 1 + max((_input_level(kb, a) for s in chain for a in s.inputs
                      if not (isinstance(a, LoopResult) and a.loop in members)),
                     default=0) + 0.5
-    insns: list[Any] = []
-    done: frozenset[str] = frozenset()
-    rolled = kb.plan.rolled_chains.get(chain)
-    if rolled is not None:
-        insns, results = _emit_rolled_chain(kb, chain, rolled, outer, out_names)
-        for scan in chain:
-            kb.level[scan] = level
-        for k, name in results.items():
-            outer.names[LoopResult(chain[-1], k)] = name
-            kb.level[LoopResult(chain[-1], k)] = level
-        chain = ()
-    for scan in chain:
-        new, results = _emit_loop(kb, scan, outer, out_names)
-        insns += [i.copy(depends_on=i.depends_on | done) for i in new]
-        if scan is not chain[-1]:
-            # the next scan's loop follows this one's
-            join = lp.NoOpInstruction(
-                id=kb.parts.fresh("_ft_chain"),
-                depends_on=frozenset(i.id for i in new),
-                within_inames=frozenset(), within_inames_is_final=True)
-            insns.append(join)
-            done = frozenset({join.id})
-        kb.level[scan] = level
+    def record(scan: Scan, results: dict[int, str]) -> None:
+        # (before the next scan of the chain reads them)
         for k, name in results.items():
             outer.names[LoopResult(scan, k)] = name
             kb.level[LoopResult(scan, k)] = level
+
+    for scan in chain:
+        kb.level[scan] = level
+    insns: list[Any] = []
+    rolled = kb.plan.rolled_chains.get(chain)
+    if rolled is not None:
+        # (only the last scan's results are read outside the chain)
+        insns, results = _emit_rolled_chain(kb, chain, rolled, outer, out_names)
+        record(chain[-1], results)
+    else:
+        done: frozenset[str] = frozenset()
+        for scan in chain:
+            new, results = _emit_loop(kb, scan, outer, out_names)
+            record(scan, results)
+            insns += [i.copy(depends_on=i.depends_on | done) for i in new]
+            if scan is not chain[-1]:
+                # the next scan's loop follows this one's
+                join = lp.NoOpInstruction(
+                    id=kb.parts.fresh("_ft_chain"),
+                    depends_on=frozenset(i.id for i in new),
+                    within_inames=frozenset(), within_inames_is_final=True)
+                insns.append(join)
+                done = frozenset({join.id})
     # mark the group (by id prefix) for _declare_scan_nosync
     prefix = kb.parts.fresh("_ft_scan") + "_"
     kb.parts.scan_prefixes.append(prefix)
