@@ -29,6 +29,8 @@ from ftlazy.visualization import (  # noqa: E402,F401
     get_dot_graph, show_dot_graph, to_svg)
 
 from ftlazy.target.loopy import compile, generate_loopy  # noqa: E402,F401,A001
+from ftlazy.target.loopy.host_loops import (  # noqa: E402,F401
+    HostEvaluationWarning)
 from ftlazy.progress import set_progress  # noqa: E402,F401
 from ftlazy.target.loopy.profile import (  # noqa: E402,F401
     CodegenOptions, DeviceProfile)

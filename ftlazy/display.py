@@ -232,8 +232,10 @@ def compiled_repr(f: Any) -> str:
     ins, outs = _compiled_signature(f)
     total = _total_time(f.timings)
     time = "cached" if total is None else f"compiled in {total * 1e3:.1f} ms"
+    host = getattr(f, "host_evaluated", ())
+    on_host = f", on the host: [{'; '.join(host)}]" if host else ""
     return (f"{type(f).__name__}(inputs=[{', '.join(ins)}], "
-            f"outputs=[{', '.join(outs)}], {time})")
+            f"outputs=[{', '.join(outs)}], {time}{on_host})")
 
 
 def _total_time(timings: Any) -> float | None:
@@ -491,6 +493,9 @@ def compiled_html(f: Any) -> str:
     ins, outs = _compiled_signature(f)
     rows = [("inputs", _esc(", ".join(ins))), ("outputs", _esc(", ".join(outs))),
             ("from cache", _esc(f.from_cache))]
+    host = getattr(f, "host_evaluated", ())
+    if host:
+        rows.append(("on the host, in numpy", _esc("; ".join(host))))
     timings = f.timings
     for key, label in _STAGES.items():
         value = getattr(timings, key)

@@ -30,3 +30,22 @@ JAGGED_LENGTHS = {
     "empty_batch": (),
     "all_empty": (0, 0),
 }
+
+
+def compile_on_host(result, match, loops=1):
+    """``ft.compile(result)`` for a program one of whose loops does not
+    lower to kernels: it warns with :class:`ft.HostEvaluationWarning`
+    (matching *match*, the refusal), names *loops* loops in
+    ``host_evaluated``, and with the warning as an error refuses."""
+    import warnings
+
+    import pytest
+
+    with pytest.warns(ft.HostEvaluationWarning, match=match):
+        compiled = ft.compile(result)
+    assert len(compiled.host_evaluated) == loops, compiled.host_evaluated
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ft.HostEvaluationWarning)
+        with pytest.raises(ft.HostEvaluationWarning, match=match):
+            ft.compile(result)
+    return compiled

@@ -13,6 +13,7 @@ import pytest
 
 import ftlazy as ft
 from test_fractal_nested_results import assert_nested
+from helpers import compile_on_host
 
 H = 3
 
@@ -288,19 +289,19 @@ def test_filters_of_each_sentence_of_documents(shapes):
         assert_nested(got, want, 3)
 
 
-def test_filters_reading_their_document_stay_refused():
-    # the predicate reads the document (its tokens' mean): not one sentence
-    # map over all sentences
+def test_filters_reading_their_document_run_on_the_host():
+    # the predicate reads the document (its tokens' sum, or its number of
+    # tokens): not one sentence map over all sentences
     docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
     result = ft.map(lambda d: ft.map(lambda s: ft.filter(
         lambda r: ft.sum(r) > ft.sum(d.values) / 10, s), d), docs)
-    with pytest.raises(NotImplementedError, match="not affine in the element"):
-        ft.compile(result)
-    # (nor its number of tokens)
     by_size = ft.map(lambda d: ft.map(lambda s: ft.filter(
         lambda r: ft.sum(r) > d.values.shape[0], s), d), docs)
-    with pytest.raises(NotImplementedError, match="not affine in the element"):
-        ft.compile(by_size)
-    data = [[np.ones((2, H)), -np.ones((1, H))]]
-    assert_nested(ft.evaluate_numpy(result, docs=data),
-                  [[np.ones((2, H)), np.zeros((0, H))]], 3)
+    rng = np.random.default_rng(4)
+    for shapes in ([(3, 0, 2), (), (1,), (4, 4)], [], [(0,)]):
+        data = [[rng.standard_normal((n, H)) * 3 for n in d] for d in shapes]
+        for lazy, threshold in ((result, lambda d: sum(s.sum() for s in d) / 10),
+                                (by_size, lambda d: sum(len(s) for s in d))):
+            compiled = compile_on_host(lazy, "not affine in the element")
+            want = [[kept(s, threshold(d)) for s in d] for d in data]
+            assert_nested(compiled(docs=data), want, 3)

@@ -16,7 +16,7 @@ import ftlazy as ft
 from ftlazy.array import IndexLambda
 from ftlazy.fractal_tensor import Jagged
 from ftlazy.scalar_expr import index_var
-from helpers import JAGGED_LENGTHS
+from helpers import JAGGED_LENGTHS, compile_on_host
 
 H = 3
 RNG = np.random.default_rng(11)
@@ -33,10 +33,11 @@ def xs():
     return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
 
 
-def check(result, reference, **more):
-    """*result* compiled once and evaluated on every batch of
-    :data:`BATCHES` against ``reference(s)`` of each sequence ``s``."""
-    compiled = ft.compile(result)
+def check(result, reference, compiled=None, **more):
+    """*result* compiled once (unless *compiled* is given) and evaluated on
+    every batch of :data:`BATCHES` against ``reference(s)`` of each
+    sequence ``s``."""
+    compiled = compiled or ft.compile(result)
     for data in BATCHES:
         for got in (compiled(xs=data, **more),
                     ft.evaluate_numpy(result, xs=data, **more)):
@@ -189,17 +190,35 @@ def test_map_over_parts_of_the_element(xs):
 # }}}
 
 
-# {{{ what is refused
+# {{{ what runs on the host (its lowering is not supported)
 
-@pytest.mark.parametrize("inner, message", [
-    (lambda s: ft.map(lambda a, b: a + b, split(s, 2), split(s, 1)),
-     "different offsets"),
-    (lambda s: ft.map(lambda e: ft.sum(e, axis=0), empty_then_whole(s)),
-     "number of elements depends on the element's length"),
-])
-def test_refused_inner_fractal_tensors(xs, inner, message):
-    with pytest.raises(NotImplementedError, match=message):
-        ft.compile(ft.map(inner, xs))
+def test_inner_maps_zipping_different_offsets_on_the_host(xs):
+    # the parts cut at L//2 and at L//4, zipped: their offsets agree only
+    # where L < 2 (else the run-time zip check raises)
+    result = ft.map(lambda s: ft.map(lambda a, b: a + b, split(s, 2),
+                                     split(s, 1)), xs)
+    compiled = compile_on_host(result, "different offsets")
+    data = [RNG.standard_normal((n, H)) for n in (1, 0, 1)]
+    got = compiled(xs=data)
+    assert got.depth == 3
+    for g, s in zip(got.tolist(), data, strict=True):
+        assert [len(p) for p in g] == [0, len(s)]
+        np.testing.assert_allclose(g[1], 2 * s, rtol=1e-12)
+    for run in (compiled, lambda **a: ft.evaluate_numpy(result, **a)):
+        with pytest.raises(ValueError, match="offsets"):
+            run(xs=[np.ones((4, H))])
+
+
+def test_inner_maps_over_as_many_elements_as_rows_on_the_host(xs):
+    result = ft.map(lambda s: ft.map(lambda e: ft.sum(e, axis=0),
+                                     empty_then_whole(s)), xs)
+
+    def reference(s):
+        want = np.zeros_like(s)
+        want[-1:] = s.sum(axis=0)
+        return want
+    check(result, reference, compiled=compile_on_host(
+        result, "number of elements depends on the element's length"))
 
 
 def test_dilated_map_inside_a_fold_over_the_rows(xs):
@@ -246,13 +265,19 @@ def test_subsequences_attending_to_the_whole_element(xs):
     check(ys, reference)
 
 
-def test_refused_computing_outer_length_arrays_per_subsequence(xs):
+def test_outer_length_arrays_per_subsequence_on_the_host(xs):
     # an array of the outer element's length computed per subsequence
     ys = ft.map(lambda s: ft.dilated_map(
         lambda sub: sub + ft.sum(s * ft.sum(sub), axis=0), s, 2), xs)
-    with pytest.raises(NotImplementedError,
-                       match="array of the outer element's length"):
-        ft.compile(ys)
+
+    def reference(s):
+        want = np.zeros_like(s)
+        for r in range(min(2, len(s))):
+            sub = s[r::2]
+            want[r::2] = sub + (s * sub.sum()).sum(axis=0)
+        return want
+    check(ys, reference, compiled=compile_on_host(
+        ys, "array of the outer element's length"))
 
 
 # }}}
@@ -361,19 +386,30 @@ def test_finished_elements_do_not_fail_checks(keep_all):
             run(ids=[np.array([1, 9, 0])], table=tb)
 
 
-@pytest.mark.parametrize("body, message", [
+@pytest.mark.parametrize("body, message, reference", [
     # (rows of the element's length: test_codegen_jagged_element_gathers;
     # its columns of an (L, L) array are padded)
-    (lambda table, s: ft.sum(ft.gather(s[:, None] * s[None, :], s, axis=1),
-                             axis=1),
-     "along an axis of the same extent for every element"),
+    (lambda table, s: ft.sum(ft.gather(s[:, None] * s[None, :] + table[0, 0],
+                                       s, axis=1), axis=1),
+     "along an axis of the same extent for every element",
+     lambda tb, s: np.take(np.outer(s, s) + tb[0, 0], s, axis=1).sum(axis=1)),
     (lambda table, s: ft.sum(ft.gather(table, s, axis=1), axis=1),
-     "indices have the element's length is only supported along axis 0"),
+     "indices have the element's length is only supported along axis 0",
+     lambda tb, s: np.take(tb, s, axis=1).sum(axis=1)),
 ])
-def test_refused_gathers(body, message):
+def test_gathers_on_the_host(body, message, reference):
     ids = ft.make_jagged_placeholder("ids", (), np.int64, depth=2)
     table = ft.make_placeholder("table", (4, 4), np.float64)
-    with pytest.raises(NotImplementedError, match=message):
-        ft.compile(ft.map(lambda s: body(table, s), ids))
+    result = ft.map(lambda s: body(table, s), ids)
+    compiled = compile_on_host(result, message)
+    tb = RNG.standard_normal((4, 4))
+    # (indices below each element's length: in range for both gathers)
+    data = [np.array([], np.int64), np.array([0]), np.array([0, 2, 1]),
+            np.array([1, 1])]
+    got = compiled(ids=data, table=tb)
+    for g, s in zip(got.tolist(), data, strict=True):
+        np.testing.assert_allclose(g, reference(tb, s), rtol=1e-12)
+    with pytest.raises(IndexError, match="out of"):
+        compiled(ids=[np.array([1, 4])], table=tb)
 
 # }}}

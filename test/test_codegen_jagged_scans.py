@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
-from helpers import JAGGED_LENGTHS as LENGTHS
+from helpers import JAGGED_LENGTHS as LENGTHS, compile_on_host
 
 H = 3
 RNG = np.random.default_rng(7)
@@ -239,16 +239,19 @@ def test_fold_with_carries_of_the_elements_length(xs, lengths):
     check(ft.map(online_softmax_attention, xs), [reference(s) for s in data], data)
 
 
-def test_scan_with_a_carry_of_the_elements_length_is_refused(xs):
+def test_scan_with_a_carry_of_the_elements_length_runs_on_the_host(xs):
     result = ft.map(lambda s: ft.sum(ft.scan(lambda c, x: c + x, s, s * 0), axis=0), xs)
-    data = batch(LENGTHS["mixed"])
-    # every row of the carry gets every x: step t's carry rows are x_0+..+x_t
-    want = [np.broadcast_to(np.cumsum(s, axis=0).sum(axis=0), s.shape)
-            for s in data]
-    for g, w in zip(ft.evaluate_numpy(result, xs=data).tolist(), want):
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
-    with pytest.raises(NotImplementedError, match="a fold is"):
-        ft.compile(result)(xs=data)
+    compiled = compile_on_host(result, "a fold is")
+    for lengths in ("mixed", "empty_batch", "all_empty"):
+        data = batch(LENGTHS[lengths])
+        # every row of the carry gets every x: step t's carry rows are
+        # x_0+..+x_t
+        want = [np.broadcast_to(np.cumsum(s, axis=0).sum(axis=0), s.shape)
+                for s in data]
+        for got in (compiled(xs=data), ft.evaluate_numpy(result, xs=data)):
+            assert len(got.tolist()) == len(want)
+            for g, w in zip(got.tolist(), want):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
 
 
 def test_new_lengths_reuse_the_program(xs):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
+from helpers import compile_on_host
 
 H = 3
 K = 2
@@ -261,12 +262,26 @@ def test_captured_fractal_tensor_per_element():
     assert_nested(got, [[t * s.sum() for t in other] for s in data], 3)
 
 
-def test_counted_sizes_do_not_compile_yet():
-    # (over depth-2 FractalTensors they do: test_codegen_jagged_counted.py)
+@pytest.mark.parametrize("lengths", [[(3, 0, 2), (), (1,), (4, 4)], [],
+                                     [()]])
+def test_counted_sizes_of_documents_run_on_the_host(lengths):
+    # (over depth-2 FractalTensors they compile: test_codegen_jagged_counted)
+    # each document repeated twice: depth 4; the rest (a leaf-wise product
+    # and a sum of the flattened values) is compiled
     docs = docs_placeholder()
-    result = ft.map(lambda d: ft.repeat(d, 2), docs)
-    with pytest.raises(NotImplementedError, match="not affine in the element's "
-                                                  "sizes"):
-        ft.compile(result)
+    repeated = ft.map(lambda d: ft.repeat(d, 2), docs)
+    result = {"repeated": repeated.values * 2,
+              "total": ft.sum(ft.flatten(repeated), axis=0)}
+    compiled = compile_on_host(ft.map(lambda d: ft.repeat(d, 2), docs),
+                               "not affine in the element's sizes")
+    data = documents(lengths)
+    assert_nested(compiled(docs=data), [[d, d] for d in data], 4)
+    both = compile_on_host(ft.make_dict_of_named_arrays(result),
+                           "not affine in the element's sizes")(docs=data)
+    # (each document's tokens twice, document after document)
+    want = np.concatenate([s for d in data for _ in range(2) for s in d]
+                          + [np.zeros((0, H))])
+    np.testing.assert_allclose(both["repeated"], 2 * want)
+    np.testing.assert_allclose(both["total"], want.sum(axis=0))
 
 # }}}

@@ -35,6 +35,7 @@ from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
 from ftlazy.target.binding import (
     bind_inputs, collect_inputs, collect_size_names)
+from ftlazy.target.loopy.host_loops import HostLoops, lowering_with_host_loops
 from ftlazy.target.loopy.jagged_first_phase import FirstPhase
 from ftlazy.target.jagged_inputs import (
     check_zipped, expand_jagged_inputs, fractal_tensor_label)
@@ -175,18 +176,25 @@ class _HostValues:
 
 
 class _Lowering:
-    """A jagged result lowered to dense nodes, and the names of its inputs."""
+    """A jagged result lowered to dense nodes, and the names of its inputs;
+    the loops *host_reasons* names are evaluated on the host (see
+    :mod:`ftlazy.target.loopy.host_loops`)."""
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: Any,
+                 host_reasons: dict[Loop, str] | None = None) -> None:
+        roots = _roots(result)
+        #: the user's inputs (also those only the host's loops read)
+        self.input_nodes = collect_inputs(roots.values())
+        self.host_loops = HostLoops(roots, host_reasons or {})
         # (element reads at a map's own index become zips first: they then
         # define no data-dependent size in the map's body)
         # (so do lists of a length computed in a map's body: refused where
         # they are not rewritten)
-        roots = zip_counted_lists(_roots(result))
+        roots = zip_counted_lists(self.host_loops.roots)
         check_no_counted_results(list(roots.values()))
         roots = zip_element_reads(roots)
-        self.input_nodes = collect_inputs(roots.values())
-        self.host_values = _HostValues(roots, self.input_nodes)
+        self.host_values = _HostValues(
+            roots, self.input_nodes + self.host_loops.placeholders)
         # (maps in a scan's body read the offsets it captured: opened first)
         lowered, self.host = lower_jagged_maps(
             open_scan_bodies(self.host_values.roots))
@@ -252,8 +260,9 @@ def jagged_lowering(result: Any) -> _Lowering | None:
     if result not in _LOWERINGS:
         if len(_LOWERINGS) >= _CACHE_LIMIT:
             _LOWERINGS.pop(next(iter(_LOWERINGS)))
-        _LOWERINGS[result] = (_Lowering(result) if _reads_jagged_data(result)
-                              else None)
+        _LOWERINGS[result] = (
+            lowering_with_host_loops(_Lowering, result, _roots(result))
+            if _reads_jagged_data(result) else None)
     return _LOWERINGS[result]
 
 
@@ -276,6 +285,14 @@ class JaggedCompiledFunction:
     @property
     def source(self) -> str:
         return self.inner.source
+
+    @property
+    def host_evaluated(self) -> tuple[str, ...]:
+        """The loops that run on the host, in numpy, at each call (their
+        lowering to kernels is not supported: see
+        :mod:`ftlazy.target.loopy.host_loops`); empty where the whole
+        program is compiled."""
+        return self.lowering.host_loops.described()
 
     @property
     def plan(self) -> Any:
@@ -305,6 +322,7 @@ class JaggedCompiledFunction:
         if unknown:
             raise ValueError(f"unexpected input(s) {sorted(unknown)}: the "
                              f"program's inputs are {sorted(lowering.user_names)}")
+        given.update(lowering.host_loops.compute(lowering.input_nodes, given))
         given.update(lowering.host_values.compute(given))
         derived = _derive(lowering.host, given, lowering.input_nodes,
                           self.underived)

@@ -1164,6 +1164,7 @@ def compile(result: Array | DictOfNamedArrays | Mapping[str, Array],
         JaggedCompiledFunction, jagged_lowering)
     lowering = jagged_lowering(result)
     if lowering is not None:
+        lowering.host_loops.warn()
         return JaggedCompiledFunction(
             result, lowering, lambda dense: _compile_dense(dense, queue, options))
     return _compile_dense(result, queue, options)
