@@ -198,6 +198,14 @@ def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
                                    local_sizes=frozenset(symbols))
     finally:
         _map_nesting[0] -= 1
+    if level > 0 and set(depths) <= {1, 2}:
+        # (in a body: a loop over sequences whose step encodes each one
+        # first, then folds the encodings, as two loops; see the module)
+        from ftlazy.fractal_fold_split import split_sequence_loop
+        split = split_sequence_loop(body, inits, x_leaves, captured, symbols,
+                                    keep_all, what)
+        if split is not None:
+            return tree_unflatten(split, init_structure)
     loop = JaggedScan(body, tuple(inputs) + tuple(captured), nc, tuple(depths),
                       symbols, keep_all, full_what)
     return tree_unflatten([LoopResult(loop, k) for k in range(nc)],
