@@ -296,6 +296,19 @@ def test_join_depth2(prepare, xs):
         same(prog(xs=xd, ys=yd), xd + yd)
 
 
+def test_map_over_a_join(prepare, xs):
+    # (the joined offsets, which the map's extents read, shift the second
+    # list's by the first one's number of rows)
+    ys = ft.make_jagged_placeholder("ys", (2,), np.float64, depth=2)
+    prog = prepare(ft.map(lambda s: ft.amax(s, axis=0, initial=-5.0),
+                          ft.join(xs, ys)))
+    for a, b in [([3, 0], [1, 4]), ([], [2]), ([2], []), ([], [])]:
+        xd, yd = seqs(a, seed=1), seqs(b, seed=2)
+        want = np.array([np.max(s, axis=0, initial=-5.0) for s in xd + yd])
+        np.testing.assert_array_equal(prog(xs=xd, ys=yd),
+                                      want.reshape(-1, 2))
+
+
 def test_join_depth3_with_a_slice(prepare, ds):
     prog = prepare(ft.join(ds[1:], ds))
     for doc_lengths in DOCS:

@@ -352,20 +352,36 @@ class JaggedCompiledFunction:
         return out["result"]
 
 
-def _evaluate(node: Array, given: dict[str, Any], cache: dict) -> np.ndarray:
+def _evaluate(node: Array, given: dict[str, Any], cache: dict,
+              placeholders: list[Placeholder]) -> np.ndarray:
     """*node* (offsets, computed from inputs only) evaluated on the host;
     an input is looked up, and copies of another array at their own indices
-    (the offsets of a map's result) evaluate their source."""
+    (the offsets of a map's result) evaluate their source. Sizes it needs
+    that are not given come from the shapes of the given *placeholders*
+    (the number of rows of a FractalTensor whose offsets a join shifts)."""
     node, needed = _host_source(node)
     if node not in cache:
         if isinstance(node, Placeholder) and node.name in given:
             cache[node] = np.asarray(_on_host(given[node.name]))
         else:
             from ftlazy.target.numpy import evaluate_numpy
-            cache[node] = np.asarray(evaluate_numpy(
-                node, **{k: _on_host(v) for k, v in given.items()
-                         if k in needed}))
+            inputs = {k: _on_host(v) for k, v in given.items() if k in needed}
+            inputs.update(_sizes_from_shapes(needed - set(given), given,
+                                             placeholders))
+            cache[node] = np.asarray(evaluate_numpy(node, **inputs))
     return cache[node]
+
+
+def _sizes_from_shapes(names: set[str] | frozenset[str], given: dict[str, Any],
+                       placeholders: list[Placeholder]) -> dict[str, int]:
+    """The size parameters among *names* that the shapes of the given
+    *placeholders* tell."""
+    sources = [p for p in placeholders if p.name in given and any(
+        names & sh.size_param_names(c) for c in p.shape)]
+    if not sources:
+        return {}
+    env, _ = bind_inputs(sources, {p.name: given[p.name] for p in sources})
+    return {k: env[k] for k in names if k in env}
 
 
 def _on_host(value: Any) -> Any:
@@ -401,7 +417,7 @@ def _outer_length(array: Array, given: dict[str, Any], cache: dict,
         env, _ = bind_inputs(inputs, {n.name: given[n.name] for n in inputs},
                              sh.size_param_names(array.shape[0]))
     except ValueError:
-        return len(_evaluate(array, given, cache))
+        return len(_evaluate(array, given, cache, placeholders))
     return sh.evaluate_component(array.shape[0], env)
 
 
@@ -423,7 +439,8 @@ def _derive(host: HostDerivations, given: dict[str, Any],
     for what, offsets_nodes, dense in host.zipped:
         # (an entry is one offsets node, or a tuple of them per level)
         levels = [o if isinstance(o, tuple) else (o,) for o in offsets_nodes]
-        mapped = [(1 + len(ls), [None] + [_evaluate(o, given, cache) for o in ls])
+        mapped = [(1 + len(ls), [None] + [_evaluate(o, given, cache, placeholders)
+                                          for o in ls])
                   for ls in levels]
         mapped += [(1, [np.empty((_outer_length(a, given, cache, placeholders),
                                   0))])
@@ -431,7 +448,8 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         check_zipped(what, mapped, [fractal_tensor_label(ls[0]) for ls in levels]
                      + [None] * len(dense))
     for what, first, other in host.same_count:
-        counts = [len(_evaluate(o, given, cache)) - 1 for o in (first, other)]
+        counts = [len(_evaluate(o, given, cache, placeholders)) - 1
+                  for o in (first, other)]
         if counts[0] != counts[1]:
             raise ValueError(
                 f"{what}: {fractal_tensor_label(other)}, whose elements the "
@@ -444,7 +462,8 @@ def _derive(host: HostDerivations, given: dict[str, Any],
     def extents(offsets: Array, form: tuple[int, int]) -> np.ndarray:
         key = (_host_source(offsets)[0], form)
         if key not in extents_of:
-            extents_of[key] = _extents(_evaluate(offsets, given, cache), form)
+            extents_of[key] = _extents(
+                _evaluate(offsets, given, cache, placeholders), form)
         return extents_of[key]
 
     derived: dict[str, Any] = {}
