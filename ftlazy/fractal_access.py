@@ -326,6 +326,22 @@ _NAME_COUNTER = itertools.count()
 _KEEP: deque[DerivedSize] = deque(maxlen=4096)
 
 
+def derived_size_value(name: str) -> Array | None:
+    """The 0-d int64 value of the data-dependent size *name* (see the module
+    docs) as an array to compute with, or None if *name* is not one. A
+    total of lengths (the last running offset: the rows a filter keeps) is
+    their sum, a reduction that compiles wherever the lengths do."""
+    from ftlazy.ops import sum as total
+    from ftlazy.transform.jagged_counted import last_entry_of
+    derived = _DERIVED.get(name)
+    if derived is None:
+        return None
+    offsets = last_entry_of(derived.value)
+    if offsets is not None:
+        return total(offsets.args[0], dtype=_INT64)
+    return derived.value.astype(_INT64)
+
+
 def _size_nodes(names: Any) -> dict[str, Array]:
     """``_ft_size_<name>`` bindings keeping the size parameters *names*
     reachable: derived sizes as their :class:`DerivedSize` node."""

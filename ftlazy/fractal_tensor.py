@@ -209,7 +209,7 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
     structure: depth and elem_shape at build time, every offsets level at
     run time. Operands that share their offsets nodes combine their values
     directly; others (two inputs, a map result and its input) are zipped
-    element by element by a :class:`JaggedMap` over depth 2 or 3, whose
+    element by element by a :class:`JaggedMap`, whose
     run-time check of all their offsets levels names them
     (:func:`ftlazy.target.jagged_inputs.check_zipped`); the result keeps
     the first operand's offsets (a loop body's carry's, see
@@ -238,11 +238,6 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
     if all(o.offsets == first.offsets for o in jagged):
         result = fn(*(a.values if isinstance(a, Jagged) else a for a in args))
         return first.with_values(result)
-    if first.depth > 3:
-        raise NotImplementedError(
-            f"leaf-wise operation on FractalTensors of depth {first.depth} with "
-            "different offsets (run-time structure checks are made for depths "
-            "2 and 3); compute both from the same input, or flatten them")
     # (the kept operand zipped first: the values have its number of rows)
     positions = sorted((k for k, a in enumerate(args) if isinstance(a, Jagged)),
                        key=lambda k: args[k] is not kept)
@@ -250,7 +245,8 @@ def apply_leafwise(fn: Callable[..., Any], *args: Any) -> Jagged:
 
     def element_fn(*elems: Any) -> Any:
         # one element of each: an array (L, *elem_shape) at depth 2, a
-        # depth-2 FractalTensor at depth 3, whose leaves are its values
+        # FractalTensor one level shallower deeper down, whose leaves are
+        # its values
         full = list(args)
         for k, e in zip(positions, elems):
             full[k] = e.values if isinstance(e, Jagged) else e
@@ -440,9 +436,11 @@ class JaggedMap(Loop):
     input's depth (1: dense). :attr:`symbols` names, per mapped input, the
     body's size parameters of one element: ``(L,)`` at depth 2 (the
     element's length), ``(m, T)`` at depth 3 (its number of sequences and
-    of leaves). Zipped FractalTensors share symbols. Body parameters: the
-    element of each mapped input (its values, then at depth 3 its rebased
-    offsets), then the captured arrays. Each output is dense (``(n, ...)``)
+    of leaves), one count per level then the leaves deeper down (see
+    :func:`element_symbols`). Zipped FractalTensors share symbols. Body
+    parameters: the element of each mapped input (its values, then from
+    depth 3 on its rebased offsets, outermost first), then the captured
+    arrays. Each output is dense (``(n, ...)``)
     or, where its first axis is affine in the symbols, the values of a
     depth-2 FractalTensor (see :meth:`output_shape`). A FractalTensor the
     body returns is returned as its values and, where needed, the lengths
@@ -515,11 +513,11 @@ class JaggedMap(Loop):
         """Each element symbol's sum over all elements (an affine size)."""
         totals: dict[str, ShapeComponent] = {}
         for (depth, arrays), symbols in zip(self.mapped_parts(), self.symbols):
-            if depth == 2:
-                totals.setdefault(symbols[0], arrays[0].shape[0])
-            elif depth == 3:
-                totals.setdefault(symbols[0], sh.sub(arrays[2].shape[0], 1))
-                totals.setdefault(symbols[1], arrays[0].shape[0])
+            if depth >= 2:
+                # (the lists of each inner level, then the leaves)
+                for k, m in enumerate(symbols[:-1]):
+                    totals.setdefault(m, sh.sub(arrays[k + 2].shape[0], 1))
+                totals.setdefault(symbols[-1], arrays[0].shape[0])
         return totals
 
     def is_jagged_output(self, index: int) -> bool:
@@ -572,11 +570,13 @@ class JaggedMap(Loop):
         for (depth, arrays), symbols in zip(self.mapped_parts(), self.symbols):
             if symbol not in symbols:
                 continue
-            outer = prim.Variable("_off0")[index_var(0)]
-            if depth == 2 or symbol == symbols[0]:
-                return outer, {"_off0": arrays[1]}
-            return (prim.Variable("_off1")[outer],
-                    {"_off0": arrays[1], "_off1": arrays[2]})
+            # (the first list, then leaf, of element _0 at the symbol's level)
+            expr: Any = index_var(0)
+            bindings: dict[str, Array] = {}
+            for k in range(symbols.index(symbol) + 1):
+                expr = prim.Variable(f"_off{k}")[expr]
+                bindings[f"_off{k}"] = arrays[k + 1]
+            return expr, bindings
         raise KeyError(symbol)
 
     def output_offsets(self, index: int) -> IndexLambda:
@@ -606,31 +606,36 @@ _map_nesting = [0]
 
 def _element_params(depth: int, values: Array, symbols: tuple[str, ...]
                     ) -> list[tuple[Shape, np.dtype]]:
+    """The body parameters of one element of a FractalTensor of *depth*:
+    its values ``(T, *elem_shape)``, then (depth >= 3) its rebased offsets,
+    outermost first, ``(m + 1,)`` for each count ``m`` of *symbols*."""
     elem = values.shape[1:]
-    if depth == 2:
-        return [((prim.Variable(symbols[0]),) + elem, values.dtype)]
-    return [((prim.Variable(symbols[1]),) + elem, values.dtype),
-            ((sh.add(prim.Variable(symbols[0]), 1),), np.dtype(np.int64))]
+    counts, leaves = symbols[:-1], symbols[-1]
+    return [((prim.Variable(leaves),) + elem, values.dtype)] + [
+        ((sh.add(prim.Variable(m), 1),), np.dtype(np.int64)) for m in counts]
 
 
 def element_symbols(depth: int, level: int) -> tuple[str, ...]:
     """The body size parameters of one element of a FractalTensor of
     *depth* traced at map/scan nesting *level*: ``(L,)`` at depth 2 (its
-    length), ``(m, T)`` at depth 3 (its numbers of sequences and leaves)."""
-    names = ("L",) if depth == 2 else ("m", "T")
+    length), ``(m, T)`` at depth 3 (its numbers of sequences and leaves),
+    and at depth ``d`` its number of lists at each of its ``d - 2`` levels,
+    then of leaves (``(m, m2, T)`` at depth 4)."""
+    names = (("L",) if depth == 2 else
+             ("m",) + tuple(f"m{k}" for k in range(2, depth - 1)) + ("T",))
     return tuple(f"{ELEMENT_SIZE_PREFIX}{level}_{s}" for s in names)
 
 
 def element_views(params: Any, depths: Any) -> list[Any]:
     """The elements a traced body gets from its flat *params*, one per
-    input of *depths*: a depth-3 element is a depth-2 :class:`Jagged` over
-    two parameters (values, rebased offsets), anything else one parameter
-    (see :func:`_element_params`)."""
+    input of *depths*: an element of depth ``d >= 3`` is a :class:`Jagged`
+    of depth ``d - 1`` over ``d - 1`` parameters (values, rebased offsets),
+    anything else one parameter (see :func:`_element_params`)."""
     elements, pos = [], 0
     for d in depths:
-        if d == 3:
-            elements.append(Jagged(params[pos], (params[pos + 1],)))
-            pos += 2
+        if d >= 3:
+            elements.append(Jagged(params[pos], tuple(params[pos + 1:pos + d - 1])))
+            pos += d - 1
         else:
             elements.append(params[pos])
             pos += 1
@@ -640,8 +645,9 @@ def element_views(params: Any, depths: Any) -> list[Any]:
 def jagged_map(f: Callable, *xs: Any,
                what: str = "map over a FractalTensor") -> Any:
     """:func:`ftlazy.map` where at least one of *xs* is a FractalTensor
-    (:class:`Jagged`, depth 2 or 3): *f* gets one element of each (an array
-    ``(L, *elem_shape)`` at depth 2, a depth-2 :class:`Jagged` at depth 3)
+    (:class:`Jagged` of depth >= 2): *f* gets one element of each (an array
+    ``(L, *elem_shape)`` at depth 2, a :class:`Jagged` one level shallower
+    from depth 3 on)
     and the elements of dense *xs* along axis 0. Results with a static shape
     stack to ``(n, ...)``; results whose first axis is affine in the
     element's sizes become FractalTensors of depth 2; FractalTensor results
@@ -659,9 +665,6 @@ def jagged_map(f: Callable, *xs: Any,
     first_symbols: tuple[str, ...] = ()
     for k, x in enumerate(xs):
         if isinstance(x, Jagged):
-            if x.depth > 3:
-                raise ValueError(f"map over a FractalTensor of depth {x.depth}: "
-                                 "depths 2 and 3 are supported")
             if first_jagged is None:
                 first_jagged = x
                 first_symbols = element_symbols(x.depth, level)

@@ -3,8 +3,8 @@
 over the outer list of a FractalTensor.
 
 Step ``i`` calls ``f(carry, xs[i])``, where ``xs[i]`` is element ``i`` of
-the FractalTensor: an array ``(L_i, *elem_shape)`` at depth 2, a depth-2
-FractalTensor at depth 3. The body is traced once, as the body of a
+the FractalTensor: an array ``(L_i, *elem_shape)`` at depth 2, a
+FractalTensor one level shallower from depth 3 on. The body is traced once, as the body of a
 :func:`~ftlazy.fractal_tensor.jagged_map` is: the element's sizes are size
 parameters of the body (named with
 :data:`~ftlazy.fractal_tensor.ELEMENT_SIZE_PREFIX`), bound per element at
@@ -54,9 +54,10 @@ class JaggedScan(CarryLoop):
     the captured arrays. :attr:`depths` gives each scanned input's depth (1:
     dense). :attr:`symbols` names the body's size parameters of one element,
     shared by zipped FractalTensors: ``(L,)`` at depth 2 (its length),
-    ``(m, T)`` at depth 3 (its number of sequences and of leaves). Body
-    parameters: the carries, the element of each scanned input (its values,
-    then at depth 3 its rebased offsets; a dense input's row), then the
+    ``(m, T)`` at depth 3 (its number of sequences and of leaves; see
+    :func:`~ftlazy.fractal_tensor.element_symbols`). Body parameters: the
+    carries, the element of each scanned input (its values, then from depth
+    3 on its rebased offsets; a dense input's row), then the
     captured arrays; the body's outputs are the new carries, of static
     shape. With :attr:`keep_all` result ``k`` stacks carry ``k`` after each
     step (``scan``), else it is the last carry (``fold``, ``reduce``)."""
@@ -121,7 +122,7 @@ def has_jagged_sequence(xs: Any) -> bool:
 def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
                 what: str) -> Any:
     """``carry = f(carry, x)`` over the elements of *xs*, a bundle holding
-    at least one FractalTensor (depth 2 or 3) and possibly dense arrays
+    at least one FractalTensor (depth >= 2) and possibly dense arrays
     zipped along (see the module docs). *what* (``"fold"``, ``"scan"``,
     ``"reduce"``) names the operation in messages. Returns the last carry
     (or, with *keep_all*, the stacked carries) with *init*'s structure."""
@@ -143,9 +144,6 @@ def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
     symbols: tuple[str, ...] = ()
     for leaf in x_leaves:
         if isinstance(leaf, Jagged):
-            if leaf.depth > 3:
-                raise ValueError(f"{full_what}: {leaf!r} has depth {leaf.depth}; "
-                                 "depths 2 and 3 are supported")
             if first is None:
                 first = leaf
                 symbols = element_symbols(leaf.depth, level)

@@ -8,6 +8,8 @@ empty elements, elements keeping all or none of their rows, no elements."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -287,6 +289,31 @@ def test_filters_of_each_sentence_of_documents(shapes):
     for got in (ft.compile(result)(docs=data, w=wv),
                 ft.evaluate_numpy(result, docs=data, w=wv)):
         assert_nested(got, want, 3)
+
+
+def test_counts_of_kept_rows_as_values():
+    # a filter's length used as a number (the mean of the kept rows, and
+    # the count itself): computed as the sum of its mask, in the kernels
+    xs, _ = placeholders()
+
+    def mean_kept(s):
+        kept_rows = positive(s)
+        count = kept_rows.shape[0]
+        return ft.sum(kept_rows, axis=0) / ft.maximum(count, 1), count * 1
+    means, counts = ft.map(mean_kept, xs)
+    program = ft.make_dict_of_named_arrays({"means": means, "counts": counts})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ft.HostEvaluationWarning)
+        f = ft.compile(program)
+    assert counts.dtype == np.int64
+    for key in DATASETS:
+        a = batch(key)
+        want_counts = np.array([len(kept(s)) for s in a], np.int64)
+        want_means = np.array([kept(s).sum(axis=0) / max(len(kept(s)), 1)
+                               for s in a]).reshape(len(a), H)
+        for out in (f(xs=a), ft.evaluate_numpy(program, xs=a)):
+            np.testing.assert_array_equal(out["counts"], want_counts)
+            np.testing.assert_allclose(out["means"], want_means, rtol=1e-12)
 
 
 def test_filters_reading_their_document_run_on_the_host():

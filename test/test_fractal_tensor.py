@@ -813,8 +813,10 @@ def test_leafwise_depth4():
     nested = [[[np.arange(2.), np.arange(1.)]], [], [[]]]
     got = ft.evaluate_numpy(q * 2 - q, q=nested)
     assert got.depth == 4 and np.array_equal(got.values, [0., 1., 0.])
-    with pytest.raises(NotImplementedError, match="depth 4"):
-        q + r
+    # (two inputs: zipped, every level checked at run time; see
+    # test_fractal_depth4.py)
+    total = ft.evaluate_numpy(q + r, q=nested, r=nested)
+    assert total.depth == 4 and np.array_equal(total.values, [0., 2., 0.])
 
 
 def test_leafwise_map_result_and_input(run):
@@ -1146,10 +1148,12 @@ def test_map_result_length_not_affine():
         ft.map(lambda s: s[::2], xs)
 
 
-def test_map_depth4_is_rejected():
+def test_map_depth4():
+    # (more in test_fractal_depth4.py)
     q = ft.make_jagged_placeholder("q", (), np.float64, depth=4)
-    with pytest.raises(ValueError, match="depth 4"):
-        ft.map(lambda d: ft.sum(ft.flatten(d)), q)
+    nested = [[[np.arange(2.), np.arange(1.)]], [], [[]]]
+    got = ft.evaluate_numpy(ft.map(lambda d: ft.sum(ft.flatten(d)), q), q=nested)
+    np.testing.assert_array_equal(got, [1.0, 0.0, 0.0])
 
 
 def test_map_f_not_callable():

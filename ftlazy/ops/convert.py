@@ -72,11 +72,15 @@ def size_array(expr: Any) -> Array:
     Raises :class:`TypeError` for an expression that is not arithmetic on
     size parameters and numbers."""
     from ftlazy.array import SizeParam
+    from ftlazy.fractal_access import derived_size_value
     from ftlazy.ops import elementwise as ew
 
     def value(e: Any) -> Any:
         if isinstance(e, prim.Variable):
-            return SizeParam(e.name)
+            # (a data-dependent size, the length of a filter's result: the
+            # value that defines it, computed where it is used)
+            derived = derived_size_value(e.name)
+            return SizeParam(e.name) if derived is None else derived
         if is_scalar(e):
             return e
         if isinstance(e, (prim.Sum, prim.Product)):

@@ -135,6 +135,29 @@ def check_zipped(what: str, mapped: list[tuple[int, list[np.ndarray]]],
     return n
 
 
+def element_arrays(depth: int, arrays: list[np.ndarray],
+                   symbols: tuple[str, ...], i: int, local: dict[str, int]
+                   ) -> list[np.ndarray]:
+    """The body parameters of element *i* of one input (*arrays*: a dense
+    array, or a FractalTensor's values then offsets, outermost first) of a
+    loop over the elements: a row; or the element's values, then its
+    offsets rebased to start at 0 (see
+    :func:`ftlazy.fractal_tensor.element_views`). Binds the element's sizes
+    *symbols* in *local*."""
+    if depth == 1:
+        return [arrays[0][i]]
+    values, offsets = arrays[0], arrays[1:]
+    # (the element's range at each level: its lists, then its leaves)
+    lo, hi = int(offsets[0][i]), int(offsets[0][i + 1])
+    rebased = []
+    for off, m in zip(offsets[1:], symbols):
+        local[m] = hi - lo
+        rebased.append(off[lo:hi + 1] - off[lo])
+        lo, hi = int(off[lo]), int(off[hi])
+    local[symbols[-1]] = hi - lo
+    return [values[lo:hi]] + rebased
+
+
 def evaluate_jagged_map(expr: JaggedMap, rec: Callable[[Node], Any],
                         env: Mapping[str, int],
                         run_body: Callable[[dict, tuple], list[np.ndarray]]
@@ -153,21 +176,7 @@ def evaluate_jagged_map(expr: JaggedMap, rec: Callable[[Node], Any],
         params: list[np.ndarray] = []
         local = dict(env)
         for (depth, arrays), symbols in zip(mapped, expr.symbols):
-            if depth == 1:
-                params.append(arrays[0][i])
-            elif depth == 2:
-                values, off = arrays
-                lo, hi = int(off[i]), int(off[i + 1])
-                local[symbols[0]] = hi - lo
-                params.append(values[lo:hi])
-            else:
-                values, off0, off1 = arrays
-                first, last = int(off0[i]), int(off0[i + 1])
-                lo, hi = int(off1[first]), int(off1[last])
-                local[symbols[0]] = last - first
-                local[symbols[1]] = hi - lo
-                params.append(values[lo:hi])
-                params.append(off1[first:last + 1] - lo)
+            params += element_arrays(depth, arrays, symbols, i, local)
         try:
             per_element.append(run_body(local, tuple(params) + captured))
         except ValueError as err:

@@ -16,7 +16,8 @@ import numpy as np
 from ftlazy import shapes as sh
 from ftlazy.array import Placeholder
 from ftlazy.node import Node
-from ftlazy.target.jagged_inputs import check_zipped, fractal_tensor_label
+from ftlazy.target.jagged_inputs import (
+    check_zipped, element_arrays, fractal_tensor_label)
 
 __all__ = ["evaluate_jagged_scan", "scanned_labels"]
 
@@ -34,25 +35,6 @@ def scanned_labels(parts: list[tuple[int, tuple[Node, ...]]]) -> list[str | None
         else:
             labels.append(None)
     return labels
-
-
-def _element(depth: int, arrays: list[np.ndarray], symbols: tuple[str, ...],
-             i: int, local: dict[str, int]) -> list[np.ndarray]:
-    """The body parameters of element *i* of one scanned input; binds the
-    element's sizes in *local*."""
-    if depth == 1:
-        return [arrays[0][i]]
-    if depth == 2:
-        values, off = arrays
-        lo, hi = int(off[i]), int(off[i + 1])
-        local[symbols[0]] = hi - lo
-        return [values[lo:hi]]
-    values, off0, off1 = arrays
-    first, last = int(off0[i]), int(off0[i + 1])
-    lo, hi = int(off1[first]), int(off1[last])
-    local[symbols[0]] = last - first
-    local[symbols[1]] = hi - lo
-    return [values[lo:hi], off1[first:last + 1] - lo]
 
 
 def evaluate_jagged_scan(expr: Any, rec: Callable[[Node], Any],
@@ -75,7 +57,7 @@ def evaluate_jagged_scan(expr: Any, rec: Callable[[Node], Any],
         local = dict(env)
         params: list[np.ndarray] = []
         for depth, arrays in mapped:
-            params += _element(depth, arrays, expr.symbols, i, local)
+            params += element_arrays(depth, arrays, expr.symbols, i, local)
         try:
             carries = [np.asarray(c) for c in run_body(
                 local, tuple(carries) + tuple(params) + captured)]

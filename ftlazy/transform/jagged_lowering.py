@@ -383,8 +383,9 @@ class _MapLowering:
         parts = jmap.mapped_parts()
         if any(d > 2 for d, _ in parts):
             raise NotImplementedError(
-                "compiling a map over a FractalTensor of depth 3 is not supported "
-                "yet (ft.evaluate_numpy evaluates it)")
+                "compiling a map over a FractalTensor of depth "
+                f"{max(d for d, _ in parts)} is not supported yet "
+                "(ft.evaluate_numpy evaluates it)")
         # the new arrays of each mapped input, in the order of the old ones;
         # zipped FractalTensors of the same element length symbol must have
         # equal offsets, others (another FractalTensor's element read at the

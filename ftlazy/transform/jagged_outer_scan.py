@@ -470,6 +470,11 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
     from ftlazy.transform.batch import MapBatcher
     from ftlazy.transform.jagged_lowering import _LowererKeepingGathers
     parts = jscan.mapped_parts()
+    if any(d > 3 for d, _ in parts):
+        raise NotImplementedError(
+            f"compiling a {jscan.what} of depth "
+            f"{max(d for d, _ in parts)} is not supported yet "
+            "(ft.evaluate_numpy evaluates it)")
     if any(d == 3 for d, _ in parts):
         flat = _split_documents(jscan, inputs, host)
         return lower_jagged_scan(flat, list(flat.inputs), host)
