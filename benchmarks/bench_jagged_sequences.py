@@ -31,6 +31,15 @@ Run by hand: ``python benchmarks/bench_jagged_sequences.py [--quick]
   event) is not an affine length, so ftlazy reduces the pairs in the map;
   anchors: numpy with a precomputed pair index and ``np.maximum.at``, and
   the per-event loop. Target: 4x faster than the loop.
+* J13, a hierarchical RNN over documents (H=32): per sentence a tanh RNN
+  over its tokens, then per document a tanh RNN over its sentences'
+  encodings; 256 documents of U[1,16] sentences of U[4,32] tokens (the
+  fold over sentences in the map over documents is split into a map over
+  all sentences and a scan over the encodings,
+  ``ftlazy.fractal_fold_split``). Anchors: the per-sentence numpy loop
+  (BLAS per step) and the time-major numpy loop (all sentences advance
+  together, then all documents, the finished ones masked). No target in
+  the issue; printed for scale.
 * J7, self-attention within each sequence, ``softmax(Q Kᵀ/√d) V`` per head
   (Q = K = V = the sequence, 4 heads of d=32), 32 sequences of lengths
   U[16,512]. Anchors: the per-sequence numpy loop (BLAS) and the padded
@@ -73,9 +82,10 @@ CHILD_MARKER = "FIRST_RESULT_JSON "
 
 FULL = {"J8": (1024, 1, 256, 64), "J10": (64, 4, 27, 32, 3),
         "J7": (32, 16, 512, 4, 32), "J11": (512, 32, 48, 64),
-        "J12": (100_000, 8), "triad": 2**24}
+        "J12": (100_000, 8), "J13": (256, 16, 4, 32, 32), "triad": 2**24}
 QUICK = {"J8": (32, 1, 16, 8), "J10": (8, 1, 6, 4, 2), "J7": (4, 1, 9, 2, 4),
-         "J11": (8, 4, 5, 4), "J12": (50, 5), "triad": 2**20}
+         "J11": (8, 4, 5, 4), "J12": (50, 5), "J13": (6, 3, 1, 5, 4),
+         "triad": 2**20}
 
 
 def _offsets(lens: np.ndarray) -> np.ndarray:
@@ -386,6 +396,63 @@ def j12_ftlazy() -> Any:
 # }}}
 
 
+# {{{ J13: hierarchical RNN
+
+def j13_data(n: int, max_sent: int, min_tok: int, max_tok: int, h: int,
+             seed: int) -> tuple:
+    rng = np.random.default_rng(seed)
+    off0 = _offsets(rng.integers(1, max_sent + 1, n))
+    off1 = _offsets(rng.integers(min_tok, max_tok + 1, off0[-1]))
+    x = rng.standard_normal((off1[-1], h)).astype(np.float32)
+    weights = (rng.standard_normal((2, h, h)) * 0.3).astype(np.float32)
+    return x, off0, off1, {"Us": weights[0], "Ud": weights[1]}
+
+
+def j13_loop(x: np.ndarray, off0: np.ndarray, off1: np.ndarray,
+             p: dict) -> np.ndarray:
+    def rnn(rows: Any, u: np.ndarray) -> np.ndarray:
+        h = np.zeros(x.shape[1], x.dtype)
+        for row in rows:
+            h = np.tanh(row + h @ u)
+        return h
+    encodings = [rnn(x[off1[s]:off1[s + 1]], p["Us"])
+                 for s in range(len(off1) - 1)]
+    return np.array([rnn(encodings[off0[d]:off0[d + 1]], p["Ud"])
+                     for d in range(len(off0) - 1)]).reshape(-1, x.shape[1])
+
+
+def _time_major_rnn(x: np.ndarray, off: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The last state of a tanh RNN over each segment, all segments
+    advancing together (the finished ones keep their state)."""
+    lens = np.diff(off)
+    h = np.zeros((len(lens), x.shape[1]), x.dtype)
+    for t in range(int(lens.max(initial=0))):
+        active = np.nonzero(lens > t)[0]
+        h[active] = np.tanh(x[off[active] + t] + h[active] @ u)
+    return h
+
+
+def j13_time_major(x: np.ndarray, off0: np.ndarray, off1: np.ndarray,
+                   p: dict) -> np.ndarray:
+    return _time_major_rnn(_time_major_rnn(x, off1, p["Us"]), off0, p["Ud"])
+
+
+def j13_ftlazy(h: int) -> Any:
+    import ftlazy as ft
+    docs = ft.make_jagged_placeholder("docs", (h,), np.float32, depth=3)
+    us = ft.make_placeholder("Us", (h, h), np.float32)
+    ud = ft.make_placeholder("Ud", (h, h), np.float32)
+
+    def encode(s: Any) -> Any:
+        return ft.fold(lambda st, x: ft.tanh(x + st @ us), s,
+                       ft.zeros(h, np.float32))
+    return ft.compile(ft.map(lambda doc: ft.fold(
+        lambda st, s: ft.tanh(encode(s) + st @ ud), doc,
+        ft.zeros(h, np.float32)), docs))
+
+# }}}
+
+
 def builds_during(fn: Any) -> tuple[float, int]:
     """Seconds and OpenCL program builds of one call of *fn*."""
     import pyopencl as cl
@@ -405,7 +472,7 @@ def builds_during(fn: Any) -> tuple[float, int]:
 
 
 #: the workloads, in the order they run
-WORKLOADS = ("J8", "J10", "J7", "J11", "J12")
+WORKLOADS = ("J8", "J10", "J7", "J11", "J12", "J13")
 
 
 def main() -> None:
@@ -558,6 +625,29 @@ def main() -> None:
                      ratio(t_loop, t_ft) + " faster than loop",
                      ratio(t_vec, t_ft) + " vs pair index"])
 
+    # J13
+    if "J13" in chosen:
+        x, off0, off1, p = j13_data(*sizes["J13"], seed=10)
+        f = j13_ftlazy(sizes["J13"][-1])
+        docs = ft.JaggedArray(x, off0, off1)
+        want = j13_loop(x, off0, off1, p)
+        np.testing.assert_allclose(f(docs=docs, **p), want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(j13_time_major(x, off0, off1, p), want,
+                                   rtol=1e-4, atol=1e-5)
+        t_ft, t_k = ft_times(f, dict(docs=docs, **p))
+        t_loop = timed(lambda: j13_loop(x, off0, off1, p))
+        t_tm = timed(lambda: j13_time_major(x, off0, off1, p))
+        rows.append(["J13 hierarchical RNN (depth 3)",
+                     f"nnz={off1[-1]}, {len(off1) - 1} sentences",
+                     fmt_seconds(t_ft), fmt_seconds(t_k), fmt_seconds(t_tm),
+                     fmt_seconds(t_loop), "-",
+                     ratio(t_loop, t_ft) + " faster than loop",
+                     ratio(t_tm, t_ft) + " vs time-major"])
+        n, max_sent, lo, hi, h = sizes["J13"]
+        x2, o0, o1, _ = j13_data(n // 2 + 1, max_sent * 2, lo, hi, h, seed=11)
+        reuse_rows.append(["J13", *_reuse(lambda: f(docs=ft.JaggedArray(
+            x2, o0, o1), **p))])
+
     print_table(["workload", "size", "ftlazy", "kernels only",
                  "numpy time-major (J12: pair index)",
                  "numpy per-segment",
@@ -602,6 +692,10 @@ def first_inputs(key: str, sizes: dict) -> tuple[Any, dict[str, Any]]:
         n, max_sent, max_tok, h = sizes["J11"]
         x, off0, off1 = j11_data(n, max_sent, max_tok, h, seed=8)
         return lambda: j11_ftlazy(h), dict(docs=ft.JaggedArray(x, off0, off1))
+    if key == "J13":
+        x, off0, off1, p = j13_data(*sizes["J13"], seed=10)
+        return (lambda: j13_ftlazy(sizes["J13"][-1]),
+                dict(docs=ft.JaggedArray(x, off0, off1), **p))
     n, max_len = sizes["J12"]
     x, off = j12_data(n, max_len, seed=9)
     return j12_ftlazy, dict(xs=ft.JaggedArray(x, off))
