@@ -413,7 +413,7 @@ def not_compiled_rows(h: int = 8) -> list[list[str]]:
         return ft.map(pairs, xs)
 
     rows = []
-    timed_elsewhere = {"J7", "J8", "J10"}
+    timed_elsewhere = {"J7", "J8", "J10", "J12"}
     for key, what, fn in (("J7", "variable-length self-attention", j7),
                           ("J8", "segmented linear recurrence (scan)", j8),
                           ("J10", "stacked RNN (fold of map of scan)", j10),
