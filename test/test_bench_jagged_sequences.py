@@ -37,6 +37,8 @@ def test_cold_first_result_runs_the_timed_workload(key):
         "J7": lambda: bench.j7_loop(values, offsets[0], bench.QUICK["J7"][3]),
         "J11": lambda: bench.j11_loop(values, *offsets),
         "J12": lambda: bench.j12_loop(values, offsets[0]),
+        "J13": lambda: bench.j13_loop(values, *offsets, {
+            k: inputs[k] for k in ("Us", "Ud")}),
     }[key]()
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
 

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ftlazy as ft
 from ftlazy.jagged_scan_outer import JaggedScan
@@ -164,3 +165,51 @@ def test_inside_a_fold_over_documents(docs, weights):
         for got in (compiled(docs=data, W=W, U=U),
                     ft.evaluate_numpy(result, docs=data, W=W, U=U)):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), max_size=4), max_size=5))
+def test_hierarchical_rnn_on_random_documents(lengths):
+    # (the same DAG each example: compiled once per flavour, then taken
+    # from ft.compile's caches)
+    Wp = ft.make_placeholder("W", (H, H), np.float64)
+    Up = ft.make_placeholder("U", (H, H), np.float64)
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    result = ft.map(lambda d: ft.scan(
+        lambda h, s: ft.tanh(h @ Wp + ft.fold(
+            lambda g, x: ft.tanh(g @ Up + x), s, ft.zeros(H))),
+        d, ft.zeros(H)), docs)
+    data = documents(lengths, seed=len(lengths))
+    got = compiled_on_the_device(result)(docs=data, W=W, U=U)
+    assert [len(g) for g in got.tolist()] == [len(doc) for doc in data]
+    for g, doc in zip(got.tolist(), data):
+        h, states = np.zeros(H), []
+        for s in doc:
+            h = np.tanh(h @ W + rnn(s, U))
+            states.append(h)
+        np.testing.assert_allclose(g, np.reshape(states, (-1, H)),
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_steps_capturing_document_values_and_zipped_rows(docs, weights):
+    # the step reads a value of the whole document (its tokens' mean) and a
+    # per-sentence weight zipped along (a dense array of the document's
+    # sentence count, computed by a sentence map)
+    Wp, _ = weights
+
+    def per_document(d):
+        tokens = ft.flatten(d)
+        mean = ft.sum(tokens, axis=0) / ft.maximum(tokens.shape[0], 1)
+        sizes = ft.map(lambda s: s.shape[0] * 1.0, d)
+        return ft.fold(lambda h, sw: ft.tanh(
+            h @ Wp + ft.sum(sw[0], axis=0) * sw[1] + mean), (d, sizes),
+            ft.zeros(H))
+
+    def reference(doc):
+        tokens = np.concatenate(doc) if doc else np.zeros((0, H))
+        mean = tokens.sum(axis=0) / max(len(tokens), 1)
+        h = np.zeros(H)
+        for s in doc:
+            h = np.tanh(h @ W + s.sum(axis=0) * len(s) + mean)
+        return h
+    check(ft.map(per_document, docs), reference)
