@@ -257,9 +257,9 @@ def _packed(loop: JaggedMap, index: int) -> Array:
     for k, count, name in loop.counted:
         if k == index:
             # (its total number of rows, bound to the size it names)
-            from ftlazy.fractal_access import DerivedSize
+            from ftlazy.fractal_access import defined_size
             from ftlazy.ops import sum as total
-            size = DerivedSize(name, total(LoopResult(loop, count)))
+            size = defined_size(name, total(LoopResult(loop, count)))
             return IndexLambda(prim.Variable("_in0")[(index_var(0),) + rest],
                                result.shape, result.dtype,
                                {"_in0": result, f"_ft_size_{name}": size})

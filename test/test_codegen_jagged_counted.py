@@ -316,6 +316,49 @@ def test_counts_of_kept_rows_as_values():
             np.testing.assert_allclose(out["means"], want_means, rtol=1e-12)
 
 
+def test_access_operations_on_counted_results():
+    # slices, elements, gathers and joins of lists counted in a map's body
+    # read the total of their counts (its definition is bound where the
+    # sliced node is built), through both evaluators
+    xs, _ = placeholders()
+    idx = ft.make_placeholder("idx", (2,), np.int64)
+    filtered = ft.map(positive, xs)
+    program = ft.make_dict_of_named_arrays({
+        "tail": ft.flatten(filtered[1:]), "third": filtered[3] * 2,
+        "picked": ft.flatten(ft.gather(filtered, idx)),
+        "twice": ft.flatten(ft.join(filtered, filtered))})
+    f = ft.compile(program)
+    a = batch("mixed")
+    kept_rows = [kept(s) for s in a]
+    for out in (f(xs=a, idx=np.array([3, 0])),
+                ft.evaluate_numpy(program, xs=a, idx=np.array([3, 0]))):
+        np.testing.assert_allclose(out["tail"], np.concatenate(kept_rows[1:]))
+        np.testing.assert_allclose(out["third"], 2 * kept_rows[3])
+        np.testing.assert_allclose(out["picked"], np.concatenate(
+            [kept_rows[3], kept_rows[0]]))
+        np.testing.assert_allclose(out["twice"], np.concatenate(kept_rows * 2))
+
+
+def test_slices_of_documents_filtered_on_the_host():
+    # (the filter reads its document: a loop on the host; the slice of its
+    # result reads the total of its counts)
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    result = ft.map(lambda d: ft.map(lambda s: ft.filter(
+        lambda r: ft.sum(r) > ft.sum(d.values) / 10, s), d), docs)
+    tail = ft.sum(ft.flatten(result[1:]), axis=0)
+    rng = np.random.default_rng(6)
+    data = [[rng.standard_normal((n, H)) for n in d]
+            for d in [(2, 0, 3), (), (1,), (4, 4)]]
+
+    def threshold(d):
+        return sum(s.sum() for s in d) / 10
+    want = sum((kept(s, threshold(d)).sum(axis=0) for d in data[1:] for s in d),
+               np.zeros(H))
+    for got in (compile_on_host(tail, "not affine")(docs=data),
+                ft.evaluate_numpy(tail, docs=data)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_filters_reading_their_document_run_on_the_host():
     # the predicate reads the document (its tokens' sum, or its number of
     # tokens): not one sentence map over all sentences
