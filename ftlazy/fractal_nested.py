@@ -65,7 +65,7 @@ from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import LoopResult
 from ftlazy.fractal_tensor import Jagged, JaggedMap, segment_lengths
 from ftlazy.node import topological_order
-from ftlazy.scalar_expr import ExprIdentityMapper, index_var
+from ftlazy.scalar_expr import ExprIdentityMapper, index_var, linear_combination
 from ftlazy.shapes import ShapeComponent
 
 __all__ = ["NestedLeaf", "counted_array", "split_nested_leaf", "nested_result",
@@ -283,10 +283,11 @@ def _closed_offsets(loop: JaggedMap, form: tuple) -> IndexLambda:
     # (the mapped arrays, read or not, tell the sizes of the shape)
     bindings = {f"_ft_mapped{i}": x for i, x in enumerate(
         x for _, arrays in loop.mapped_parts() for x in arrays)}
-    expr: Any = c * j
+    terms = [(c, j)]
     if a:
         bindings["_in0"] = loop.mapped_parts()[k][1][2]
-        expr = expr + a * prim.Variable("_in0")[j]
+        terms.append((a, prim.Variable("_in0")[j]))
+    expr = linear_combination(terms)
     total = loop.extent_total(lists, "the number of lists")
     return IndexLambda(expr, (sh.add(total, 1),), _INT64, bindings)
 

@@ -42,7 +42,7 @@ from ftlazy.fractal import (
     Body, BodyParam, Loop, LoopResult, Scan, _trace, check_carries, tree_flatten,
     tree_unflatten)
 from ftlazy.node import Node, node
-from ftlazy.scalar_expr import index_var, substitute
+from ftlazy.scalar_expr import index_var, linear_combination, substitute
 from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = ["Jagged", "JaggedMap", "JaggedInputPart", "make_jagged_placeholder",
@@ -588,7 +588,7 @@ class JaggedMap(Loop):
         """The running sum over the elements of *extent* (an affine
         function of the element's sizes), ``(n + 1,)`` int64."""
         form = sh.to_affine(extent)
-        expr: Any = form.const * index_var(0)
+        terms: list[tuple[int, Any]] = [(form.const, index_var(0))]
         bindings: dict[str, Array] = {}
         for k, (name, coeff) in enumerate(sorted(form.coeffs.items())):
             term, b = self.prefix_expr(name)
@@ -596,8 +596,8 @@ class JaggedMap(Loop):
             term = substitute(term, {old: prim.Variable(new)
                                      for old, new in renamed.items()})
             bindings.update({renamed[old]: a for old, a in b.items()})
-            expr = expr + coeff * term
-        return IndexLambda(expr, (sh.add(self.length, 1),), np.dtype(np.int64),
+            terms.append((coeff, term))
+        return IndexLambda(linear_combination(terms), (sh.add(self.length, 1),), np.dtype(np.int64),
                            bindings)
 
 

@@ -47,6 +47,18 @@ def index_var(i: int) -> prim.Variable:
     return prim.Variable(f"_{i}")
 
 
+def linear_combination(terms: list[tuple[int, Any]]) -> Any:
+    """``sum(c * t for c, t in terms)`` without the terms of coefficient 0
+    and the products by 1 (``0*j + 1*offsets[j]`` is ``offsets[j]``): 0
+    where no term is left."""
+    result: Any = 0
+    for coeff, term in terms:
+        if coeff:
+            part = term if coeff == 1 else coeff * term
+            result = part if result == 0 else result + part
+    return result
+
+
 def reduction_var(i: int) -> prim.Variable:
     """The variable for reduction axis *i*."""
     return prim.Variable(f"_r{i}")

@@ -290,3 +290,37 @@ def test_maps_over_the_lists_a_sentence_map_returned(docs, key):
             for g, s in zip(gd, d, strict=True):
                 np.testing.assert_allclose(g, rnn(s) * 2, rtol=1e-12,
                                            atol=1e-12)
+
+
+@pytest.mark.parametrize("extra", [0, 2])
+def test_documents_a_map_computed_centred_by_their_token_count(docs, extra):
+    # documents whose sentences a first map lengthens by `extra` rows (or
+    # scans), then each sentence minus its document's token sum over
+    # max(T, 1): the token count T of a computed document is an integer
+    # extent inside a float cast (once emitted as an ambiguous max(double,
+    # long) that OpenCL refused to build)
+    def lengthen(s):
+        if extra:
+            return ft.concatenate([s, ft.zeros((extra, H))]) * 1.0
+        return ft.scan(lambda h, x: h + x, s, ft.zeros(H))
+    grown = ft.map(lambda d: ft.map(lengthen, d), docs)
+    result = ft.map(lambda d: ft.map(
+        lambda s: s - ft.sum(d.values, axis=0) / ft.maximum(d.values.shape[0], 1),
+        d), grown)
+
+    def numpy_lengthen(s):
+        if extra:
+            return np.concatenate([s, np.zeros((extra, H))])
+        return np.cumsum(s, axis=0)
+    f = ft.compile(result)
+    for key in DOCS:
+        data = documents(key, seed=4)
+        got = f(docs=data).tolist()
+        assert len(got) == len(data)
+        for gd, d in zip(got, data):
+            rows = [numpy_lengthen(s) for s in d]
+            tokens = np.concatenate(rows) if rows else np.zeros((0, H))
+            centre = tokens.sum(axis=0) / max(len(tokens), 1)
+            for g, s in zip(gd, rows, strict=True):
+                np.testing.assert_allclose(g, s - centre, rtol=1e-12,
+                                           atol=1e-12)

@@ -201,6 +201,25 @@ class _IntegerCastRemover(IdentityMapper):
         return LoopyTypeCast(expr.type, child)
 
 
+class _TypedIntegerLiterals(IdentityMapper):
+    """Gives the Python integers of an integer expression *dtype*: loopy
+    emits the child of a cast to a float type with the float literals of
+    the cast's type (``(double) max(0.0 * n + m, 1l)``), which makes an
+    integer ``max``'s overload ambiguous. Nested casts keep their own."""
+
+    def __init__(self, dtype: np.dtype) -> None:
+        super().__init__()
+        self.dtype = dtype
+
+    def map_constant(self, expr: Any) -> Any:
+        if isinstance(expr, int) and not isinstance(expr, bool):
+            return self.dtype.type(expr)
+        return expr
+
+    def map_type_cast(self, expr: LoopyTypeCast) -> Any:
+        return expr
+
+
 def _without_integer_casts(index: Any) -> Any:
     return _IntegerCastRemover()(index)
 
@@ -338,6 +357,9 @@ class Translator(ExprIdentityMapper):
             return child
         if expr.dtype == np.bool_:
             return _compare(child, "!=", 0)
+        source = expr_dtype(expr.child, self.bindings)
+        if expr.dtype.kind == "f" and source is not None and source.kind in "iu":
+            child = _TypedIntegerLiterals(source)(child)
         return LoopyTypeCast(expr.dtype, child)
 
     def _extremum(self, expr: prim.Min | prim.Max, op: str) -> Any:
