@@ -324,3 +324,43 @@ def test_documents_a_map_computed_centred_by_their_token_count(docs, extra):
             for g, s in zip(gd, rows, strict=True):
                 np.testing.assert_allclose(g, s - centre, rtol=1e-12,
                                            atol=1e-12)
+
+
+def _sentence_maps(docs, *steps):
+    for step in steps:
+        docs = ft.map(lambda d, step=step: ft.map(step, d), docs)
+    return docs
+
+
+@pytest.mark.parametrize("chain", ["shifted_twice", "grown_twice",
+                                   "filtered_then_grown"])
+def test_chained_sentence_maps(docs, chain):
+    # maps over documents of documents computed by maps over documents: the
+    # offsets of the later maps read the segment ids the earlier ones need
+    # (derived on the host as the later offsets are evaluated)
+    shifted = (lambda s: ft.shifted_slide(s, 3)[:, 0, :] + s,
+               lambda s: np.roll(s, 1, axis=0) + s)
+    grown = (lambda s: ft.concatenate([s, ft.zeros((1, H))]) * 2.0,
+             lambda s: np.concatenate([s, np.zeros((1, H))]) * 2.0)
+    kept = (lambda s: ft.filter(lambda r: ft.sum(r) > 0, s),
+            lambda s: s[s.sum(axis=1) > 0])
+    steps = {"shifted_twice": [shifted, shifted], "grown_twice": [grown, grown],
+             "filtered_then_grown": [kept, grown]}[chain]
+    computed = _sentence_maps(docs, *(lazy for lazy, _ in steps))
+    result = ft.map(lambda d: ft.fold(lambda h, s: ft.tanh(
+        h @ W + ft.sum(s, axis=0)), d, ft.zeros(H)), computed)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    for key in DOCS:
+        data = documents(key, seed=5)
+        want = []
+        for d in data:
+            h = np.zeros(H)
+            for s in d:
+                for _, numpy_step in steps:
+                    s = numpy_step(s)
+                h = np.tanh(h @ W + s.sum(axis=0))
+            want.append(h)
+        np.testing.assert_allclose(f(docs=data),
+                                   np.reshape(want, (-1, H)), rtol=1e-12,
+                                   atol=1e-12)

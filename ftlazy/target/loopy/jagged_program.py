@@ -18,6 +18,7 @@ the values in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -353,12 +354,15 @@ class JaggedCompiledFunction:
 
 
 def _evaluate(node: Array, given: dict[str, Any], cache: dict,
-              placeholders: list[Placeholder]) -> np.ndarray:
+              placeholders: list[Placeholder],
+              resolve: Callable[[str], Any] | None = None) -> np.ndarray:
     """*node* (offsets, computed from inputs only) evaluated on the host;
     an input is looked up, and copies of another array at their own indices
     (the offsets of a map's result) evaluate their source. Sizes it needs
     that are not given come from the shapes of the given *placeholders*
-    (the number of rows of a FractalTensor whose offsets a join shifts)."""
+    (the number of rows of a FractalTensor whose offsets a join shifts);
+    other inputs it needs that are not given, from *resolve* (the segment
+    ids of an earlier map, which the offsets of a later one read)."""
     node, needed = _host_source(node)
     if node not in cache:
         if isinstance(node, Placeholder) and node.name in given:
@@ -368,6 +372,11 @@ def _evaluate(node: Array, given: dict[str, Any], cache: dict,
             inputs = {k: _on_host(v) for k, v in given.items() if k in needed}
             inputs.update(_sizes_from_shapes(needed - set(given), given,
                                              placeholders))
+            if resolve is not None:
+                for name in sorted(needed - set(inputs)):
+                    value = resolve(name)
+                    if value is not None:
+                        inputs[name] = value
             cache[node] = np.asarray(evaluate_numpy(node, **inputs))
     return cache[node]
 
@@ -401,7 +410,8 @@ def _host_source(node: Array) -> tuple[Array, frozenset[str]]:
 
 
 def _outer_length(array: Array, given: dict[str, Any], cache: dict,
-                  placeholders: list[Placeholder]) -> int:
+                  placeholders: list[Placeholder],
+                  resolve: Callable[[str], Any] | None = None) -> int:
     """The length of *array* (a dense array zipped with FractalTensors),
     from the shapes of the given inputs where they tell it (no need to
     compute the array, which may read sizes derived later), else by
@@ -417,7 +427,7 @@ def _outer_length(array: Array, given: dict[str, Any], cache: dict,
         env, _ = bind_inputs(inputs, {n.name: given[n.name] for n in inputs},
                              sh.size_param_names(array.shape[0]))
     except ValueError:
-        return len(_evaluate(array, given, cache, placeholders))
+        return len(_evaluate(array, given, cache, placeholders, resolve))
     return sh.evaluate_component(array.shape[0], env)
 
 
@@ -436,59 +446,75 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         return {}
     cache: dict[Node, np.ndarray] = {}
     placeholders = [p for p in placeholders if isinstance(p, Placeholder)]
+    # (extents and segment ids of the same offsets and form, e.g. those of
+    # each layer of a fold over maps, are computed once)
+    extents_of: dict[tuple[Node, tuple[int, int]], np.ndarray] = {}
+    ids_of: dict[int, np.ndarray] = {}
+    derived: dict[str, Any] = {}
+
+    def extents(offsets: Array, form: tuple[int, int]) -> np.ndarray:
+        key = (_host_source(offsets)[0], form)
+        if key not in extents_of:
+            extents_of[key] = _extents(
+                _evaluate(offsets, given, cache, placeholders, resolve), form)
+        return extents_of[key]
+
+    def resolve(name: str) -> Any:
+        """The derived input *name*, computed on first use (the offsets of
+        a map may read the segment ids of the map before it)."""
+        if name in derived:
+            return derived[name]
+        if name in host.segment_ids:
+            ext = extents(*host.segment_ids[name])
+            if id(ext) not in ids_of:
+                ids_of[id(ext)] = _segment_ids(ext)
+            value: Any = ids_of[id(ext)]
+        elif name in host.max_extents:
+            # (at least 1: a max or min over no step is refused by the size
+            # checks, even when no element would run it)
+            value = int(max(extents(*host.max_extents[name]).max(initial=0), 1))
+        elif name in host.step_counts:
+            # (0 where no element has a row: no step runs, and no step reads
+            # a packed row that is not there)
+            value = int(extents(*host.step_counts[name]).max(initial=0))
+        elif name in host.row_orders:
+            value = _row_order(extents(*host.row_orders[name]))
+        else:
+            return None
+        derived[name] = value
+        return value
+
     for what, offsets_nodes, dense in host.zipped:
         # (an entry is one offsets node, or a tuple of them per level)
         levels = [o if isinstance(o, tuple) else (o,) for o in offsets_nodes]
-        mapped = [(1 + len(ls), [None] + [_evaluate(o, given, cache, placeholders)
-                                          for o in ls])
+        mapped = [(1 + len(ls), [None] + [
+            _evaluate(o, given, cache, placeholders, resolve) for o in ls])
                   for ls in levels]
-        mapped += [(1, [np.empty((_outer_length(a, given, cache, placeholders),
-                                  0))])
+        mapped += [(1, [np.empty((_outer_length(a, given, cache, placeholders,
+                                                resolve), 0))])
                    for a in dense]
         check_zipped(what, mapped, [fractal_tensor_label(ls[0]) for ls in levels]
                      + [None] * len(dense))
     for what, first, other in host.same_count:
-        counts = [len(_evaluate(o, given, cache, placeholders)) - 1
+        counts = [len(_evaluate(o, given, cache, placeholders, resolve)) - 1
                   for o in (first, other)]
         if counts[0] != counts[1]:
             raise ValueError(
                 f"{what}: {fractal_tensor_label(other)}, whose elements the "
                 f"body reads at the map's index, has {counts[1]} elements, "
                 f"the mapped {fractal_tensor_label(first)} has {counts[0]}")
-    # (extents and segment ids of the same offsets and form, e.g. those of
-    # each layer of a fold over maps, are computed once)
-    extents_of: dict[tuple[Node, tuple[int, int]], np.ndarray] = {}
-
-    def extents(offsets: Array, form: tuple[int, int]) -> np.ndarray:
-        key = (_host_source(offsets)[0], form)
-        if key not in extents_of:
-            extents_of[key] = _extents(
-                _evaluate(offsets, given, cache, placeholders), form)
-        return extents_of[key]
-
-    derived: dict[str, Any] = {}
-    ids_of: dict[int, np.ndarray] = {}
     for name, (offsets, form) in host.segment_ids.items():
         ext = extents(offsets, form)
         if ext.size and ext.min() < 0:
             # (checked also where no kernel reads the ids)
             raise ValueError(_negative_message(ext, form))
-        if name in underived:
-            continue
-        if id(ext) not in ids_of:
-            ids_of[id(ext)] = _segment_ids(ext)
-        derived[name] = ids_of[id(ext)]
-    for name, (offsets, form) in host.max_extents.items():
-        # (at least 1: a max or min over no step is refused by the size
-        # checks, even when no element would run it)
-        derived[name] = int(max(extents(offsets, form).max(initial=0), 1))
-    for name, (offsets, form) in host.step_counts.items():
-        # (0 where no element has a row: no step runs, and no step reads a
-        # packed row that is not there)
-        derived[name] = int(extents(offsets, form).max(initial=0))
-    for name, (offsets, form) in host.row_orders.items():
         if name not in underived:
-            derived[name] = _row_order(extents(offsets, form))
+            resolve(name)
+    for name in (*host.max_extents, *host.step_counts):
+        resolve(name)
+    for name in host.row_orders:
+        if name not in underived:
+            resolve(name)
     for offsets, form, op, picked in host.nonempty:
         ext = extents(offsets, form)
         if picked is not None:
