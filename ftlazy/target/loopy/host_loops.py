@@ -100,9 +100,6 @@ class HostLoops:
             list(self.roots.values())) if isinstance(n, Placeholder)
             and n.name in self.results]
 
-    def __bool__(self) -> bool:
-        return bool(self.results)
-
     def compute(self, inputs: list[Array], given: dict[str, Any]
                 ) -> dict[str, np.ndarray]:
         """Each placeholder's value: its loop result evaluated from the
