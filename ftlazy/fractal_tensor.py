@@ -735,6 +735,14 @@ def jagged_map(f: Callable, *xs: Any,
                                     frozenset(first_symbols))
         if flat is not None:
             return flat
+    if depths == [3] and all(isinstance(k, int) for k in leaf_outputs):
+        # (a sentence read at a fixed index: a map over the sentences and a
+        # gather, see the module)
+        from ftlazy.fractal_sentence_reads import sentence_reads_result
+        picked = sentence_reads_result(xs[0], body, list(captured),
+                                       first_symbols, out_kinds[0], what)
+        if picked is not None:
+            return picked
     loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),
                      tuple(symbols), what, counted)
     results = []

@@ -364,3 +364,53 @@ def test_chained_sentence_maps(docs, chain):
         np.testing.assert_allclose(f(docs=data),
                                    np.reshape(want, (-1, H)), rtol=1e-12,
                                    atol=1e-12)
+
+
+def test_sentences_read_at_a_fixed_index(docs):
+    # a document's first and last sentences (and one at an index given at
+    # run time), used through arrays of a static shape: a map over the
+    # sentences and a gather, compiled; too few sentences: IndexError, as
+    # doc[k] raises
+    k = ft.make_placeholder("k", (), np.int64)
+
+    def encode(s):
+        return ft.fold(lambda h, x: ft.tanh(h @ W + x), s, ft.zeros(H))
+    result = ft.make_dict_of_named_arrays({
+        "title": ft.map(lambda d: encode(d[0]) + ft.sum(d.values, axis=0),
+                        docs),
+        "ends": ft.map(lambda d: ft.sum(d[0], axis=0)
+                       * ft.amax(d[-1], axis=0, initial=0.0), docs),
+        "picked": ft.map(lambda d: ft.sum(d[k], axis=0), docs)})
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+
+    def rnn(rows):
+        h = np.zeros(H)
+        for x in rows:
+            h = np.tanh(h @ W + x)
+        return h
+    data = [d for d in documents("mixed", seed=6) if d]     # (no empty one)
+    for index in (1, -2, 0):
+        chosen = [d for d in data if -len(d) <= index < len(d)]
+        got = f(docs=chosen, k=np.int64(index))
+        for name, want in (
+                ("title", [rnn(d[0]) + np.concatenate(d).sum(axis=0)
+                           for d in chosen]),
+                ("ends", [d[0].sum(axis=0) * np.max(d[-1], axis=0, initial=0.0)
+                          for d in chosen]),
+                ("picked", [d[index].sum(axis=0) for d in chosen])):
+            np.testing.assert_allclose(got[name], np.reshape(want, (-1, H)),
+                                       rtol=1e-12, atol=1e-12)
+    for run in (f, lambda **a: ft.evaluate_numpy(result, **a)):
+        with pytest.raises(IndexError):
+            run(docs=documents("mixed", seed=6), k=np.int64(0))
+
+
+def test_sentences_read_at_an_index_and_returned_run_on_the_host(docs):
+    # (the sentence's rows are a result: the read stays, on the host)
+    result = ft.map(lambda d: d[0] * 2, docs)
+    f = compile_on_host(result, "not affine in the element")
+    data = [d for d in documents("mixed", seed=7) if d]
+    got = f(docs=data)
+    for g, d in zip(got.tolist(), data, strict=True):
+        np.testing.assert_allclose(g, 2 * d[0])

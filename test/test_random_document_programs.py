@@ -4,7 +4,7 @@ FractalTensor (leaf-wise math, a scan or filter or growth of each sentence,
 attention to the document, centring on the document, outer slices, joins
 and gathers), then a result (per-sentence sums, an RNN over each
 document's sentences, a fold over the documents, the lengths, the flat
-values). Each program is compiled once and run on three document
+values, an RNN over each document's first sentence). Each program is compiled once and run on three document
 structures against the reference evaluator: the same values, or the same
 kind of error. Such chains found an OpenCL build failure and a missing
 host derivation that no single-operation test reached."""
@@ -58,6 +58,9 @@ RESULTS = {
         ft.flatten(d), axis=0), f, ft.zeros(H)),
     "lengths": lambda f, w: ft.map(lambda d: ft.lengths(d), f),
     "values": lambda f, w: ft.flatten(f) @ w,
+    # (an empty document has no first sentence: IndexError in both)
+    "first_sentence_rnn": lambda f, w: ft.map(lambda d: ft.fold(
+        lambda h, x: ft.tanh(h @ w + x), d[0], ft.zeros(H)), f),
 }
 
 
@@ -76,6 +79,7 @@ def _run(run, **inputs):
 @example(first="shift", second="shift", result="sentence_sums")
 @example(first="grow", second="grow", result="fold")
 @example(first="filter", second="grow", result="document_rnn")
+@example(first="scan", second="slice", result="first_sentence_rnn")
 @given(first=st.sampled_from(sorted(TRANSFORMS)),
        second=st.sampled_from(sorted(TRANSFORMS)),
        result=st.sampled_from(sorted(RESULTS)))
