@@ -766,8 +766,11 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
     (``ft.map(lambda d: ft.map(lambda s: ft.filter(p, s), d), docs)``), as
     that sentence map over all sentences of all documents nested per
     document (the same values), which ft.compile zips as any map over
-    depth 2; None where the function does anything else, or its sentence
-    map reads the document beyond its sentence."""
+    depth 2. Arrays of a static shape that the sentence map captures from
+    the document (a threshold from its tokens) are computed per document
+    first and zipped in, a row per sentence (:func:`_rows_per_sentence`).
+    None where the function does anything else, or its sentence map reads
+    arrays of the document's sizes."""
     from ftlazy.transform.jagged_element_reads import _BodyRewriter
     inner = None
     picked = []
@@ -786,9 +789,17 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
         return None
     from ftlazy.node import topological_order
     traced = set(params)
-    if any(n in traced or (isinstance(n, SizeParam) and n.name in doc_symbols)
-           for n in topological_order(
-               [a for a in inner.captured if isinstance(a, Node)])):
+
+    def reads_document(a: Any) -> bool:
+        return isinstance(a, Node) and any(
+            n in traced or (isinstance(n, SizeParam) and n.name in doc_symbols)
+            for n in topological_order([a]))
+    # (values the document computes and the sentence map captures, such as
+    # a filter's threshold from the document's tokens: computed per
+    # document first, then read at each sentence's document)
+    per_document = [a for a in inner.captured if reads_document(a)]
+    if any(not isinstance(a, Array) or any(
+            sh.size_param_names(c) for c in a.shape) for a in per_document):
         return None
 
     class _Replay(_BodyRewriter):
@@ -805,18 +816,43 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
             return super().map_body_param(expr)
 
     body = inner.body
+    rows = _rows_per_sentence(docs, params, per_document)
 
-    def sentence_fn(s: Any) -> Any:
-        replay = _Replay({body.params[0]: s,
-                          **dict(zip(body.params[1:], inner.captured))},
-                         {inner.symbols[0][0]: s.shape[0].name})
+    def sentence_fn(s: Any, *document_rows: Any) -> Any:
+        given = dict(zip(per_document, document_rows))
+        replay = _Replay({body.params[0]: s, **{
+            p: given.get(a, a) for p, a in zip(body.params[1:], inner.captured)}},
+            {inner.symbols[0][0]: s.shape[0].name})
         return tree_unflatten([replay(body.outputs[k]) for k in picked],
                               structure)
     sentences = Jagged(docs.values, docs.offsets[1:])
-    flat = jagged_map(sentence_fn, sentences, what=inner.what)
+    flat = jagged_map(sentence_fn, sentences, *rows, what=inner.what)
     flat_leaves, _ = tree_flatten(flat, "map")
     return tree_unflatten([Jagged(r.values, (docs.offsets[0],) + r.offsets)
                            for r in flat_leaves], structure)
+
+
+def _rows_per_sentence(docs: Jagged, params: Any, arrays: list[Array]
+                       ) -> list[Array]:
+    """The arrays (of a static shape) that a map over *docs* computes from
+    its element (the traced *params*: values, offsets) per document, one
+    row per sentence of all documents (each sentence's document's)."""
+    if not arrays:
+        return []
+    from ftlazy.fractal import gather
+    from ftlazy.ops import arange, zeros
+    from ftlazy.transform.mappers import CopyMapper
+
+    def per_document(doc: Any) -> tuple:
+        replay = CopyMapper()
+        replay._cache.update({params[0]: doc.values, params[1]: doc.offsets[0]})
+        return tuple(replay(a) for a in arrays)
+    values = jagged_map(per_document, docs)
+    count = docs.offsets[0].shape[0] - 1
+    owners = jagged_map(lambda doc, i: zeros((doc.offsets[0].shape[0] - 1,),
+                                             np.int64) + i,
+                        docs, arange(count))
+    return [gather(v, owners.values) for v in values]
 
 
 def _copied(a: Any) -> Any:

@@ -339,39 +339,49 @@ def test_access_operations_on_counted_results():
         np.testing.assert_allclose(out["twice"], np.concatenate(kept_rows * 2))
 
 
-def test_slices_of_documents_filtered_on_the_host():
-    # (the filter reads its document: a loop on the host; the slice of its
-    # result reads the total of its counts)
+def test_slices_of_documents_repeated_on_the_host():
+    # (each document repeated: lists counted from the whole document, a
+    # loop on the host; the slice of its result reads the total of its
+    # counts)
     docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
-    result = ft.map(lambda d: ft.map(lambda s: ft.filter(
-        lambda r: ft.sum(r) > ft.sum(d.values) / 10, s), d), docs)
+    result = ft.map(lambda d: ft.repeat(d, 2), docs)
     tail = ft.sum(ft.flatten(result[1:]), axis=0)
     rng = np.random.default_rng(6)
     data = [[rng.standard_normal((n, H)) for n in d]
             for d in [(2, 0, 3), (), (1,), (4, 4)]]
-
-    def threshold(d):
-        return sum(s.sum() for s in d) / 10
-    want = sum((kept(s, threshold(d)).sum(axis=0) for d in data[1:] for s in d),
-               np.zeros(H))
+    want = 2 * sum((s.sum(axis=0) for d in data[1:] for s in d), np.zeros(H))
     for got in (compile_on_host(tail, "not affine")(docs=data),
                 ft.evaluate_numpy(tail, docs=data)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def test_filters_reading_their_document_run_on_the_host():
-    # the predicate reads the document (its tokens' sum, or its number of
-    # tokens): not one sentence map over all sentences
+def test_filters_reading_their_document():
+    # the predicate reads the document (its tokens' sum, its number of
+    # tokens, its mean token): those values are computed per document
+    # first, then read at each sentence's document by one sentence map over
+    # all sentences, compiled
     docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
     result = ft.map(lambda d: ft.map(lambda s: ft.filter(
         lambda r: ft.sum(r) > ft.sum(d.values) / 10, s), d), docs)
     by_size = ft.map(lambda d: ft.map(lambda s: ft.filter(
         lambda r: ft.sum(r) > d.values.shape[0], s), d), docs)
+    by_mean = ft.map(lambda d: (lambda mean: ft.map(lambda s: ft.filter(
+        lambda r: ft.sum(r * mean) > 0, s) * 2, d))(
+            ft.sum(d.values, axis=0) / ft.maximum(d.values.shape[0], 1)), docs)
+
+    def mean(d):
+        tokens = np.concatenate(d) if d else np.zeros((0, H))
+        return tokens.sum(axis=0) / max(len(tokens), 1)
     rng = np.random.default_rng(4)
-    for shapes in ([(3, 0, 2), (), (1,), (4, 4)], [], [(0,)]):
-        data = [[rng.standard_normal((n, H)) * 3 for n in d] for d in shapes]
-        for lazy, threshold in ((result, lambda d: sum(s.sum() for s in d) / 10),
-                                (by_size, lambda d: sum(len(s) for s in d))):
-            compiled = compile_on_host(lazy, "not affine in the element")
-            want = [[kept(s, threshold(d)) for s in d] for d in data]
-            assert_nested(compiled(docs=data), want, 3)
+    cases = [(result, lambda d, s: s.sum(axis=1) > sum(t.sum() for t in d) / 10, 1),
+             (by_size, lambda d, s: s.sum(axis=1) > sum(len(t) for t in d), 1),
+             (by_mean, lambda d, s: (s * mean(d)).sum(axis=1) > 0, 2)]
+    for lazy, keep, scale in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ft.HostEvaluationWarning)
+            compiled = ft.compile(lazy)
+        for shapes in ([(3, 0, 2), (), (1,), (4, 4)], [], [(0,)]):
+            data = [[rng.standard_normal((n, H)) * 3 for n in d] for d in shapes]
+            want = [[s[keep(d, s)] * scale for s in d] for d in data]
+            for got in (compiled(docs=data), ft.evaluate_numpy(lazy, docs=data)):
+                assert_nested(got, want, 3)
