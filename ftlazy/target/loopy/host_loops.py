@@ -49,14 +49,14 @@ class HostEvaluationWarning(UserWarning):
 
 def describe_loop(loop: Loop) -> str:
     """How messages name *loop*: its kind and what it runs over (``map over
-    a FractalTensor 'docs'``)."""
-    from ftlazy.fractal_tensor import JaggedMap
+    a FractalTensor 'docs'``, ``fold over a FractalTensor 'xs'``)."""
     from ftlazy.target.jagged_inputs import fractal_tensor_label
-    if isinstance(loop, JaggedMap):
-        labels = [fractal_tensor_label(arrays[1])
-                  for depth, arrays in loop.mapped_parts() if depth > 1]
-        return " ".join([loop.what] + [label for label in labels[:1] if label])
-    return f"{type(loop).__name__.lower()} of {loop.length} steps"
+    what = getattr(loop, "what", None)
+    if what is None:    # (a loop over a dense axis)
+        return f"{type(loop).__name__.lower()} of {loop.length} steps"
+    labels = [fractal_tensor_label(arrays[1])
+              for depth, arrays in loop.mapped_parts() if depth > 1]
+    return " ".join([what] + [label for label in labels[:1] if label])
 
 
 class _LoopResultsReplaced(CopyMapper):
@@ -69,13 +69,15 @@ class _LoopResultsReplaced(CopyMapper):
         self.loops = loops
         #: placeholder name -> the loop result it stands for
         self.results: dict[str, LoopResult] = {}
+        self.placeholders: list[Placeholder] = []
 
     def map_loop_result(self, expr: LoopResult) -> Node:
         if expr.loop not in self.loops:
             return self.map_node(expr)
         name = f"_ft_hostloop{self.loops[expr.loop]}_{expr.index}"
         self.results[name] = expr
-        return Placeholder(name, expr.shape, expr.dtype)
+        self.placeholders.append(Placeholder(name, expr.shape, expr.dtype))
+        return self.placeholders[-1]
 
     def map_body(self, body: Node) -> Node:
         return body
@@ -89,37 +91,37 @@ class HostLoops:
         it stands for.
     :attr reasons: each loop -> why its lowering was refused."""
 
-    def __init__(self, roots: dict[str, Array],
-                 reasons: dict[Loop, str]) -> None:
+    def __init__(self, roots: dict[str, Array], reasons: dict[Loop, str],
+                 inputs: list[Array]) -> None:
+        """*inputs* are the input nodes of the DAG of *roots*."""
+        from ftlazy.target.binding import collect_size_names
         self.reasons = reasons
         replace = _LoopResultsReplaced({loop: j for j, loop
                                         in enumerate(reasons)})
         self.roots = {name: replace(a) for name, a in roots.items()}
         self.results = replace.results
-        self.placeholders = [n for n in topological_order(
-            list(self.roots.values())) if isinstance(n, Placeholder)
-            and n.name in self.results]
+        self.placeholders = replace.placeholders
+        reachable = set(topological_order(list(self.results.values())))
+        #: the inputs the loops read, and the sizes of their inputs and
+        #: bodies (not those the loops count)
+        self._inputs = [n for n in inputs
+                        if n.name is not None and n in reachable]
+        self._size_names = collect_size_names(list(reasons))
 
-    def compute(self, inputs: list[Array], given: dict[str, Any]
-                ) -> dict[str, np.ndarray]:
-        """Each placeholder's value: its loop result evaluated from the
-        user's *inputs* (the input nodes of the original DAG; *given*
-        their values, device arrays fetched)."""
+    def compute(self, given: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Each placeholder's value: its loop result evaluated from *given*
+        (the values of the DAG's inputs; device arrays are fetched)."""
         if not self.results:
             return {}
-        from ftlazy.target.binding import bind_inputs, collect_size_names
+        from ftlazy.target.binding import bind_inputs
         from ftlazy.target.numpy import NumpyEvaluator
-        loop_results = list(self.results.values())
-        reachable = set(topological_order(loop_results))
-        needed = [n for n in inputs if n.name is not None and n in reachable]
-        # (of the loops' inputs and bodies: not the sizes the loops count)
-        size_names = collect_size_names(list(self.reasons))
         # (size parameters given, or inferred from the arrays' shapes)
-        names = ({n.name for n in needed} | size_names) & set(given)
+        names = ({n.name for n in self._inputs} | self._size_names) & set(given)
         env, arrays = bind_inputs(
-            needed, {k: _on_host(given[k]) for k in names}, size_names)
+            self._inputs, {k: on_host(given[k]) for k in names},
+            self._size_names)
         evaluator = NumpyEvaluator(env, arrays)
-        evaluator.bind_derived_sizes(loop_results)
+        evaluator.bind_derived_sizes(list(self.results.values()))
         # (the loop's tuple of results: the sizes it counts, which shape its
         # results, are bound by the compiled program from their values)
         return {name: np.asarray(evaluator.rec(result.loop)[result.index])
@@ -140,7 +142,9 @@ class HostLoops:
                 HostEvaluationWarning, stacklevel=stacklevel)
 
 
-def _on_host(value: Any) -> Any:
+def on_host(value: Any) -> Any:
+    """*value*, a device array fetched (the first phase leaves offsets and
+    segment ids on the device: fetched only where the host reads them)."""
     return value.get() if isinstance(value, cla.Array) else value
 
 
@@ -183,6 +187,8 @@ def lowering_with_host_loops(lower: Callable[[Any, dict[Loop, str]], Any],
         needed = dict(refused)
         for loop in list(refused):
             fewer = {k: v for k, v in needed.items() if k is not loop}
+            if not fewer:
+                continue    # (with none on the host: the first refusal)
             try:
                 lower(result, fewer)
             except NotImplementedError:

@@ -23,7 +23,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import pyopencl.array as cla
 
 from ftlazy import shapes as sh
 from ftlazy.array import (
@@ -36,7 +35,8 @@ from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
 from ftlazy.target.binding import (
     bind_inputs, collect_inputs, collect_size_names)
-from ftlazy.target.loopy.host_loops import HostLoops, lowering_with_host_loops
+from ftlazy.target.loopy.host_loops import (
+    HostLoops, lowering_with_host_loops, on_host)
 from ftlazy.target.loopy.jagged_first_phase import FirstPhase
 from ftlazy.target.jagged_inputs import (
     check_zipped, expand_jagged_inputs, fractal_tensor_label)
@@ -186,7 +186,8 @@ class _Lowering:
         roots = _roots(result)
         #: the user's inputs (also those only the host's loops read)
         self.input_nodes = collect_inputs(roots.values())
-        self.host_loops = HostLoops(roots, host_reasons or {})
+        self.host_loops = HostLoops(roots, host_reasons or {},
+                                    self.input_nodes)
         # (element reads at a map's own index become zips first: they then
         # define no data-dependent size in the map's body)
         # (so do lists of a length computed in a map's body: refused where
@@ -323,7 +324,7 @@ class JaggedCompiledFunction:
         if unknown:
             raise ValueError(f"unexpected input(s) {sorted(unknown)}: the "
                              f"program's inputs are {sorted(lowering.user_names)}")
-        given.update(lowering.host_loops.compute(lowering.input_nodes, given))
+        given.update(lowering.host_loops.compute(given))
         given.update(lowering.host_values.compute(given))
         derived = _derive(lowering.host, given, lowering.input_nodes,
                           self.underived)
@@ -366,10 +367,10 @@ def _evaluate(node: Array, given: dict[str, Any], cache: dict,
     node, needed = _host_source(node)
     if node not in cache:
         if isinstance(node, Placeholder) and node.name in given:
-            cache[node] = np.asarray(_on_host(given[node.name]))
+            cache[node] = np.asarray(on_host(given[node.name]))
         else:
             from ftlazy.target.numpy import evaluate_numpy
-            inputs = {k: _on_host(v) for k, v in given.items() if k in needed}
+            inputs = {k: on_host(v) for k, v in given.items() if k in needed}
             inputs.update(_sizes_from_shapes(needed - set(given), given,
                                              placeholders))
             if resolve is not None:
@@ -391,12 +392,6 @@ def _sizes_from_shapes(names: set[str] | frozenset[str], given: dict[str, Any],
         return {}
     env, _ = bind_inputs(sources, {p.name: given[p.name] for p in sources})
     return {k: env[k] for k in names if k in env}
-
-
-def _on_host(value: Any) -> Any:
-    """*value*, a device array fetched (the first phase leaves offsets and
-    segment ids on the device: fetched only where the host reads them)."""
-    return value.get() if isinstance(value, cla.Array) else value
 
 
 @lru_cache(maxsize=1024)
