@@ -387,12 +387,12 @@ def derived_size(value: Array) -> prim.Variable:
     derived = None if name is None else _DERIVED.get(name)
     if derived is None:
         name = f"{DERIVED_SIZE_PREFIX}{next(_NAME_COUNTER)}"
-        derived = DerivedSize(name, value)
-        _DERIVED[name] = derived
+        derived = defined_size(name, value)
         _NAME_OF[value] = name
-    # (the size is only a name in shapes: the first node to bind it keeps
-    # the definition alive)
-    _KEEP.append(derived)
+    else:
+        # (the size is only a name in shapes: the first node to bind it
+        # keeps the definition alive)
+        _KEEP.append(derived)
     return prim.Variable(name)
 
 

@@ -33,7 +33,6 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, SizeParam
 from ftlazy.fractal import Body, Loop
 from ftlazy.node import Node, iter_children, topological_order
-from ftlazy.transform.mappers import CopyMapper
 
 __all__ = ["split_sequence_loop"]
 
@@ -93,8 +92,8 @@ def _replayed(nodes: list[Array], given: dict[Node, Any]) -> list[Any]:
     """*nodes* of a traced body rebuilt with the nodes of *given* (its
     parameters, or parts of it) replaced by their values (new traced
     arrays, or outer arrays)."""
-    replay = CopyMapper()
-    replay._cache.update(given)
+    from ftlazy.transform.jagged_element_reads import BodyReplay
+    replay = BodyReplay(given)
     return [replay(n) for n in nodes]
 
 

@@ -28,25 +28,9 @@ from ftlazy.array import Array
 from ftlazy.fractal import Body, BodyParam
 from ftlazy.fractal_access import DerivedSize, element_read
 from ftlazy.node import Node, iter_children, topological_order
-from ftlazy.transform.jagged_element_reads import _BodyRewriter
+from ftlazy.transform.jagged_element_reads import BodyReplay
 
 __all__ = ["sentence_reads_result"]
-
-
-class _Replay(_BodyRewriter):
-    """A body's nodes rebuilt in a new trace: the nodes and parameters of
-    *replace* (top scope) replaced by their values, sizes renamed by
-    *renames* (a read sentence's length to the new element's)."""
-
-    def __init__(self, replace: dict[Node, Any], renames: dict[str, str]) -> None:
-        nodes = {k: v for k, v in replace.items() if not isinstance(k, BodyParam)}
-        super().__init__(nodes, 0, 1 << 30, renames)
-        self.params = {k: v for k, v in replace.items() if isinstance(k, BodyParam)}
-
-    def map_body_param(self, expr: BodyParam) -> Any:
-        if self.top and expr in self.params:
-            return self.params[expr]
-        return super().map_body_param(expr)
 
 
 def _names(n: Node) -> set[str]:
@@ -128,14 +112,14 @@ def sentence_reads_result(docs: Any, body: Body, captured: list[Array],
         for read, frontier in frontiers.items():
             def per_sentence(s: Any, read: Any = read,
                              frontier: Any = frontier) -> tuple:
-                replay = _Replay({read: s, **outer},
+                replay = BodyReplay({read: s, **outer},
                                  {read.shape[0].name: s.shape[0].name})
                 return tuple(replay(f) for f in frontier)
             encoded = jagged_map(per_sentence, doc, what=what)
             index = outer[reads[read]]
             picks.update((f, gather(e, index))
                          for f, e in zip(frontier, encoded))
-        replay = _Replay({body.params[0]: doc.values,
+        replay = BodyReplay({body.params[0]: doc.values,
                           body.params[1]: doc.offsets[0], **outer, **picks}, {})
         return tree_unflatten([replay(o) for o in body.outputs], structure)
 

@@ -39,7 +39,7 @@ from ftlazy.array import (
     Array, IndexLambda, Placeholder, SizeParam, check_user_name,
     normalize_dtype)
 from ftlazy.fractal import (
-    Body, BodyParam, Loop, LoopResult, Scan, _trace, check_carries, tree_flatten,
+    Body, Loop, LoopResult, Scan, _trace, check_carries, tree_flatten,
     tree_unflatten)
 from ftlazy.node import Node, node
 from ftlazy.scalar_expr import index_var, linear_combination, substitute
@@ -597,8 +597,8 @@ class JaggedMap(Loop):
                                      for old, new in renamed.items()})
             bindings.update({renamed[old]: a for old, a in b.items()})
             terms.append((coeff, term))
-        return IndexLambda(linear_combination(terms), (sh.add(self.length, 1),), np.dtype(np.int64),
-                           bindings)
+        return IndexLambda(linear_combination(terms), (sh.add(self.length, 1),),
+                           np.dtype(np.int64), bindings)
 
 
 _map_nesting = [0]
@@ -771,7 +771,7 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
     first and zipped in, a row per sentence (:func:`_rows_per_sentence`).
     None where the function does anything else, or its sentence map reads
     arrays of the document's sizes."""
-    from ftlazy.transform.jagged_element_reads import _BodyRewriter
+    from ftlazy.transform.jagged_element_reads import BodyReplay
     inner = None
     picked = []
     for leaf in leaves:
@@ -802,25 +802,12 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
             sh.size_param_names(c) for c in a.shape) for a in per_document):
         return None
 
-    class _Replay(_BodyRewriter):
-        """The sentence map's body with its parameters replaced by what the
-        new trace gives (its element length renamed to the new one)."""
-
-        def __init__(self, replace: dict, renames: dict[str, str]) -> None:
-            super().__init__({}, 0, len(replace), renames)
-            self.replace = replace
-
-        def map_body_param(self, expr: BodyParam) -> Any:
-            if self.top and expr in self.replace:
-                return self.replace[expr]
-            return super().map_body_param(expr)
-
     body = inner.body
     rows = _rows_per_sentence(docs, params, per_document)
 
     def sentence_fn(s: Any, *document_rows: Any) -> Any:
         given = dict(zip(per_document, document_rows))
-        replay = _Replay({body.params[0]: s, **{
+        replay = BodyReplay({body.params[0]: s, **{
             p: given.get(a, a) for p, a in zip(body.params[1:], inner.captured)}},
             {inner.symbols[0][0]: s.shape[0].name})
         return tree_unflatten([replay(body.outputs[k]) for k in picked],
@@ -841,11 +828,10 @@ def _rows_per_sentence(docs: Jagged, params: Any, arrays: list[Array]
         return []
     from ftlazy.fractal import gather
     from ftlazy.ops import arange, zeros
-    from ftlazy.transform.mappers import CopyMapper
+    from ftlazy.transform.jagged_element_reads import BodyReplay
 
     def per_document(doc: Any) -> tuple:
-        replay = CopyMapper()
-        replay._cache.update({params[0]: doc.values, params[1]: doc.offsets[0]})
+        replay = BodyReplay({params[0]: doc.values, params[1]: doc.offsets[0]})
         return tuple(replay(a) for a in arrays)
     values = jagged_map(per_document, docs)
     count = docs.offsets[0].shape[0] - 1

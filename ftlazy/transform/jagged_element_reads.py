@@ -59,7 +59,7 @@ from ftlazy.scalar_expr import TypeCast, index_var
 from ftlazy.target.loopy.canonical import _rename_value, _RenameSizes
 from ftlazy.transform.mappers import CopyMapper
 
-__all__ = ["zip_element_reads"]
+__all__ = ["BodyReplay", "zip_element_reads"]
 
 #: a read FractalTensor: the body parameters of its values and offsets, and
 #: the index node of a read at another index than the map's own (else None)
@@ -156,6 +156,26 @@ class _BodyRewriter(CopyMapper):
                 if new is not old and new != old:
                     changes[name] = new
         return expr.copy(**changes) if changes else expr
+
+
+class BodyReplay(_BodyRewriter):
+    """A traced body's nodes rebuilt in a new trace (a rewrite that calls
+    ``ft.map`` or ``ft.scan`` again with parts of an old body): the nodes
+    and parameters of *replace* (its top scope) become their values (new
+    traced arrays, or outer arrays), and the size parameters of *renames*
+    (an old element length) the new names, nested bodies too."""
+
+    def __init__(self, replace: dict[Node, Any],
+                 renames: dict[str, str] | None = None) -> None:
+        super().__init__({k: v for k, v in replace.items()
+                          if not isinstance(k, BodyParam)}, 0, 0, renames or {})
+        self.params = {k: v for k, v in replace.items()
+                       if isinstance(k, BodyParam)}
+
+    def map_body_param(self, expr: BodyParam) -> Any:
+        if self.top and expr in self.params:
+            return self.params[expr]
+        return super().map_body_param(expr)
 
 
 def _zipped(jmap: JaggedMap, reads: dict[Array, _Source]) -> JaggedMap:
