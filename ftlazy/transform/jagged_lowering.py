@@ -76,7 +76,8 @@ from ftlazy.array import AdvancedIndex, Array, IndexLambda, Placeholder, SizePar
 from ftlazy.fractal import BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
-from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
+from ftlazy.scalar_expr import (
+    ExprIdentityMapper, Reduce, index_var, linear_combination)
 from ftlazy.target.loopy.padding import UnreadPadding
 from ftlazy.target.loopy.ranges import segment_ids_binding
 from ftlazy.transform.batch import MapBatcher
@@ -274,7 +275,7 @@ class _BatchRewriter(ExprIdentityMapper):
         const, coeff = form
         element = self.element_of(symbol)
         off = self.offsets(symbol)[element]
-        return const * element + coeff * off if coeff != 1 or const else off
+        return linear_combination([(const, element), (coeff, off)])
 
     def length(self, symbol: str) -> Any:
         off = self.offsets(symbol)
@@ -469,14 +470,15 @@ class _MapLowering:
                 raise NotImplementedError(
                     f"an extent {form.to_expr()} mixes an outer element's "
                     "length with other element lengths")
-            expr: Any = form.const * index_var(0)
+            terms: list[tuple[int, Any]] = [(form.const, index_var(0))]
             nnz: Any = sh.mul(self.n, form.const)
             bindings = {}
             for k, (name, coeff) in enumerate(sorted(form.coeffs.items())):
                 offsets, rows = self.segments[name]
                 bindings[f"_in{k}"] = offsets
-                expr = expr + coeff * prim.Variable(f"_in{k}")[index_var(0)]
+                terms.append((coeff, prim.Variable(f"_in{k}")[index_var(0)]))
                 nnz = sh.add(nnz, sh.mul(rows, coeff))
+            expr = linear_combination(terms)
             self.segments[key] = (IndexLambda(
                 expr, (sh.add(self.n, 1),), _INT64, bindings), nnz)
         return key

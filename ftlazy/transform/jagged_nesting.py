@@ -95,7 +95,7 @@ from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, iter_children, topological_order
-from ftlazy.scalar_expr import ExprIdentityMapper, index_var
+from ftlazy.scalar_expr import ExprIdentityMapper, index_var, linear_combination
 from ftlazy.transform.lower import LOWERABLE, to_index_lambda
 from ftlazy.transform.mappers import CopyMapper
 
@@ -588,8 +588,8 @@ def _document_rows(doc: _DocumentMap, outputs: list[Array], skip: Any,
         c, a = form.const, form.coeffs.get(inner.symbols[0][0], 0)
         o0, o1 = prim.Variable("_off0"), prim.Variable("_off1")
         first = o0[index_var(0)]
-        starts = IndexLambda(c * first + a * o1[first], (doc.jmap.length,),
-                             np.dtype(np.int64),
+        starts = IndexLambda(linear_combination([(c, first), (a, o1[first])]),
+                             (doc.jmap.length,), np.dtype(np.int64),
                              {"_off0": offsets0, "_off1": offsets1})
         rows = per_sentence[old]
         start_param = BodyParam(-1000 - 2 * k, (), starts.dtype)
