@@ -119,7 +119,9 @@ def test_unrollable_deep_chain_stays_scalar() -> None:
     f = ft.compile(y)
     assert not _rolled_trip_counts(f.source)
     assert f.plan.vector_length is None
-    np.testing.assert_allclose(f(x=xv), yv, rtol=1e-12)
+    # (600 steps amplify the last-bit differences of a device's cos and its
+    # fused multiply-adds: NVIDIA's OpenCL was 1.5e-12 off at one element)
+    np.testing.assert_allclose(f(x=xv), yv, rtol=1e-10)
 
 
 def test_constants_that_differ_per_step_come_from_a_table() -> None:

@@ -404,8 +404,31 @@ def test_python_int_out_of_range():
             assert_same(op(value, x), np_op(value, i8), x=i8)
     u64 = np.array([0, 2**64 - 1], np.uint64)
     assert_same(ft.equal(placeholder_for("u", u64), -1), u64 == -1, u=u64)
-    # where casts Python scalars as numpy does (wrapping)
-    assert_same(ft.where(x < 0, x, 300), np.where(i8 < 0, i8, 300), x=i8)
+    # where converts Python scalars as the installed numpy does: wrapping
+    # (numpy 2.0 to 2.4) or raising (2.5)
+    try:
+        want = np.where(i8 < 0, i8, 300)
+    except OverflowError:
+        with pytest.raises(OverflowError, match="300 out of bounds for int8"):
+            ft.where(x < 0, x, 300)
+    else:
+        assert_same(ft.where(x < 0, x, 300), want, x=i8)
+
+
+@pytest.mark.parametrize("numpy_wraps", [True, False])
+def test_where_follows_numpy_on_out_of_range_python_integers(monkeypatch,
+                                                             numpy_wraps):
+    from ftlazy.ops import elementwise
+    monkeypatch.setattr(elementwise, "numpy_where_wraps_python_integers",
+                        lambda: numpy_wraps)
+    i8 = np.array([-128, 0, 127], np.int8)
+    x = placeholder_for("x", i8)
+    if numpy_wraps:
+        assert_same(ft.where(x < 0, x, 300), np.where(i8 < 0, i8, 44), x=i8)
+    else:
+        with pytest.raises(OverflowError, match="300 out of bounds for int8"):
+            ft.where(x < 0, x, 300)
+    assert_same(ft.where(x < 0, x, 100), np.where(i8 < 0, i8, 100), x=i8)
 
 
 @pytest.mark.parametrize("dt", [np.int32, np.int64, np.float32, np.float64])

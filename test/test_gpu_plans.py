@@ -11,6 +11,7 @@ import pytest
 
 import ftlazy as ft
 from ftlazy.target.loopy.plan import MIN_COALESCED_LAST_AXIS
+from ftlazy.target.loopy.profile import GPU_LOCAL_SIZE
 
 GPU = {"device_kind": "gpu"}
 RNG = np.random.default_rng(7)
@@ -37,7 +38,7 @@ def test_elementwise_nests_put_the_last_axis_on_l0(shape):
     f = ft.compile(ft.sin(x) * 2 + x, options=GPU)
     plan = only_plan(f)
     assert plan.strategy == "loop_nest" and plan.l0_axis == len(shape) - 1
-    assert plan.local_size == min(64, shape[-1])
+    assert plan.local_size == min(GPU_LOCAL_SIZE, shape[-1])
     xv = RNG.standard_normal(shape)
     np.testing.assert_allclose(f(x=xv), np.sin(xv) * 2 + xv, rtol=1e-13)
 
@@ -47,7 +48,7 @@ def test_symbolic_rows_and_columns():
     x = ft.make_placeholder("x", (n, m), np.float64)
     f = ft.compile(ft.exp(x[:, ::-1]) + 1, options=GPU)
     plan = only_plan(f)
-    assert plan.l0_axis == 1 and plan.local_size == 64
+    assert plan.l0_axis == 1 and plan.local_size == GPU_LOCAL_SIZE
     for shape in [(3, 200), (1, 1), (0, 5), (4, 0), (70, 64)]:
         xv = RNG.standard_normal(shape)
         np.testing.assert_allclose(f(x=xv), np.exp(xv[:, ::-1]) + 1, rtol=1e-13)
@@ -381,7 +382,7 @@ def test_real_gpus_get_256_item_groups(monkeypatch):
     import pyopencl as cl
 
     from ftlazy.target.loopy import barrier_probe
-    from ftlazy.target.loopy.profile import GPU_LOCAL_SIZE, device_profile
+    from ftlazy.target.loopy.profile import device_profile
     monkeypatch.setattr(barrier_probe, "barrier_loop_build",
                         lambda device: "optimize")
 

@@ -10,6 +10,7 @@ argument is a Python or numpy scalar the result is computed eagerly by numpy.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -498,10 +499,23 @@ def greater_equal(x1: ArrayLike, x2: ArrayLike) -> Result:
     return _compare(np.greater_equal, ">=", x1, x2)
 
 
+@functools.cache
+def numpy_where_wraps_python_integers() -> bool:
+    """Whether the installed numpy's ``where`` converts a Python integer out
+    of the other operand's integer range by wrapping (numpy 2.0 to 2.4) or
+    raises :class:`OverflowError` as its arithmetic does (numpy 2.5)."""
+    try:
+        np.where(np.zeros(1, bool), np.zeros(1, np.int8), 300)
+    except OverflowError:
+        return False
+    return True
+
+
 def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Result:
     """*x* where *condition* (converted to bool) holds, else *y*; the dtype
-    is ``result_type(x, y)``. Python integers are converted to it as numpy
-    does, wrapping if out of range."""
+    is ``result_type(x, y)``. A Python integer out of that dtype's range
+    wraps or raises :class:`OverflowError`, as the installed numpy's
+    ``where`` does."""
     if is_scalar(condition) and is_scalar(x) and is_scalar(y):
         return np.where(condition, x, y)
     if _any_jagged(condition, x, y):
@@ -512,7 +526,8 @@ def where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Result:
     if folded is not None:
         return folded
     return elementwise(operands, [np.dtype(bool), dtype, dtype], dtype,
-                       lambda c, a, b: prim.If(c, a, b), wrap_weak=True)
+                       lambda c, a, b: prim.If(c, a, b),
+                       wrap_weak=numpy_where_wraps_python_integers())
 
 # }}}
 

@@ -190,7 +190,8 @@ def probe_source(build: str, source: str | None = None) -> str:
 
 def build_options(build: str) -> list[str]:
     """The build options *build* gives a program of barrier loops."""
-    return [OPT_DISABLE] if build == "separate" else []
+    from ftlazy.target.loopy.device import quiet_build_options
+    return ([OPT_DISABLE] if build == "separate" else []) + quiet_build_options()
 
 
 def run_probe_kernel(queue: Any, build: str, source: str | None = None,

@@ -160,6 +160,10 @@ def silence_compiler_output() -> None:
     cannot infer size parameters such as ``n`` from a ``2*n + 1`` shape,
     which ftlazy always passes itself.
 
+    Other drivers' compilers print such lines too (NVIDIA's did on an
+    H100): ftlazy builds its own programs with OpenCL's ``-w`` option
+    (:func:`quiet_build_options`).
+
     ``PYOPENCL_COMPILER_OUTPUT=1``, pyopencl's switch for showing compiler
     output, keeps the warnings and the build logs."""
     from loopy.diagnostic import ParameterFinderWarning
@@ -170,3 +174,13 @@ def silence_compiler_output() -> None:
     if "-w" not in flags.split():
         os.environ["POCL_EXTRA_BUILD_FLAGS"] = f"{flags} -w".strip()
     warnings.filterwarnings("ignore", category=cl.CompilerWarning)
+
+
+def quiet_build_options() -> list[str]:
+    """The OpenCL build options that turn a compiler's warnings off (``-w``,
+    which every OpenCL compiler accepts), for the programs ftlazy builds;
+    none where ``PYOPENCL_COMPILER_OUTPUT=1`` asks for the compiler's
+    output. A build error is still raised with its log."""
+    if os.environ.get("PYOPENCL_COMPILER_OUTPUT") == "1":
+        return []
+    return ["-w"]

@@ -205,15 +205,23 @@ class _TypedIntegerLiterals(IdentityMapper):
     """Gives the Python integers of an integer expression *dtype*: loopy
     emits the child of a cast to a float type with the float literals of
     the cast's type (``(double) max(0.0 * n + m, 1l)``), which makes an
-    integer ``max``'s overload ambiguous. Nested casts keep their own."""
+    integer ``max``'s overload ambiguous. Nested casts keep their own, and
+    array indices their own type (a GPU group's ``256 * gid(0)`` in the
+    index of an ``int8`` read)."""
 
     def __init__(self, dtype: np.dtype) -> None:
         super().__init__()
         self.dtype = dtype
+        info = np.iinfo(dtype)
+        self.bounds = (int(info.min), int(info.max))
 
     def map_constant(self, expr: Any) -> Any:
-        if isinstance(expr, int) and not isinstance(expr, bool):
+        if (isinstance(expr, int) and not isinstance(expr, bool)
+                and self.bounds[0] <= expr <= self.bounds[1]):
             return self.dtype.type(expr)
+        return expr
+
+    def map_subscript(self, expr: prim.Subscript) -> Any:
         return expr
 
     def map_type_cast(self, expr: LoopyTypeCast) -> Any:

@@ -35,6 +35,7 @@ from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, get_variable_names, substitute
 from ftlazy.tags import Named, PrefixNamed
+from ftlazy.target.loopy.device import quiet_build_options
 from ftlazy.target.loopy.probe import LANES
 from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
@@ -975,6 +976,7 @@ class KernelBuilder:
                                "insn_count_subdomains_order", "write_race*"],
             options=lp.Options(
                 return_dict=True, no_numpy=False,
+                build_options=quiet_build_options(),
                 # loopy's access-bounds proof costs an isl map per array
                 # access: keep it as a safety net for ordinary DAGs, skip it
                 # where compile time dominates (generated indices are in

@@ -148,8 +148,11 @@ class DeviceProfile:
     flat_local_size: int = 64
     #: work items per group along axis 0 for rows and reductions (CPU)
     row_local_size: int = 1
-    #: work items per group along axis 0 (GPU)
-    gpu_local_size: int = 64
+    #: work items per group along axis 0 (GPU; capped by the device's
+    #: limit). 256 fill an NVIDIA SM's schedulers: the H100's elementwise
+    #: kernel ran 1.8x faster than with 64, and 128-1024 were within 10%
+    #: of each other on W1, W3 and W4 (``benchmarks/gpu_sweep.py``)
+    gpu_local_size: int = 256
     #: work items of a scan's single group
     scan_local_size: int = 256
     #: GPU matrix products with local-memory tiles: work items per side of
@@ -258,8 +261,8 @@ def synthetic_profile(kind: str = "cpu", vector_width: int = 8,
 
 _PROFILES: dict[Any, DeviceProfile] = {}
 
-#: work items per group of GPU loop nests and reductions on real GPUs
-GPU_LOCAL_SIZE = 256
+#: work items per group of GPU loop nests and reductions
+GPU_LOCAL_SIZE = DeviceProfile.gpu_local_size
 
 
 def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
@@ -302,8 +305,6 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
         local_mem_size=int(device.local_mem_size),
         max_mem_alloc_size=int(device.max_mem_alloc_size),
         vectorize=bool(widths),
-        # (GPUs: 256 items fill an NVIDIA SM's schedulers in a group; the
-        # H100's elementwise kernel ran 1.8x faster than with 64)
         **({"gpu_local_size": min(GPU_LOCAL_SIZE,
                                   int(device.max_work_group_size))}
            if kind == "gpu" else {}))
