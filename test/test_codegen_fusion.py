@@ -211,5 +211,9 @@ def test_nested_calls_are_cut_sooner() -> None:
         lazy, value = ((ft.sin(lazy), np.sin(value)) if choice
                        else (ft.cos(lazy), np.cos(value)))
     f = ft.compile(lazy)
-    assert len(set(re.findall(r"\b_ft_p\d+\b", f.source))) >= 5
+    if f.plan.profile.kind == "gpu":
+        # (steps of two kinds: one loop over a table of kinds on GPUs)
+        assert f.plan.storage.mixed_chains
+    else:
+        assert len(set(re.findall(r"\b_ft_p\d+\b", f.source))) >= 5
     np.testing.assert_allclose(f(x=XV), value, rtol=1e-12)

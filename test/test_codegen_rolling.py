@@ -103,25 +103,89 @@ def test_two_dimensional_chain_rolls_inside_the_row_loop() -> None:
     np.testing.assert_allclose(f(**inputs), yv, rtol=1e-12)
 
 
-def test_unrollable_deep_chain_stays_scalar() -> None:
-    """A deep chain whose steps follow no period cannot roll; on vectors its
-    straight-line code would compile slowly, so it runs on scalars."""
+def _irregular_chain(kinds: int, steps: int = 600, seed: int = 4
+                     ) -> tuple[ft.Array, np.ndarray, np.ndarray]:
+    """A chain of *steps* steps, each one of the first *kinds* of ``y *
+    0.999``, ``y + x``, ``cos(y)``, ``y - 0.25``, ``sin(y)`` in random
+    order (no period), on 4096 elements, and numpy's result."""
     x = ft.make_placeholder("x", (4096,), np.float64)
     xv = np.linspace(-1, 1, 4096)
     y, yv = x, xv
-    for choice in np.random.default_rng(4).integers(0, 3, 600):
+    for choice in np.random.default_rng(seed).integers(0, kinds, steps):
         if choice == 0:
             y, yv = y * 0.999, yv * 0.999
         elif choice == 1:
             y, yv = y + x, yv + xv
-        else:
+        elif choice == 2:
             y, yv = ft.cos(y), np.cos(yv)
+        elif choice == 3:
+            y, yv = y - 0.25, yv - 0.25
+        else:
+            y, yv = ft.sin(y), np.sin(yv)
+    return y, xv, yv
+
+
+def test_chain_of_a_few_step_kinds() -> None:
+    """A deep chain whose steps follow no period: on CPUs its straight-line
+    code runs on scalars (on vectors it would compile slowly); GPU compilers
+    take time in proportion to the code, so there it is one loop that reads
+    each step's kind from a table."""
+    y, xv, yv = _irregular_chain(3)
     f = ft.compile(y)
-    assert not _rolled_trip_counts(f.source)
-    assert f.plan.vector_length is None
+    if f.plan.profile.kind == "cpu":
+        assert not _rolled_trip_counts(f.source)
+        assert f.plan.vector_length is None
+        assert not f.plan.storage.mixed_chains
+    else:
+        assert f.plan.storage.mixed_chains
+        (trips,) = _rolled_trip_counts(f.source)
+        assert 500 < trips < 600  # (the chain's bottom is inlined)
+        assert f.source.count("cos(") < 30 and "__constant char" in f.source
     # (600 steps amplify the last-bit differences of a device's cos and its
     # fused multiply-adds: NVIDIA's OpenCL was 1.5e-12 off at one element)
     np.testing.assert_allclose(f(x=xv), yv, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kinds", [2, 4, 5])
+def test_mixed_chains_on_gpus(kinds: int) -> None:
+    """On GPUs two to four kinds of step roll into one loop; with five the
+    chain stays straight-line code, cut into kernels of bounded cost."""
+    y, xv, yv = _irregular_chain(kinds, steps=400, seed=kinds)
+    f = ft.compile(y)
+    trips = _rolled_trip_counts(f.source)
+    if f.plan.profile.kind == "gpu" and kinds <= 4:
+        assert len(trips) == 1 and trips[0] > 300
+    else:
+        assert trips == [] and not f.plan.storage.mixed_chains
+    np.testing.assert_allclose(f(x=xv), yv, rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=6)
+@given(kinds=st.integers(1, 5), steps=st.integers(70, 300),
+       seed=st.integers(0, 2**16))
+def test_random_irregular_chains(kinds: int, steps: int, seed: int) -> None:
+    y, xv, yv = _irregular_chain(kinds, steps, seed)
+    np.testing.assert_allclose(ft.compile(y)(x=xv), yv, rtol=1e-10, atol=1e-12)
+
+
+def test_mixed_chain_constants_differ_per_step() -> None:
+    """Constants that differ between the steps of one kind come from a
+    table, those of the other kinds stay literals."""
+    x = ft.make_placeholder("x", (300,), np.float64)
+    xv = np.linspace(-1, 1, 300)
+    rng = np.random.default_rng(3)
+    y, yv = x, xv
+    for k, choice in enumerate(rng.integers(0, 2, 300)):
+        if choice:
+            c = 1.0 - k / 1000
+            y, yv = y * c, yv * c
+        else:
+            y, yv = ft.tanh(y + 0.5), np.tanh(yv + 0.5)
+    f = ft.compile(y)
+    if f.plan.profile.kind == "gpu":
+        assert len(_rolled_trip_counts(f.source)) == 1
+        assert "__constant double" in f.source and "0.5" in f.source
+    np.testing.assert_allclose(f(x=xv), yv, rtol=1e-10, atol=1e-12)
 
 
 def test_constants_that_differ_per_step_come_from_a_table() -> None:
@@ -335,6 +399,39 @@ def test_roller_leaves_different_arrays_alone() -> None:
     assert counts == [] and unused == set() and result == insns
 
 # }}}
+
+
+def test_roller_mixes_kinds_only_when_asked() -> None:
+    """Steps of two kinds (``p * 2 + a[0]`` and ``p * 2 + b[0]``) roll into
+    one loop that picks the kind from a table with *max_kinds* 2, and stay
+    statements without; a statement read elsewhere ends the run."""
+    names = [f"p{i}" for i in range(8)]
+    reads = ["a", "a", "b", "a", "b", "b", "a", "b"]
+    insns = [_statement(name, names[i - 1] if i else None, 0, reads=r)
+             for i, (name, r) in enumerate(zip(names, reads))]
+    assert _roll(insns, set(names))[2] == []
+    tables: list[np.ndarray] = []
+
+    def new_table(table: np.ndarray) -> str:
+        tables.append(table)
+        return "kinds"
+    result, unused = roll_repeated_statements(
+        insns, set(names), lambda count: f"k{count}", new_table, max_kinds=2)
+    (table,) = tables
+    # (p0 is the chain's start; p1, p3 and p6 read a, the others b)
+    np.testing.assert_array_equal(table, [0, 1, 0, 1, 1, 0, 1])
+    assert table.dtype == np.int8
+    update = next(i for i in result if i.id == "p7_insn")
+    assert str(update.expression) == (
+        "p7*2 + a[0] if kinds[k7] == 0 else p7*2 + b[0]")
+    assert "k7" in update.within_inames
+    assert unused == {f"p{i}" for i in range(1, 7)}
+    reader = lp.Assignment(prim.Variable("out"), prim.Variable("p4"),
+                           id="out_insn", depends_on=frozenset({"p4_insn"}))
+    result, unused = roll_repeated_statements(
+        insns + [reader], set(names), lambda count: f"k{count}", new_table,
+        max_kinds=2)
+    assert "p4" not in unused and any(i.id == "p4_insn" for i in result)
 
 
 def test_roller_reads_varying_constants_from_a_table() -> None:

@@ -194,27 +194,44 @@ def test_row_sums_and_full_sum_read_the_input_once(kind):
 
 # {{{ long straight-line code
 
-def _irregular_chain(x, steps, cos):
-    """Operations in an order that repeats no step (nothing to roll)."""
-    choices = np.random.default_rng(3).integers(0, 3, steps)
+def _irregular_chain(x, steps, np_or_ft, kinds=6):
+    """Operations in an order that repeats no step, each of one of *kinds*
+    kinds (more than ``storage.MAX_STEP_KINDS``: nothing to roll)."""
+    choices = np.random.default_rng(3).integers(0, kinds, steps)
+    steps = [lambda y: y * 0.999, lambda y: y + x, np_or_ft.cos, np_or_ft.sin,
+             lambda y: y - 0.25, lambda y: np_or_ft.tanh(y) * 2]
     y = x
     for c in choices:
-        y = y * 0.999 if c == 0 else (y + x if c == 1 else cos(y))
+        y = steps[c](y)
     return y
 
 
 def test_long_straight_line_code_is_cut_into_kernels_on_gpus():
     x = ft.make_placeholder("x", (50,), np.float64)
-    y = _irregular_chain(x, 600, ft.cos)
+    y = _irregular_chain(x, 600, ft)
     gpu = ft.compile(y, options=GPU)
     cpu = ft.compile(y, options={"device_kind": "cpu"})
     assert len(cpu.plan.arrays) == 1
     assert len(gpu.plan.arrays) > 2
     assert gpu.source.count("__kernel") == len(gpu.plan.arrays)
+    assert not gpu.plan.storage.mixed_chains
     xv = RNG.uniform(-1, 1, 50)
-    want = _irregular_chain(xv, 600, np.cos)
+    want = _irregular_chain(xv, 600, np)
     np.testing.assert_allclose(gpu(x=xv), want, rtol=1e-11)
     np.testing.assert_allclose(cpu(x=xv), want, rtol=1e-11)
+
+
+def test_chains_of_few_step_kinds_are_rolled_not_cut():
+    # (W5-irregular: NVIDIA's OpenCL compiler took 25-29 s on its 2,000
+    # operations whether cut into 17 kernels or 64)
+    x = ft.make_placeholder("x", (50,), np.float64)
+    y = _irregular_chain(x, 600, ft, kinds=3)
+    f = ft.compile(y, options=GPU)
+    assert f.plan.storage.mixed_chains and len(f.plan.arrays) == 1
+    assert f.source.count("cos(") < 30
+    xv = RNG.uniform(-1, 1, 50)
+    np.testing.assert_allclose(f(x=xv), _irregular_chain(xv, 600, np, kinds=3),
+                               rtol=1e-11)
 
 
 def test_repeating_chains_are_rolled_not_cut():

@@ -39,7 +39,7 @@ from ftlazy.target.loopy.device import quiet_build_options
 from ftlazy.target.loopy.probe import LANES
 from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
-from ftlazy.target.loopy.storage import has_reduce
+from ftlazy.target.loopy.storage import MAX_STEP_KINDS, has_reduce
 from ftlazy.target.loopy.vectorize import ELEMENTWISE_BUILTINS, vector_view
 from ftlazy.target.loopy.vector_values import (
     LANE, MATH_PREFIX, gather_name, register_vector_callables, vector_dtype)
@@ -768,8 +768,9 @@ class KernelBuilder:
             return name
 
         names = {name for name, _ in ctx.privates.values()}
-        insns, unused = roll_repeated_statements(ctx.pending, names, new_loop,
-                                                 new_table)
+        insns, unused = roll_repeated_statements(
+            ctx.pending, names, new_loop, new_table,
+            max_kinds=MAX_STEP_KINDS if self.plan.storage.mixed_chains else 1)
         for name in unused:
             del self.parts.temporaries[name]
         self.private_statements -= len(unused)

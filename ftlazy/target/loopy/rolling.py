@@ -18,6 +18,15 @@ are read from a ``__constant`` table laid out step by step. Loopy, the
 OpenCL compiler and the work-group compiler then see a few small statements
 instead of thousands of operations: compile time stops growing with the
 chain's length, and the loop body is still a straight run of several steps.
+
+A chain that repeats no step but takes each step from a few kinds (``y *
+0.999``, ``y + x``, ``cos(y)`` in any order) is rolled on GPUs too, whose
+compilers take time in proportion to the code (NVIDIA's about 11 ms per
+operation): the loop reads each step's kind from a table and picks the
+kind's expression, ``y = kind[k] == 0 ? y * 0.999 : kind[k] == 1 ? y + x :
+cos(y)`` (C evaluates only the branch taken, and every work item takes the
+same one). Each kind reads the same array elements at every step; its
+constants may differ per step (a table again).
 """
 
 from __future__ import annotations
@@ -159,7 +168,7 @@ def _step(insn: lp.Assignment, previous: lp.Assignment) -> _Step | None:
 def roll_repeated_statements(
         insns: list[Any], private_names: set[str],
         new_loop: Callable[[int], str],
-        new_table: Callable[[np.ndarray], str]
+        new_table: Callable[[np.ndarray], str], max_kinds: int = 1
         ) -> tuple[list[Any], set[str]]:
     """Replace each run of at least :data:`MIN_RUN` repeated private
     statements in *insns* (a loop nest's instructions, in order) by a loop.
@@ -167,8 +176,10 @@ def roll_repeated_statements(
     :arg private_names: the variables private statements assign.
     :arg new_loop: makes a sequential iname over ``range(count)``.
     :arg new_table: makes a read-only array holding the given values (the
-        floating-point constants that differ between steps); returns its
-        name.
+        floating-point constants that differ between steps, the kind of
+        each step); returns its name.
+    :arg max_kinds: more than 1 also rolls runs of steps of up to that many
+        kinds into one loop that picks each step's kind from a table.
     :returns: the instructions and the private variables no longer used.
     """
     readers: dict[str, int] = {}
@@ -189,13 +200,21 @@ def roll_repeated_statements(
     replaced: dict[str, str] = {}
     i = 0
     while i < len(insns):
-        run = _run_at(insns, i, is_private, only_feeds_next)
-        if run is None:
+        mixed = (_mixed_run_at(insns, i, is_private, only_feeds_next, max_kinds)
+                 if max_kinds > 1 else None)
+        run = None if mixed else _run_at(insns, i, is_private, only_feeds_next)
+        if mixed:
+            steps = mixed
+            init, update = _rolled_mixed(steps, insns[i - 1], new_loop,
+                                         new_table)
+        elif run is not None:
+            steps, stride = run
+            init, update = _rolled(steps, insns[i - 1], stride, new_loop,
+                                   new_table)
+        else:
             result.append(insns[i])
             i += 1
             continue
-        steps, stride = run
-        init, update = _rolled(steps, insns[i - 1], stride, new_loop, new_table)
         result += [init, update]
         unused |= {_assigned_name(s.insn) for s in steps[:-1]}
         replaced.update((s.insn.id, update.id) for s in steps[:-1])
@@ -241,22 +260,85 @@ def _run_at(insns: list[Any], start: int, is_private: Callable,
     return steps, stride
 
 
+def _mixed_run_at(insns: list[Any], start: int, is_private: Callable,
+                  only_feeds_next: Callable, max_kinds: int
+                  ) -> list[_Step] | None:
+    """The run of steps of two to *max_kinds* kinds starting at
+    ``insns[start]``, each kind reading the same offsets at every step, or
+    None if it is shorter than :data:`MIN_RUN` or of one kind only."""
+    if start == 0 or not (is_private(insns[start - 1]) and is_private(insns[start])):
+        return None
+    steps: list[_Step] = []
+    offsets_of: dict[tuple, tuple] = {}
+    j = start
+    while j < len(insns) and is_private(insns[j]) and (
+            j == start or only_feeds_next(insns[j - 1])):
+        step = _step(insns[j], insns[j - 1])
+        if step is None or (steps and _context(step) != _context(steps[0])):
+            break
+        known = offsets_of.get(step.key)
+        if known is None and len(offsets_of) == max_kinds:
+            break
+        if known is not None and known != step.offsets:
+            break
+        offsets_of[step.key] = step.offsets
+        steps.append(step)
+        j += 1
+    steps = steps[:_max_mixed_steps(steps)] if steps else steps
+    kinds = [s.key for s in steps]
+    if len(steps) < MIN_RUN or len(set(kinds)) < 2:
+        return None
+    if kinds.count(kinds[0]) == 1 and len(set(kinds[1:])) >= 2:
+        # (the chain's bottom, inlined nodes below its first cut, is no
+        # kind: the run starts after it)
+        return None
+    return steps
+
+
+def _context(step: _Step) -> tuple:
+    """What the steps of different kinds in one loop must share: the
+    assignee's form, the loops around them and their predicates (see
+    :func:`_step`'s key; the loop depends on every kind's other
+    dependencies)."""
+    _, lhs_shape, _, inames, _, predicates = step.key
+    return lhs_shape, inames, predicates
+
+
 def _max_steps(steps: list[_Step]) -> int:
     """How many steps one loop may take, given the bytes of table each step
     adds (see :data:`MAX_TABLE_BYTES`)."""
-    varying = _varying_constants(steps)
-    per_step = sum(np.asarray(steps[0].constants[j]).dtype.itemsize
-                   for j in varying)
+    constants = [s.constants for s in steps]
+    per_step = sum(np.asarray(constants[0][j]).dtype.itemsize
+                   for j in _varying_constants(constants))
     return MAX_TABLE_BYTES // per_step if per_step else len(steps)
 
 
-def _varying_constants(steps: list[_Step]) -> list[int]:
+def _max_mixed_steps(steps: list[_Step]) -> int:
+    """:func:`_max_steps` for a run of several kinds: a byte of kind per
+    step, and each kind's varying constants at every step."""
+    per_step = 1 + sum(
+        np.asarray(constants[0][j]).dtype.itemsize
+        for key in dict.fromkeys(s.key for s in steps)
+        for constants in [_kind_constants(steps, key)]
+        for j in _varying_constants(constants))
+    return min(len(steps), MAX_TABLE_BYTES // per_step)
+
+
+def _kind_constants(steps: list[_Step], key: tuple) -> list[tuple]:
+    """The constants of the steps of kind *key* at each step of *steps*
+    (at a step of another kind, those of the kind's first step: they are
+    never read there)."""
+    first = next(s for s in steps if s.key == key).constants
+    return [s.constants if s.key == key else first for s in steps]
+
+
+def _varying_constants(constants: list[tuple]) -> list[int]:
     """Indices of the constants whose value (bit pattern) differs between
-    steps."""
-    first = steps[0].constants
+    steps (*constants*: each step's)."""
+    first = constants[0]
     return [j for j in range(len(first))
-            if any(np.asarray(s.constants[j]).tobytes()
-                   != np.asarray(first[j]).tobytes() for s in steps[1:])]
+            if any(np.asarray(c[j]).tobytes() != np.asarray(first[j]).tobytes()
+                   for c in constants[1:])]
 
 
 def _rolled(steps: list[_Step], before: lp.Assignment, stride: tuple,
@@ -269,35 +351,68 @@ def _rolled(steps: list[_Step], before: lp.Assignment, stride: tuple,
     k = prim.Variable(loop)
     offsets = [off + (k if dk == 1 else dk * k) if dk else off
                for off, dk in zip(first.offsets, stride)]
-    constants = _constant_reads(steps, k, new_table)
+    constants = _constant_reads([s.constants for s in steps], k, new_table)
+    body = _Fill(prim.Variable(_assigned_name(last)), offsets,
+                 constants)(first.template)
+    return _loop_statements(steps, before, loop, body)
+
+
+def _rolled_mixed(steps: list[_Step], before: lp.Assignment,
+                  new_loop: Callable[[int], str],
+                  new_table: Callable[[np.ndarray], str]) -> tuple[Any, Any]:
+    """``last = before`` and the loop statement replacing *steps* of
+    several kinds: each kind's expression, picked by a table of kinds."""
+    loop = new_loop(len(steps))
+    k = prim.Variable(loop)
+    keys = list(dict.fromkeys(s.key for s in steps))
+    kinds = np.array([keys.index(s.key) for s in steps], np.int8)
+    kind = prim.Subscript(prim.Variable(new_table(kinds)), (k,))
+    previous = prim.Variable(_assigned_name(steps[-1].insn))
+    branches = []
+    for key in keys:
+        mine = next(s for s in steps if s.key == key)
+        constants = _constant_reads(_kind_constants(steps, key), k, new_table)
+        branches.append(_Fill(previous, list(mine.offsets),
+                              constants)(mine.template))
+    body = branches[-1]
+    for j in range(len(keys) - 2, -1, -1):
+        body = prim.If(prim.Comparison(kind, "==", j), branches[j], body)
+    return _loop_statements(steps, before, loop, body)
+
+
+def _loop_statements(steps: list[_Step], before: lp.Assignment, loop: str,
+                     body: Any) -> tuple[Any, Any]:
+    """``last = before`` and ``last = body`` in *loop*, in place of *steps*
+    (the last step's variable carries the value from step to step)."""
+    last = steps[-1].insn
+    first = steps[0]
     target = last.assignee
     previous_value = _rename_aggregate(target, _assigned_name(before))
     init = lp.Assignment(
         target, previous_value, id=last.id + "_init",
         within_inames=first.insn.within_inames, within_inames_is_final=True,
         depends_on=frozenset({before.id}), predicates=first.insn.predicates)
+    chain = {before.id} | {s.insn.id for s in steps}
+    others = frozenset().union(*(s.insn.depends_on for s in steps)) - chain
     update = lp.Assignment(
-        target, _Fill(prim.Variable(_assigned_name(last)), offsets,
-                      constants)(first.template),
-        id=last.id,
+        target, body, id=last.id,
         within_inames=first.insn.within_inames | {loop},
-        within_inames_is_final=True,
-        depends_on=(first.insn.depends_on - {before.id}) | {init.id},
+        within_inames_is_final=True, depends_on=others | {init.id},
         predicates=first.insn.predicates)
     return init, update
 
 
-def _constant_reads(steps: list[_Step], k: prim.Variable,
+def _constant_reads(constants: list[tuple], k: prim.Variable,
                     new_table: Callable[[np.ndarray], str]) -> list[Any]:
-    """What each constant of the template becomes in the loop: itself when
-    all steps share it, else a read of a table (one per dtype) laid out
-    step by step."""
-    result = list(steps[0].constants)
+    """What each constant of the template becomes in the loop (*constants*:
+    each step's): itself when all steps share it, else a read of a table
+    (one per dtype) laid out step by step."""
+    result = list(constants[0])
     by_dtype: dict[np.dtype, list[int]] = {}
-    for j in _varying_constants(steps):
+    for j in _varying_constants(constants):
         by_dtype.setdefault(np.asarray(result[j]).dtype, []).append(j)
     for dtype, slots in by_dtype.items():
-        values = np.array([[s.constants[j] for j in slots] for s in steps],
+        values = np.array([[c[j] for j in slots] for c in constants],
                           dtype=dtype)
         table = prim.Variable(new_table(values.reshape(-1)))
         width = len(slots)

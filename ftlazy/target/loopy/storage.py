@@ -37,6 +37,10 @@ MAX_INLINE_DEPTH = 64
 CALL_DEPTH = 3
 #: arrays with several users whose body has more operations are stored
 RECOMPUTE_COST_LIMIT = 12
+#: GPUs: a deep chain that repeats no step but takes its steps from at most
+#: this many kinds is cut at every step, for :mod:`.rolling` to turn into
+#: one loop over a table of the steps' kinds
+MAX_STEP_KINDS = 4
 
 
 # {{{ analysis of the lowered DAG
@@ -105,6 +109,9 @@ class StoragePlan:
     #: whether some chain was cut into statements that repeat a step (so
     #: that :mod:`.rolling` can turn them into a loop)
     repeating_chains: bool = False
+    #: whether some chain was cut at every step, each of a few kinds (see
+    #: :data:`MAX_STEP_KINDS`)
+    mixed_chains: bool = False
 
 
 #: the most operations (see :func:`_expr_cost`) of a loop input that its
@@ -144,9 +151,11 @@ def loop_computable(node: IndexLambda) -> bool:
                    for name, count in uses.items())
 
 
-def decide_storage(roots: list[Array], order: list[Node] | None = None
-                   ) -> StoragePlan:
-    """Materialization decisions for the DAG of *roots* (see module doc)."""
+def decide_storage(roots: list[Array], order: list[Node] | None = None,
+                   mixed_steps: bool = False) -> StoragePlan:
+    """Materialization decisions for the DAG of *roots* (see module doc).
+    With *mixed_steps*, a deep chain that repeats no step but has at most
+    :data:`MAX_STEP_KINDS` kinds of step is cut at every step."""
     order = order if order is not None else topological_order(roots)
     plan = StoragePlan()
     users: dict[Node, int] = defaultdict(int)
@@ -199,7 +208,9 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
         if n in plan.stored:
             depth[n], has_private[n] = 0, False
             continue
-        limit = chain_limit.get(deepest.get(n)) or MAX_INLINE_DEPTH
+        limit = chain_limit.get(deepest.get(n))
+        if limit is None:
+            limit = MAX_INLINE_DEPTH
         if n in deepest and deepest[n] in chain_limit:
             chain_limit[n] = chain_limit[deepest[n]]
         all_identity = identity_users[n] == users[n]
@@ -207,8 +218,13 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None
             plan.private.add(n)
             depth[n], has_private[n] = 0, True
             if d > limit and n not in chain_limit:
-                chain_limit[n] = _period_aligned_limit(n, deepest, depth)
+                signatures = _spine_signatures(n, deepest, depth)
+                chain_limit[n] = _period_aligned_limit(signatures)
                 plan.repeating_chains |= chain_limit[n] is not None
+                if (chain_limit[n] is None and mixed_steps
+                        and len(set(signatures)) <= MAX_STEP_KINDS):
+                    chain_limit[n] = 0
+                    plan.mixed_chains = True
         elif d > limit:
             plan.stored.add(n)
             depth[n], has_private[n] = 0, False
@@ -226,8 +242,8 @@ def cap_nest_cost(plan: StoragePlan, order: list[Node], max_cost: int
     :mod:`.rolling` cannot turn into a loop) is then cut into kernels of a
     bounded size, for GPU compilers whose time grows faster than the
     code (NVIDIA's took 59 s on 2,000 operations). Chains that repeat a
-    step are left to rolling."""
-    if plan.repeating_chains:
+    step, or take their steps from a few kinds, are left to rolling."""
+    if plan.repeating_chains or plan.mixed_chains:
         return plan
     stored, private = set(plan.stored), set(plan.private)
     cost: dict[Node, int] = {}
@@ -249,7 +265,8 @@ def cap_nest_cost(plan: StoragePlan, order: list[Node], max_cost: int
     if stored == plan.stored:
         return plan
     return StoragePlan(stored=stored, private=private,
-                       repeating_chains=plan.repeating_chains)
+                       repeating_chains=plan.repeating_chains,
+                       mixed_chains=plan.mixed_chains)
 
 
 class _AbstractConstants(ExprIdentityMapper):
@@ -278,16 +295,11 @@ def _step_signature(n: IndexLambda, spine: Node | None) -> tuple:
         for name, b in n.bindings.items())))
 
 
-def _period_aligned_limit(n: IndexLambda, deepest: dict[Node, Node],
-                          depth: dict[Node, int]) -> int | None:
-    """Cut depth for the chain ending at *n* (cut there for the first time),
-    or None if the chain does not repeat a step.
-
-    A chain that repeats a step of P nodes (an unrolled loop) is cut every
-    multiple of P nodes, so that all its private statements but the first
-    and last are the same expression and can be rolled into a loop (see
-    :mod:`.rolling`). P is found on the spine below *n*, the path of deepest
-    inlined bindings; the bottom of the chain may differ."""
+def _spine_signatures(n: IndexLambda, deepest: dict[Node, Node],
+                      depth: dict[Node, int]) -> list[tuple]:
+    """The step signatures of the chain ending at *n*, from *n* down its
+    spine (the path of deepest inlined bindings) to its first stored or
+    private node."""
     signatures = []
     node: Node | None = n
     while isinstance(node, IndexLambda):
@@ -296,6 +308,18 @@ def _period_aligned_limit(n: IndexLambda, deepest: dict[Node, Node],
         if below is None or depth.get(below, 0) == 0:
             break
         node = below
+    return signatures
+
+
+def _period_aligned_limit(signatures: list[tuple]) -> int | None:
+    """Cut depth for the chain of step *signatures* (see
+    :func:`_spine_signatures`, cut for the first time), or None if the
+    chain does not repeat a step.
+
+    A chain that repeats a step of P nodes (an unrolled loop) is cut every
+    multiple of P nodes, so that all its private statements but the first
+    and last are the same expression and can be rolled into a loop (see
+    :mod:`.rolling`). The bottom of the chain may differ."""
     length = len(signatures)
     for period in range(1, length // 2 + 1):
         matching = 0
