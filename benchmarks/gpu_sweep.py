@@ -41,7 +41,10 @@ SWEEPS: dict[str, list[dict[str, Any]]] = {
            for i, b in ((16, 4), (16, 2), (8, 4), (8, 8), (16, 8), (32, 2))],
     "W6": [{"gpu_matmul_items": i, "gpu_matmul_block": b}
            for i, b in ((16, 4), (16, 2), (8, 4))]
-          + [{"gpu_local_size": s} for s in (128, 512)],
+          + [{"gpu_local_size": s} for s in (128, 512)]
+          # (rows per work group of the scan: 32 rows in blocks of 8 make
+          # 4 groups, on a GPU of 132 compute units)
+          + [{"scan_rows_per_group": r} for r in ((4,), (2,), (1,))],
     "W5": [{"gpu_max_nest_cost": c} for c in (500, 1500, 4000, 12000)],
 }
 
