@@ -406,11 +406,62 @@ def test_sentences_read_at_a_fixed_index(docs):
             run(docs=documents("mixed", seed=6), k=np.int64(0))
 
 
-def test_sentences_read_at_an_index_and_returned_run_on_the_host(docs):
-    # (the sentence's rows are a result: the read stays, on the host)
-    result = ft.map(lambda d: d[0] * 2, docs)
+def _numpy_states(rows):
+    h, out = np.zeros(H), []
+    for x in rows:
+        h = np.tanh(h @ W + x)
+        out.append(h)
+    return np.reshape(out, (-1, H))
+
+
+PICKED_SENTENCE_BODIES = {
+    "doubled": (lambda d, k: d[0] * 2, lambda d, k: 2 * d[0]),
+    "projected": (lambda d, k: ft.tanh(d[k] @ W),
+                  lambda d, k: np.tanh(d[k] @ W)),
+    # (an index computed from an input, not from the document)
+    "before": (lambda d, k: d[k - 1] + 1.0, lambda d, k: d[k - 1] + 1.0),
+    "states": (lambda d, k: ft.scan(lambda h, x: ft.tanh(h @ W + x), d[-1],
+                                    ft.zeros(H)),
+               lambda d, k: _numpy_states(d[-1])),
+}
+
+
+@pytest.mark.parametrize("body", list(PICKED_SENTENCE_BODIES))
+def test_sentences_read_at_an_index_and_returned(docs, body):
+    # the sentence's rows are the result (a FractalTensor of the picked
+    # sentences' lengths): the sentences are picked first, then mapped,
+    # compiled; a document with too few sentences: IndexError in both
+    # evaluators
+    k = ft.make_placeholder("k", (), np.int64)
+    lazy_body, numpy_body = PICKED_SENTENCE_BODIES[body]
+    result = ft.map(lambda d: lazy_body(d, k), docs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    reads_k = body in ("projected", "before")
+    given = (lambda i: {"k": np.int64(i)}) if reads_k else (lambda i: {})
+    data = [d for d in documents("mixed", seed=7) if d]     # (no empty one)
+    for index in ((0, 1, -1) if reads_k else (0,)):
+        position = index - 1 if body == "before" else index
+        chosen = [d for d in data if -len(d) <= position < len(d)]
+        want = [numpy_body(d, index) for d in chosen]
+        for got in (f(docs=chosen, **given(index)),
+                    ft.evaluate_numpy(result, docs=chosen, **given(index))):
+            rows = got.tolist()
+            assert len(rows) == len(want)
+            for g, w in zip(rows, want):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    assert len(f(docs=[], **given(0)).tolist()) == 0
+    for run in (f, lambda **a: ft.evaluate_numpy(result, **a)):
+        with pytest.raises(IndexError):
+            run(docs=documents("mixed", seed=7), **given(0))
+
+
+def test_two_sentences_in_one_result_run_on_the_host(docs):
+    # (two sentences of the document in one node: the reads stay, on the
+    # host)
+    result = ft.map(lambda d: ft.concatenate([d[0], d[-1]]) * 2, docs)
     f = compile_on_host(result, "not affine in the element")
     data = [d for d in documents("mixed", seed=7) if d]
     got = f(docs=data)
     for g, d in zip(got.tolist(), data, strict=True):
-        np.testing.assert_allclose(g, 2 * d[0])
+        np.testing.assert_allclose(g, 2 * np.concatenate([d[0], d[-1]]))

@@ -4,7 +4,8 @@ FractalTensor (leaf-wise math, a scan or filter or growth of each sentence,
 attention to the document, centring on the document, outer slices, joins
 and gathers), then a result (per-sentence sums, an RNN over each
 document's sentences, a fold over the documents, the lengths, the flat
-values, an RNN over each document's first sentence). Each program is compiled once and run on three document
+values, an RNN over each document's first sentence, the states of one
+over its last). Each program is compiled once and run on three document
 structures against the reference evaluator: the same values, or the same
 kind of error. Such chains found an OpenCL build failure and a missing
 host derivation that no single-operation test reached."""
@@ -61,6 +62,9 @@ RESULTS = {
     # (an empty document has no first sentence: IndexError in both)
     "first_sentence_rnn": lambda f, w: ft.map(lambda d: ft.fold(
         lambda h, x: ft.tanh(h @ w + x), d[0], ft.zeros(H)), f),
+    # (the rows of each document's last sentence: picked, then mapped)
+    "last_sentence_states": lambda f, w: ft.map(lambda d: ft.scan(
+        lambda h, x: ft.tanh(h @ w + x), d[-1], ft.zeros(H)), f),
 }
 
 
@@ -80,6 +84,8 @@ def _run(run, **inputs):
 @example(first="grow", second="grow", result="fold")
 @example(first="filter", second="grow", result="document_rnn")
 @example(first="scan", second="slice", result="first_sentence_rnn")
+@example(first="filter", second="grow", result="last_sentence_states")
+@example(first="join", second="attend", result="last_sentence_states")
 @given(first=st.sampled_from(sorted(TRANSFORMS)),
        second=st.sampled_from(sorted(TRANSFORMS)),
        result=st.sampled_from(sorted(RESULTS)))
