@@ -288,9 +288,10 @@ def _mixed_run_at(insns: list[Any], start: int, is_private: Callable,
     kinds = [s.key for s in steps]
     if len(steps) < MIN_RUN or len(set(kinds)) < 2:
         return None
-    if kinds.count(kinds[0]) == 1 and len(set(kinds[1:])) >= 2:
-        # (the chain's bottom, inlined nodes below its first cut, is no
-        # kind: the run starts after it)
+    if kinds.count(kinds[0]) == 1:
+        # (a first step of its own kind, such as the chain's bottom, the
+        # nodes inlined below its first cut, stays a statement: the run
+        # starts after it)
         return None
     return steps
 
