@@ -434,6 +434,27 @@ def test_roller_mixes_kinds_only_when_asked() -> None:
     assert "p4" not in unused and any(i.id == "p4_insn" for i in result)
 
 
+def test_roller_leaves_a_first_step_of_its_own_kind() -> None:
+    # (p1 reads c once, like a chain's bottom: it stays a statement, and
+    # the steps after it, of one kind, roll into a plain loop)
+    names = [f"p{i}" for i in range(6)]
+    reads = ["a", "c", "a", "a", "a", "a"]
+    insns = [_statement(name, names[i - 1] if i else None, 0, reads=r)
+             for i, (name, r) in enumerate(zip(names, reads))]
+    counts: list[int] = []
+
+    def new_loop(count: int) -> str:
+        counts.append(count)
+        return "k"
+
+    def new_table(values: np.ndarray) -> str:
+        raise AssertionError("a plain loop needs no table")
+    result, unused = roll_repeated_statements(insns, set(names), new_loop,
+                                              new_table, max_kinds=2)
+    assert counts == [4] and unused == {"p2", "p3", "p4"}
+    assert any(i.id == "p1_insn" for i in result)
+
+
 def test_roller_reads_varying_constants_from_a_table() -> None:
     names = [f"p{i}" for i in range(6)]
     values = [np.float64(v) for v in (0.5, 1.5, 2.5, 3.5, 4.5, 5.5)]
