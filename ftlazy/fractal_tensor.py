@@ -554,11 +554,21 @@ class JaggedMap(Loop):
         total: ShapeComponent = sh.mul(self.length, form.const)
         totals = self.symbol_totals()
         for name, coeff in form.coeffs.items():
-            if name not in totals:
-                raise ValueError(f"map over a FractalTensor: {what} {extent} "
-                                 f"uses a size parameter '{name}' defined "
-                                 "inside the body")
-            total = sh.add(total, sh.mul(totals[name], coeff))
+            if name in totals:
+                total = sh.add(total, sh.mul(totals[name], coeff))
+                continue
+            if any(name in sh.size_param_names(c)
+                   for a in self.inputs for c in a.shape):
+                raise NotImplementedError(
+                    f"map over a FractalTensor: {what} {extent} adds the "
+                    f"size parameter '{name}' of an array from outside the "
+                    "map to the element's sizes; such lengths are not "
+                    "supported yet (their sum over the elements, the element "
+                    f"count times '{name}', is not affine). Give that array "
+                    "a static shape instead")
+            raise ValueError(f"map over a FractalTensor: {what} {extent} "
+                             f"uses a size parameter '{name}' defined "
+                             "inside the body")
         return total
 
     def output_dtype(self, index: int) -> np.dtype:

@@ -1765,3 +1765,21 @@ def test_hypothesis_depth3(evaluator, doc_lengths, elem_shape, seed):
     assert_jagged(got, [[s * 2 - 1 for s in d] for d in batch], elem_shape, depth=3)
 
 # }}}
+
+
+def test_lengths_adding_an_outer_size_parameter_are_refused_clearly():
+    # each sequence followed by a captured (m, 2) array: the total length,
+    # n * m plus the tokens, is not affine; a static pad works
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    m = ft.make_size_param("m")
+    pad = ft.make_placeholder("pad", (m, 2), np.float64)
+    with pytest.raises(NotImplementedError, match="size parameter 'm'.*static shape"):
+        ft.map(lambda s: ft.concatenate([s, pad]), xs)
+    fixed = ft.make_placeholder("fixed", (3, 2), np.float64)
+    result = ft.map(lambda s: ft.concatenate([s, fixed]), xs)
+    data = [np.ones((2, 2)), np.zeros((0, 2))]
+    fv = np.full((3, 2), 7.0)
+    for got in (ft.evaluate_numpy(result, xs=data, fixed=fv),
+                ft.compile(result)(xs=data, fixed=fv)):
+        for g, x in zip(got.tolist(), data, strict=True):
+            np.testing.assert_array_equal(g, np.concatenate([x, fv]))
