@@ -9,7 +9,9 @@
 #   there: bash benchmarks/gpu_check.sh run BUDGET [STEP...]
 #          with .whl carried along; each STEP's output goes to $OUT/STEP.txt
 #          (or ./gpu-check/ without $OUT). Steps: demo, bench, sweep, w5cold,
-#          tests (the whole suite, streamed, so a cut run still reports);
+#          tests (the whole suite, streamed, so a cut run still reports),
+#          hang (the test that hung on an H100, with every thread's Python
+#          stack dumped after 40 s, by faulthandler, which needs no GIL);
 #          default: demo bench sweep w5cold tests.
 set -u
 cd "$(dirname "$0")/.."
@@ -79,6 +81,11 @@ run() {
         tests) step tests 600 python3 -m pytest -p no:cacheprovider -n 16 -v \
                  --timeout 90 -rf test --ignore=test/test_notebook.py
                grep -E "FAILED|ERROR|crashed" "$out/tests.txt" | head -40 ;;
+        hang) step hang 60 python3 -c "
+import faulthandler, sys, pytest
+faulthandler.dump_traceback_later(40, exit=True)
+sys.exit(pytest.main(['-p', 'no:cacheprovider', '-p', 'no:xdist', '-q', '-s',
+    'test/test_codegen_ops.py::test_symbolic_shapes_and_scalars[cpu-w1-n5]']))" ;;
         *) echo "unknown step $name"; exit 2 ;;
       esac
     done
