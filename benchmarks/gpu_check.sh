@@ -16,6 +16,8 @@
 set -u
 cd "$(dirname "$0")/.."
 
+# (../shared/gpu/fetch-wheels.sh fetches the whole pinned stack, notebook
+# and doc packages too; this fetches only what the GPU image lacks)
 fetch() {
   local plat="--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64"
   plat="$plat --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"

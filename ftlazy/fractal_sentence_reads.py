@@ -160,21 +160,18 @@ def sentence_reads_result(docs: Any, body: Body, captured: list[Array],
 
 
 def picked_sentence_result(docs: Any, values: Node, offsets: Node,
-                           outputs: list[Any], outer: dict[Node, Array],
-                           symbols: tuple[str, ...], structure: Any,
-                           what: str) -> Any:
+                           outputs: list[Any], symbols: tuple[str, ...],
+                           structure: Any, what: str) -> Any:
     """The result of the map over the depth-3 FractalTensor *docs* whose
-    results (the leaves of *structure*, all arrays) are all computed from
-    one sentence read at a fixed index alone, rebuilt as a map over the
-    picked sentences (see the module docs); None where it does not apply.
+    results (the leaves of *structure*, all arrays, of the sentence's
+    length or computed from it) are all computed from one sentence read at
+    a fixed index alone, rebuilt as a map over the picked sentences (see
+    the module docs); None where it does not apply.
 
-    :arg values: the document's values in the traced body.
-    :arg offsets: the document's offsets in the traced body.
-    :arg outputs: the nodes the body returns.
-    :arg outer: the body's parameters of captured arrays -> those arrays
-        (empty where *outputs* read the arrays themselves, as a body does
-        while it is traced). The index may be computed from them, not from
-        the document.
+    :arg values: the document's values in the body as it was traced.
+    :arg offsets: the document's offsets in the body as it was traced.
+    :arg outputs: the nodes the traced body returns; they read captured
+        arrays themselves, and so may the index (not the document).
     """
     from ftlazy.fractal import gather, tree_unflatten
     from ftlazy.fractal_tensor import Jagged, jagged_map
@@ -198,15 +195,14 @@ def picked_sentence_result(docs: Any, values: Node, offsets: Node,
             or len(next(iter(sources))) != 1):
         return None
     (read,) = next(iter(sources))
-    index = BodyReplay(dict(outer))(reads[read])
+    index = reads[read]
     position = jagged_map(lambda doc: gather(arange(doc.length), index), docs,
                           what=what)
     sentences = Jagged(docs.values, (docs.offsets[1],))
     picked = gather(sentences, docs.offsets[0][:-1] + position)
 
     def per_sentence(s: Any) -> Any:
-        replay = BodyReplay({read: s, **outer},
-                            {read.shape[0].name: s.shape[0].name})
+        replay = BodyReplay({read: s}, {read.shape[0].name: s.shape[0].name})
         return tree_unflatten([replay(o) for o in outputs], structure)
 
     return jagged_map(per_sentence, picked, what=what)

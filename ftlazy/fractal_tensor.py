@@ -748,22 +748,16 @@ def jagged_map(f: Callable, *xs: Any,
             # (results of a sentence's length, read at a fixed index)
             trace_params, leaves = traced_leaves
             flat = picked_sentence_result(
-                xs[0], trace_params[0], trace_params[1], leaves, {},
+                xs[0], trace_params[0], trace_params[1], leaves,
                 first_symbols, out_kinds[0], what)
         if flat is not None:
             return flat
     if depths == [3] and all(isinstance(k, int) for k in leaf_outputs):
         # (a sentence read at a fixed index: a map over the sentences and a
         # gather, see the module)
-        from ftlazy.fractal_sentence_reads import (
-            picked_sentence_result, sentence_reads_result)
+        from ftlazy.fractal_sentence_reads import sentence_reads_result
         picked = sentence_reads_result(xs[0], body, list(captured),
                                        first_symbols, out_kinds[0], what)
-        if picked is None:
-            picked = picked_sentence_result(
-                xs[0], body.params[0], body.params[1], list(body.outputs),
-                dict(zip(body.params[2:], captured)), first_symbols,
-                out_kinds[0], what)
         if picked is not None:
             return picked
     loop = JaggedMap(body, tuple(inputs) + tuple(captured), tuple(depths),
