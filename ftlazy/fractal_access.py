@@ -624,9 +624,12 @@ def getitem(xs: Jagged, index: Any) -> Array | Jagged:
         start, count, step = _slice_bounds(n, index)
         start, count = _size(start), _size(count)
         if step == 1:
-            return _select_range(xs, start, count)
-        src = _lam(start + step * index_var(0), (count,), _INT64, {})
-        return _select(xs, src)
+            sliced = _select_range(xs, start, count)
+        else:
+            sliced = _select(xs, _lam(start + step * index_var(0), (count,),
+                                      _INT64, {}))
+        from ftlazy.fractal_element_slices import mark_element_slice
+        return mark_element_slice(xs, index, sliced)
     if isinstance(index, tuple):
         raise TypeError("FractalTensor indexing takes one index (an int, a 0-d "
                         "integer array or a slice) on the outer list, got a "

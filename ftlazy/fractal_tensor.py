@@ -740,6 +740,13 @@ def jagged_map(f: Callable, *xs: Any,
         _map_nesting[0] -= 1
     counted = tuple(c for k in leaf_outputs if not isinstance(k, int)
                     for c in k.counted)
+    if max(depths) >= 3:
+        # (the element read through one slice: a map over sliced elements)
+        from ftlazy.fractal_element_slices import sliced_element_result
+        sliced = sliced_element_result(list(xs), *traced_leaves, depths,
+                                       first_symbols, out_kinds[0], what)
+        if sliced is not None:
+            return sliced
     if counted and depths == [3]:
         from ftlazy.fractal_sentence_reads import picked_sentence_result
         flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0],

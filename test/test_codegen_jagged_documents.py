@@ -465,3 +465,68 @@ def test_two_sentences_in_one_result_run_on_the_host(docs):
     got = f(docs=data)
     for g, d in zip(got.tolist(), data, strict=True):
         np.testing.assert_allclose(g, 2 * np.concatenate([d[0], d[-1]]))
+
+def nested_close(got, want):
+    """*got* (lists of arrays, nested) equal to *want*, level by level."""
+    if isinstance(want, list):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            nested_close(g, w)
+    else:
+        np.testing.assert_allclose(np.reshape(got, np.shape(want)), want,
+                                   rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("index", [slice(1, None), slice(None, -1),
+                                   slice(1, 3), slice(None, None, -2),
+                                   slice(5, None)], ids=str)
+def test_slices_of_documents_mapped(docs, index):
+    # each document's sentences [index] (clamped per document, as Python
+    # does), mapped: the documents are sliced before the map, compiled
+    result = ft.map(lambda d: ft.map(lambda s: ft.tanh(s @ W), d[index]),
+                    docs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    for key in ("mixed", "empty_batch", "empty_sentences"):
+        data = documents(key, seed=8)
+        want = [[np.tanh(s @ W) for s in d[index]] for d in data]
+        for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
+            nested_close(got.tolist(), want)
+
+
+def test_slices_of_documents_returned_folded_and_counted(docs):
+    # the slice returned; folded over and divided by its own length; its
+    # sentences scaled by a per-document row zipped along
+    scale = ft.make_placeholder("scale", (4, H), np.float64)
+    result = {
+        "tail": ft.map(lambda d: d[1:], docs),
+        "mean": ft.map(lambda d: ft.fold(lambda h, s: h + ft.sum(s, axis=0),
+                                         d[:-1], ft.zeros(H))
+                       / ft.maximum(d[:-1].length, 1), docs),
+        "scaled": ft.map(lambda d, r: ft.map(lambda s: s * r, d[::2]),
+                         docs, scale)}
+    data = documents("mixed", seed=9)
+    rows = RNG.standard_normal((4, H))
+    want = {
+        "tail": [d[1:] for d in data],
+        "mean": [sum((s.sum(axis=0) for s in d[:-1]), np.zeros(H))
+                 / max(len(d) - 1, 1) for d in data],
+        "scaled": [[s * r for s in d[::2]] for d, r in zip(data, rows)]}
+    for name, r in result.items():
+        f = ft.compile(r)
+        assert f.host_evaluated == ()
+        given = {"docs": data, **({"scale": rows} if name == "scaled" else {})}
+        for got in (f(**given), ft.evaluate_numpy(r, **given)):
+            nested_close(got.tolist() if name != "mean" else got, want[name])
+
+
+def test_slice_and_the_whole_document_run_on_the_host(docs):
+    # (the body reads the document besides its slice: the slice stays, on
+    # the host)
+    result = ft.map(lambda d: ft.fold(lambda h, s: h + ft.sum(s, axis=0),
+                                      d[1:], ft.zeros(H)) * d.length, docs)
+    f = compile_on_host(result, "data-dependent size")
+    data = documents("mixed", seed=10)
+    np.testing.assert_allclose(
+        f(docs=data), [sum((s.sum(axis=0) for s in d[1:]), np.zeros(H))
+                       * len(d) for d in data], rtol=1e-12)

@@ -254,6 +254,26 @@ def test_repeat_and_slices_of_each_element():
                                     docs=[]), [], 4)
 
 
+@pytest.mark.parametrize("index", [slice(1, None), slice(None, -2),
+                                   slice(-1, None), slice(1, None, 2),
+                                   slice(None, None, -1), slice(2, 0, -1),
+                                   slice(7, None)], ids=str)
+def test_slices_of_each_element_at_depth_3_and_4(index):
+    # (the elements are sliced before the map, see
+    # ftlazy.fractal_element_slices; each element clamps as Python does)
+    docs = docs_placeholder()
+    corpus = ft.make_jagged_placeholder("corpus", (H,), np.float64, depth=4)
+    data = documents(DOCS["mixed"] + [(1, 2, 0, 3, 1)])
+    assert_nested(ft.evaluate_numpy(ft.map(lambda d: d[index], docs),
+                                    docs=data), [d[index] for d in data], 3)
+    books = [data[:2], [], data[2:], [data[0]] * 3]
+    assert_nested(ft.evaluate_numpy(ft.map(lambda b: b[index], corpus),
+                                    corpus=books),
+                  [b[index] for b in books], 4)
+    assert_nested(ft.evaluate_numpy(ft.map(lambda d: d[index], docs),
+                                    docs=[]), [], 3)
+
+
 def test_captured_fractal_tensor_per_element():
     xs, ys = seqs_placeholder(), seqs_placeholder("ys")
     data, other = sequences(SEQS["mixed"]), sequences((2, 0), seed=3)

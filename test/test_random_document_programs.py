@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Random programs over documents (hypothesis): two transforms of a depth-3
 FractalTensor (leaf-wise math, a scan or filter or growth of each sentence,
-attention to the document, centring on the document, outer slices, joins
-and gathers), then a result (per-sentence sums, an RNN over each
+attention to the document, centring on the document, outer slices,
+slices of each document, joins and gathers), then a result (per-sentence sums, an RNN over each
 document's sentences, a fold over the documents, the lengths, the flat
 values, an RNN over each document's first sentence, the states of one
 over its last). Each program is compiled once and run on three document
@@ -47,6 +47,10 @@ TRANSFORMS = {
         lambda s: s - ft.sum(d.values, axis=0)
         / ft.maximum(d.values.shape[0], 1), d), f),
     "slice": lambda f, w: f[1:],
+    # (each document's sentences sliced: the documents are sliced first)
+    "trim": lambda f, w: ft.map(lambda d: d[:-1], f),
+    "reverse_each": lambda f, w: ft.map(lambda d: ft.map(
+        lambda s: s * 2.0, d[::-1]), f),
     "join": lambda f, w: ft.join(f, f[::-1]),
     "gather": lambda f, w: ft.gather(f, ft.asarray(np.array([1, 0, 1]))),
 }
@@ -86,6 +90,8 @@ def _run(run, **inputs):
 @example(first="scan", second="slice", result="first_sentence_rnn")
 @example(first="filter", second="grow", result="last_sentence_states")
 @example(first="join", second="attend", result="last_sentence_states")
+@example(first="filter", second="trim", result="document_rnn")
+@example(first="reverse_each", second="centre", result="first_sentence_rnn")
 @given(first=st.sampled_from(sorted(TRANSFORMS)),
        second=st.sampled_from(sorted(TRANSFORMS)),
        result=st.sampled_from(sorted(RESULTS)))

@@ -171,6 +171,9 @@ class BodyReplay(_BodyRewriter):
                           if not isinstance(k, BodyParam)}, 0, 0, renames or {})
         self.params = {k: v for k, v in replace.items()
                        if isinstance(k, BodyParam)}
+        # (a replaced node is a leaf of the replay: what it was computed
+        # from is not copied, as it may read the old parameters)
+        self._cache.update(self.reads)
 
     def map_body_param(self, expr: BodyParam) -> Any:
         if self.top and expr in self.params:

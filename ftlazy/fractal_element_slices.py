@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: MIT
+"""A slice of a map's element (``ft.map(lambda doc: f(doc[1:]), docs)``),
+rebuilt as a map over the sliced elements.
+
+``doc[a:b]`` on a document in a map over documents has lengths known only
+per document (its numbers of sentences and tokens, defined in the body
+from the document's offsets), which compiled programs do not lower (see
+:mod:`ftlazy.target.loopy.host_loops`). Where the body reads the document
+through that one slice alone, :func:`sliced_element_result` slices every
+document outside the map first (:func:`element_slices`: each document's
+slice bounds from its length, the new offsets by a running sum, the picked
+sentences by :func:`ftlazy.fractal_access.gather`'s selection) and maps
+the body over the sliced documents, which compiles as any map over
+documents. Both evaluators run the rebuilt graph. Bodies that read the
+document otherwise too, or through two different slices, keep the slice
+(on the host when compiled).
+
+:func:`mark_element_slice` marks the slices that
+:func:`ftlazy.fractal_access.getitem` builds of a traced element with
+:class:`ElementSlice`.
+
+.. autoclass:: ElementSlice
+.. autofunction:: element_slices
+.. autofunction:: mark_element_slice
+.. autofunction:: sliced_element_result
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+from pytools.tag import UniqueTag, tag_dataclass
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, SizeParam
+from ftlazy.fractal_tensor import Jagged
+from ftlazy.node import Node, iter_children
+from ftlazy.scalar_expr import index_var
+
+__all__ = ["ElementSlice", "element_slices", "mark_element_slice",
+           "sliced_element_result"]
+
+_INT64 = np.dtype(np.int64)
+
+
+@tag_dataclass
+class ElementSlice(UniqueTag):
+    """Marks a part of ``xs[start:stop:step]`` where *xs* is an element
+    traced in a loop body: :attr:`part` 0 its values, ``k + 1`` its offsets
+    level ``k``."""
+
+    start: int | None
+    stop: int | None
+    step: int | None
+    part: int
+
+
+def mark_element_slice(xs: Jagged, index: slice, result: Jagged) -> Jagged:
+    """*result*, the slice *index* of *xs*, with its parts marked
+    :class:`ElementSlice` where *xs* is a traced element (its values a
+    parameter of the body being traced)."""
+    from ftlazy.fractal import BodyParam, _TraceParam
+    if not isinstance(xs.values, (BodyParam, _TraceParam)):
+        return result
+    key = (index.start, index.stop, index.step)
+    parts = [result.values, *result.offsets]
+    marked = [p.tagged(ElementSlice(*key, k)) for k, p in enumerate(parts)]
+    return Jagged(marked[0], tuple(marked[1:]))
+
+
+def _sliced_source(node: Array) -> Array | None:
+    """The array of the sliced FractalTensor that a part *node* of a slice
+    reads (its values or one offsets level; see
+    :func:`ftlazy.fractal_access.getitem`)."""
+    from ftlazy.fractal_access import HostIndexArray
+    if isinstance(node, HostIndexArray):    # (offsets of a stepped slice)
+        node = node.args[0]
+    return getattr(node, "bindings", {}).get("_in0")
+
+
+def element_slices(xs: Jagged, index: slice) -> Jagged:
+    """Every element of the FractalTensor *xs* (depth ``>= 3``) sliced by
+    *index* (Python ints, clamped per element as Python does): a
+    FractalTensor of the same depth."""
+    from ftlazy.fractal_access import (
+        _entry, _host, _lam, _offsets_of, _select, _slice_bounds)
+    if xs.depth < 3:
+        raise ValueError(f"element_slices needs a FractalTensor of depth >= 3, "
+                         f"got {xs!r}")
+    offsets = prim.Variable("_in0")
+
+    def bounds(element: Any) -> tuple[Any, Any, int]:
+        length = offsets[element + 1] - offsets[element]
+        return _slice_bounds(length, index)
+
+    p = index_var(0)
+    _, count, step = bounds(p)
+    counts = _lam(count, (xs.length,), _INT64, {"_in0": xs.offsets[0]})
+    new_offsets = _offsets_of(counts)
+    total = _entry(new_offsets, xs.length)
+    element = prim.Variable("_in1")[p]
+    start = bounds(element)[0]
+    source = _lam(offsets[element] + start
+                  + step * (p - prim.Variable("_in2")[element]),
+                  (total,), _INT64,
+                  {"_in0": xs.offsets[0],
+                   "_in1": _host("segment_ids", new_offsets, (total,)),
+                   "_in2": new_offsets})
+    picked = _select(Jagged(xs.values, xs.offsets[1:]), source)
+    return Jagged(picked.values, (new_offsets,) + picked.offsets)
+
+
+def _element_params(params: Any, depths: list[int], k: int) -> list[Any]:
+    """The flat parameters of input *k* among *params* (see
+    :func:`ftlazy.fractal_tensor.element_views`)."""
+    pos = sum(d - 1 if d >= 3 else 1 for d in depths[:k])
+    return list(params[pos:pos + (depths[k] - 1 if depths[k] >= 3 else 1)])
+
+
+def _leaf_arrays(leaf: Any) -> list[Any]:
+    return [leaf.values, *leaf.offsets] if isinstance(leaf, Jagged) else [leaf]
+
+
+def _the_slice(parts: list[Array], element: list[Any],
+               symbols: tuple[str, ...]) -> tuple | None:
+    """The one slice of the traced *element* (its flat parameters) that the
+    result *parts* read: its key, its parts with their tags, and the
+    renames of its sizes to the element's *symbols*. None where they read
+    none, or two different slices."""
+    found: dict[Array, ElementSlice] = {}
+    renames: dict[str, str] = {}
+    stack, seen = list(parts), set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        tag = next(iter(n.tags_of_type(ElementSlice)), None) if isinstance(
+            n, Array) else None
+        if tag is not None and _sliced_source(n) is element[tag.part]:
+            size = n.shape[0] if tag.part == 0 else sh.sub(n.shape[0], 1)
+            if not isinstance(size, prim.Variable):
+                return None
+            # (the element's symbols: its offsets levels' counts, then its
+            # number of leaves)
+            renames[size.name] = symbols[tag.part - 1]
+            found[n] = tag
+            continue
+        stack.extend(iter_children(n))
+    keys = {(t.start, t.stop, t.step) for t in found.values()}
+    if len(keys) != 1:
+        return None
+    return keys.pop(), found, renames
+
+
+def _reaches_outside(parts: list[Array], stops: set[Node],
+                     element: list[Any], names: set[str],
+                     symbols: tuple[str, ...]) -> bool:
+    """Whether *parts* read the *element* or its *symbols* other than
+    through the nodes *stops* and the derived sizes *names*."""
+    from ftlazy.fractal_access import DerivedSize
+    stack, seen = list(parts), set()
+    while stack:
+        n = stack.pop()
+        if n in seen or n in stops or (isinstance(n, DerivedSize)
+                                       and n.name in names):
+            continue
+        seen.add(n)
+        if any(n is e for e in element) or (
+                isinstance(n, SizeParam) and n.name in symbols):
+            return True
+        stack.extend(iter_children(n))
+    return False
+
+
+def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
+                          depths: list[int], symbols: tuple[str, ...],
+                          structure: Any, what: str) -> Any:
+    """The result of the map over *xs* (one FractalTensor of depth
+    ``>= 3``, dense arrays besides) whose function, traced with the flat
+    *params* and the element sizes *symbols*, returned *leaves* (of
+    *structure*) that read its element through one slice alone, rebuilt as
+    a map over the sliced elements (see the module docs); None where it
+    does not apply."""
+    from ftlazy.fractal import tree_unflatten
+    from ftlazy.fractal_access import _DERIVED
+    from ftlazy.fractal_tensor import jagged_map
+    from ftlazy.ops import asarray
+    from ftlazy.transform.jagged_element_reads import BodyReplay
+    jagged = [k for k, d in enumerate(depths) if d >= 2]
+    if len(jagged) != 1 or depths[jagged[0]] < 3:
+        return None
+    k = jagged[0]
+    element = _element_params(params, depths, k)
+    parts = [a for leaf in leaves for a in _leaf_arrays(leaf)
+             if isinstance(a, Node)]
+    found = _the_slice(parts, element, symbols)
+    if found is None:
+        return None
+    key, slices, renames = found
+    # (the slice's sizes computed with, as ``ft.maximum(doc[1:].length, 1)``
+    # does: the element's)
+    sizes = {derived.value: SizeParam(renames[name])
+             for name in renames
+             if (derived := _DERIVED.get(name)) is not None}
+    if _reaches_outside(parts, set(slices) | set(sizes), element,
+                        set(renames), symbols):
+        return None
+    dense = [(old, j) for j in range(len(depths)) if j != k
+             for old in _element_params(params, depths, j)]
+
+    def per_sliced_element(*elements: Any) -> Any:
+        sliced = elements[k]
+        new_parts = [sliced.values, *sliced.offsets]
+        replace: dict[Node, Any] = {n: new_parts[t.part]
+                                    for n, t in slices.items()}
+        replace.update(sizes)
+        replace.update((old, elements[j]) for old, j in dense)
+        replay = BodyReplay(replace, renames)
+
+        def leaf_of(leaf: Any) -> Any:
+            if isinstance(leaf, Jagged):
+                return Jagged(replay(leaf.values),
+                              tuple(replay(o) for o in leaf.offsets))
+            return replay(asarray(leaf))
+
+        return tree_unflatten([leaf_of(leaf) for leaf in leaves], structure)
+
+    new_xs = list(xs)
+    new_xs[k] = element_slices(xs[k], slice(*key))
+    return jagged_map(per_sliced_element, *new_xs, what=what)
