@@ -628,7 +628,7 @@ def getitem(xs: Jagged, index: Any) -> Array | Jagged:
         else:
             sliced = _select(xs, _lam(start + step * index_var(0), (count,),
                                       _INT64, {}))
-        from ftlazy.fractal_element_slices import mark_element_slice
+        from ftlazy.fractal_element_views import mark_element_slice
         return mark_element_slice(xs, index, sliced)
     if isinstance(index, tuple):
         raise TypeError("FractalTensor indexing takes one index (an int, a 0-d "

@@ -742,7 +742,7 @@ def jagged_map(f: Callable, *xs: Any,
                     for c in k.counted)
     if max(depths) >= 3:
         # (the element read through one slice: a map over sliced elements)
-        from ftlazy.fractal_element_slices import sliced_element_result
+        from ftlazy.fractal_element_views import sliced_element_result
         sliced = sliced_element_result(list(xs), *traced_leaves, depths,
                                        first_symbols, out_kinds[0], what)
         if sliced is not None:
@@ -757,6 +757,11 @@ def jagged_map(f: Callable, *xs: Any,
             flat = picked_sentence_result(
                 xs[0], trace_params[0], trace_params[1], leaves,
                 first_symbols, out_kinds[0], what)
+        if flat is None:
+            # (lists counted from the document's tokens alone)
+            from ftlazy.fractal_element_views import leaves_result
+            flat = leaves_result(list(xs), *traced_leaves, depths,
+                                 first_symbols, out_kinds[0], what)
         if flat is not None:
             return flat
     if depths == [3] and all(isinstance(k, int) for k in leaf_outputs):

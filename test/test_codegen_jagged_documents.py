@@ -530,3 +530,21 @@ def test_slice_and_the_whole_document_run_on_the_host(docs):
     np.testing.assert_allclose(
         f(docs=data), [sum((s.sum(axis=0) for s in d[1:]), np.zeros(H))
                        * len(d) for d in data], rtol=1e-12)
+
+
+def test_whole_documents_tokens_filtered(docs):
+    # lists counted from a whole document's tokens (a filter, scaled by
+    # the document's token count): a map over each document's tokens as
+    # one list, compiled
+    result = ft.map(lambda d: ft.filter(lambda r: ft.sum(r) > 0, d.values)
+                    / ft.maximum(d.values.shape[0], 1), docs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+
+    def kept(doc):
+        tokens = np.concatenate(doc + [np.zeros((0, H))])
+        return tokens[tokens.sum(axis=1) > 0] / max(len(tokens), 1)
+    for key in DOCS:
+        data = documents(key, seed=12)
+        for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
+            nested_close(got.tolist(), [kept(d) for d in data])

@@ -260,7 +260,7 @@ def test_repeat_and_slices_of_each_element():
                                    slice(7, None)], ids=str)
 def test_slices_of_each_element_at_depth_3_and_4(index):
     # (the elements are sliced before the map, see
-    # ftlazy.fractal_element_slices; each element clamps as Python does)
+    # ftlazy.fractal_element_views; each element clamps as Python does)
     docs = docs_placeholder()
     corpus = ft.make_jagged_placeholder("corpus", (H,), np.float64, depth=4)
     data = documents(DOCS["mixed"] + [(1, 2, 0, 3, 1)])

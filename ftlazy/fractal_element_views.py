@@ -1,19 +1,25 @@
 # SPDX-License-Identifier: MIT
-"""A slice of a map's element (``ft.map(lambda doc: f(doc[1:]), docs)``),
-rebuilt as a map over the sliced elements.
+"""A map's element read through one view (a slice: ``ft.map(lambda doc:
+f(doc[1:]), docs)``; its leaves: ``ft.map(lambda doc: ft.filter(p,
+doc.values), docs)``), rebuilt as a map over the views, computed outside
+the map.
 
 ``doc[a:b]`` on a document in a map over documents has lengths known only
 per document (its numbers of sentences and tokens, defined in the body
-from the document's offsets), which compiled programs do not lower (see
-:mod:`ftlazy.target.loopy.host_loops`). Where the body reads the document
-through that one slice alone, :func:`sliced_element_result` slices every
-document outside the map first (:func:`element_slices`: each document's
-slice bounds from its length, the new offsets by a running sum, the picked
-sentences by :func:`ftlazy.fractal_access.gather`'s selection) and maps
-the body over the sliced documents, which compiles as any map over
-documents. Both evaluators run the rebuilt graph. Bodies that read the
-document otherwise too, or through two different slices, keep the slice
-(on the host when compiled).
+from the document's offsets), and lists counted from a whole document's
+tokens have no lowering over depth 3; compiled programs run such maps on
+the host (see :mod:`ftlazy.target.loopy.host_loops`). Where the body reads
+the document through one slice alone, :func:`sliced_element_result`
+slices every document outside the map first (:func:`element_slices`: each
+document's slice bounds from its length, the new offsets by a running sum,
+the picked sentences by :func:`ftlazy.fractal_access.gather`'s selection)
+and maps the body over the sliced documents. Where a body with counted
+results reads only the document's leaves (``doc.values``, its number of
+tokens), :func:`leaves_result` maps it over each document's leaves as one
+list (:func:`element_leaves`, a FractalTensor of depth 2). Both compile as
+any map does, and both evaluators run the rebuilt graph. Bodies that read
+the document otherwise too, or through two different slices, are left as
+they are.
 
 :func:`mark_element_slice` marks the slices that
 :func:`ftlazy.fractal_access.getitem` builds of a traced element with
@@ -21,8 +27,10 @@ document otherwise too, or through two different slices, keep the slice
 
 .. autoclass:: ElementSlice
 .. autofunction:: element_slices
+.. autofunction:: element_leaves
 .. autofunction:: mark_element_slice
 .. autofunction:: sliced_element_result
+.. autofunction:: leaves_result
 """
 
 from __future__ import annotations
@@ -39,8 +47,8 @@ from ftlazy.fractal_tensor import Jagged
 from ftlazy.node import Node, iter_children
 from ftlazy.scalar_expr import index_var
 
-__all__ = ["ElementSlice", "element_slices", "mark_element_slice",
-           "sliced_element_result"]
+__all__ = ["ElementSlice", "element_leaves", "element_slices", "leaves_result",
+           "mark_element_slice", "sliced_element_result"]
 
 _INT64 = np.dtype(np.int64)
 
@@ -175,48 +183,53 @@ def _reaches_outside(parts: list[Array], stops: set[Node],
     return False
 
 
-def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
-                          depths: list[int], symbols: tuple[str, ...],
-                          structure: Any, what: str) -> Any:
-    """The result of the map over *xs* (one FractalTensor of depth
-    ``>= 3``, dense arrays besides) whose function, traced with the flat
-    *params* and the element sizes *symbols*, returned *leaves* (of
-    *structure*) that read its element through one slice alone, rebuilt as
-    a map over the sliced elements (see the module docs); None where it
-    does not apply."""
+def element_leaves(xs: Jagged) -> Jagged:
+    """The leaves of each element of the FractalTensor *xs* (depth ``>=
+    3``) as one list: a FractalTensor of depth 2 over the same values."""
+    from ftlazy.fractal_access import _lam
+    if xs.depth < 3:
+        raise ValueError(f"element_leaves needs a FractalTensor of depth >= 3, "
+                         f"got {xs!r}")
+    entry: Any = index_var(0)
+    bindings = {}
+    for level, offsets in enumerate(xs.offsets):
+        name = f"_in{level}"
+        entry = prim.Variable(name)[entry]
+        bindings[name] = offsets
+    return Jagged(xs.values, (_lam(entry, xs.offsets[0].shape, _INT64,
+                                   bindings),))
+
+
+def _single_fractal_tensor(depths: list[int]) -> int | None:
+    """The position of the one mapped FractalTensor of depth ``>= 3``
+    among inputs of *depths* (the others dense), or None."""
+    jagged = [k for k, d in enumerate(depths) if d >= 2]
+    return jagged[0] if len(jagged) == 1 and depths[jagged[0]] >= 3 else None
+
+
+def _result_parts(leaves: list[Any]) -> list[Node]:
+    return [a for leaf in leaves for a in _leaf_arrays(leaf)
+            if isinstance(a, Node)]
+
+
+def _replayed_map(xs: list[Any], k: int, view: Jagged | Array,
+                  params: Any, leaves: list[Any], depths: list[int],
+                  structure: Any, what: str,
+                  replacements: Any) -> Any:
+    """The map over *xs* with input *k* replaced by *view*, whose function
+    replays the traced *leaves* (of *structure*) with the nodes and size
+    names that ``replacements(view_element)`` gives (a dict of nodes and one
+    of renames) and the other inputs' old parameters replaced by their new
+    elements."""
     from ftlazy.fractal import tree_unflatten
-    from ftlazy.fractal_access import _DERIVED
     from ftlazy.fractal_tensor import jagged_map
     from ftlazy.ops import asarray
     from ftlazy.transform.jagged_element_reads import BodyReplay
-    jagged = [k for k, d in enumerate(depths) if d >= 2]
-    if len(jagged) != 1 or depths[jagged[0]] < 3:
-        return None
-    k = jagged[0]
-    element = _element_params(params, depths, k)
-    parts = [a for leaf in leaves for a in _leaf_arrays(leaf)
-             if isinstance(a, Node)]
-    found = _the_slice(parts, element, symbols)
-    if found is None:
-        return None
-    key, slices, renames = found
-    # (the slice's sizes computed with, as ``ft.maximum(doc[1:].length, 1)``
-    # does: the element's)
-    sizes = {derived.value: SizeParam(renames[name])
-             for name in renames
-             if (derived := _DERIVED.get(name)) is not None}
-    if _reaches_outside(parts, set(slices) | set(sizes), element,
-                        set(renames), symbols):
-        return None
     dense = [(old, j) for j in range(len(depths)) if j != k
              for old in _element_params(params, depths, j)]
 
-    def per_sliced_element(*elements: Any) -> Any:
-        sliced = elements[k]
-        new_parts = [sliced.values, *sliced.offsets]
-        replace: dict[Node, Any] = {n: new_parts[t.part]
-                                    for n, t in slices.items()}
-        replace.update(sizes)
+    def per_view(*elements: Any) -> Any:
+        replace, renames = replacements(elements[k])
         replace.update((old, elements[j]) for old, j in dense)
         replay = BodyReplay(replace, renames)
 
@@ -229,5 +242,69 @@ def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
         return tree_unflatten([leaf_of(leaf) for leaf in leaves], structure)
 
     new_xs = list(xs)
-    new_xs[k] = element_slices(xs[k], slice(*key))
-    return jagged_map(per_sliced_element, *new_xs, what=what)
+    new_xs[k] = view
+    return jagged_map(per_view, *new_xs, what=what)
+
+
+def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
+                          depths: list[int], symbols: tuple[str, ...],
+                          structure: Any, what: str) -> Any:
+    """The result of the map over *xs* (one FractalTensor of depth
+    ``>= 3``, dense arrays besides) whose function, traced with the flat
+    *params* and the element sizes *symbols*, returned *leaves* (of
+    *structure*) that read its element through one slice alone, rebuilt as
+    a map over the sliced elements (see the module docs); None where it
+    does not apply."""
+    from ftlazy.fractal_access import _DERIVED
+    k = _single_fractal_tensor(depths)
+    if k is None:
+        return None
+    element = _element_params(params, depths, k)
+    parts = _result_parts(leaves)
+    found = _the_slice(parts, element, symbols)
+    if found is None:
+        return None
+    key, slices, renames = found
+    # (the slice's sizes computed with, as ``ft.maximum(doc[1:].length, 1)``
+    # does: the sliced element's, which has the same symbols)
+    sizes = {derived.value: SizeParam(renames[name])
+             for name in renames
+             if (derived := _DERIVED.get(name)) is not None}
+    if _reaches_outside(parts, set(slices) | set(sizes), element,
+                        set(renames), symbols):
+        return None
+
+    def replacements(sliced: Jagged) -> tuple[dict, dict]:
+        new_parts = [sliced.values, *sliced.offsets]
+        replace: dict[Node, Any] = {n: new_parts[t.part]
+                                    for n, t in slices.items()}
+        replace.update(sizes)
+        return replace, renames
+
+    return _replayed_map(xs, k, element_slices(xs[k], slice(*key)), params,
+                         leaves, depths, structure, what, replacements)
+
+
+def leaves_result(xs: list[Any], params: Any, leaves: list[Any],
+                  depths: list[int], symbols: tuple[str, ...],
+                  structure: Any, what: str) -> Any:
+    """The result of the map over *xs* (as for
+    :func:`sliced_element_result`) whose *leaves* read the element only
+    through its leaves (``doc.values``, and their number), rebuilt as a
+    map over each element's leaves (see the module docs); None where it
+    does not apply."""
+    k = _single_fractal_tensor(depths)
+    if k is None:
+        return None
+    element = _element_params(params, depths, k)
+    parts = _result_parts(leaves)
+    # (the element's values, and its number of leaves, the last symbol)
+    if _reaches_outside(parts, {element[0]}, element[1:], set(),
+                        symbols[:-1]):
+        return None
+
+    def replacements(tokens: Array) -> tuple[dict, dict]:
+        return {element[0]: tokens}, {symbols[-1]: tokens.shape[0].name}
+
+    return _replayed_map(xs, k, element_leaves(xs[k]), params, leaves,
+                         depths, structure, what, replacements)
