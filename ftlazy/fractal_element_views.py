@@ -16,10 +16,13 @@ the picked sentences by :func:`ftlazy.fractal_access.gather`'s selection)
 and maps the body over the sliced documents. Where a body with counted
 results reads only the document's leaves (``doc.values``, its number of
 tokens), :func:`leaves_result` maps it over each document's leaves as one
-list (:func:`element_leaves`, a FractalTensor of depth 2). Both compile as
-any map does, and both evaluators run the rebuilt graph. Bodies that read
-the document otherwise too, or through two different slices, are left as
-they are.
+list (:func:`element_leaves`, a FractalTensor of depth 2). Arrays of a
+static shape that the body computes from the rest of the document (its
+first sentence's encoding next to ``doc[1:]``, its sentence count) are
+computed first by a map over the documents and zipped in, a row per
+document. Both rebuilt maps compile as any map does, and both evaluators
+run the rebuilt graph. Bodies that read the document otherwise (a shape of
+its sizes next to the view, two different slices) are left as they are.
 
 :func:`mark_element_slice` marks the slices that
 :func:`ftlazy.fractal_access.getitem` builds of a traced element with
@@ -42,15 +45,18 @@ import pymbolic.primitives as prim
 from pytools.tag import UniqueTag, tag_dataclass
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, SizeParam
+from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal_tensor import Jagged
-from ftlazy.node import Node, iter_children
-from ftlazy.scalar_expr import index_var
+from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.scalar_expr import get_variable_names, index_var
 
 __all__ = ["ElementSlice", "element_leaves", "element_slices", "leaves_result",
            "mark_element_slice", "sliced_element_result"]
 
 _INT64 = np.dtype(np.int64)
+#: the binding key prefix that keeps a size used by name reachable (see
+#: :mod:`ftlazy.fractal_access`)
+SIZE_BINDING = "_ft_size_"
 
 
 @tag_dataclass
@@ -163,24 +169,77 @@ def _the_slice(parts: list[Array], element: list[Any],
     return keys.pop(), found, renames
 
 
-def _reaches_outside(parts: list[Array], stops: set[Node],
-                     element: list[Any], names: set[str],
-                     symbols: tuple[str, ...]) -> bool:
-    """Whether *parts* read the *element* or its *symbols* other than
-    through the nodes *stops* and the derived sizes *names*."""
-    from ftlazy.fractal_access import DerivedSize
-    stack, seen = list(parts), set()
-    while stack:
-        n = stack.pop()
-        if n in seen or n in stops or (isinstance(n, DerivedSize)
-                                       and n.name in names):
-            continue
-        seen.add(n)
-        if any(n is e for e in element) or (
-                isinstance(n, SizeParam) and n.name in symbols):
-            return True
-        stack.extend(iter_children(n))
-    return False
+class _Skipped:
+    """The nodes that a walk over a body's results treats as the view: the
+    *view* nodes, and the derived sizes named in *names* (its lengths)."""
+
+    def __init__(self, view: set[Node], names: set[str]) -> None:
+        from ftlazy.fractal_access import DerivedSize
+        self.view, self.names, self.derived = view, names, DerivedSize
+
+    def __contains__(self, n: Node) -> bool:
+        return n in self.view or (isinstance(n, self.derived)
+                                  and n.name in self.names)
+
+
+def _frontier(parts: list[Node], view: set[Node], view_names: set[str],
+              element: list[Any], symbols: set[str]) -> list[Array] | None:
+    """The arrays of the body's results *parts* computed from its element
+    (the flat parameters *element*, the sizes *symbols*) but not from the
+    *view* (nodes, and the derived sizes *view_names*), that results or
+    nodes computed from the view read: each document's title encoding next
+    to its other sentences, its sentence count. None where the element is
+    read otherwise: such an array of an element-dependent shape, or a node
+    computed from the view whose own shape or expression uses the
+    element's sizes."""
+    skip = _Skipped(view, view_names)
+    order = topological_order(parts, skip=skip)
+    reads_view: dict[Node, bool] = {}
+    reads_element: dict[Node, bool] = {}
+    for n in order:
+        children = list(iter_children(n))
+        reads_view[n] = any(c in skip or reads_view[c] for c in children)
+        reads_element[n] = (any(n is e for e in element)
+                            or (isinstance(n, SizeParam) and n.name in symbols)
+                            or any(c not in skip and reads_element[c]
+                                   for c in children))
+    # (sizes defined in the body: the element's, those computed from it)
+    local = symbols | {n.name for n in order if reads_element[n]
+                       and isinstance(n, skip.derived)}
+    frontier: dict[Node, None] = {}
+    for n in order:
+        if reads_view[n]:
+            if _names_used(n) & local:
+                return None
+            frontier.update((c, None) for c in iter_children(n)
+                            if c not in skip and reads_element[c]
+                            and not reads_view[c])
+    frontier.update((p, None) for p in parts
+                    if p not in skip and reads_element[p] and not reads_view[p])
+    for n in frontier:
+        if (not isinstance(n, Array) or isinstance(n, skip.derived)
+                or any(n is e for e in element)
+                or _names(n) & (local | view_names)):
+            return None
+    return list(frontier)
+
+
+def _names(n: Node) -> set[str]:
+    return {name for c in getattr(n, "shape", ()) for name in
+            sh.size_param_names(c)}
+
+
+def _names_used(n: Node) -> set[str]:
+    """The sizes *n* uses by name: in its shape, in its expression, and the
+    size parameters it binds to keep them reachable (``_ft_size_<name>``).
+    A size parameter bound as an operand (``x * doc.length``) is a value,
+    which a frontier array can replace."""
+    names = _names(n)
+    if isinstance(n, IndexLambda):
+        names |= get_variable_names(n.expr)
+        names |= {key[len(SIZE_BINDING):] for key in n.bindings
+                  if key.startswith(SIZE_BINDING)}
+    return names
 
 
 def element_leaves(xs: Jagged) -> Jagged:
@@ -212,25 +271,41 @@ def _result_parts(leaves: list[Any]) -> list[Node]:
             if isinstance(a, Node)]
 
 
+def _flat_params(element: Any) -> list[Any]:
+    return [element.values, *element.offsets] if isinstance(
+        element, Jagged) else [element]
+
+
 def _replayed_map(xs: list[Any], k: int, view: Jagged | Array,
                   params: Any, leaves: list[Any], depths: list[int],
-                  structure: Any, what: str,
-                  replacements: Any) -> Any:
+                  structure: Any, what: str, replacements: Any,
+                  frontier: list[Array]) -> Any:
     """The map over *xs* with input *k* replaced by *view*, whose function
     replays the traced *leaves* (of *structure*) with the nodes and size
     names that ``replacements(view_element)`` gives (a dict of nodes and one
     of renames) and the other inputs' old parameters replaced by their new
-    elements."""
+    elements. The *frontier* arrays are computed first by a map over *xs*
+    itself and zipped in, a row per element."""
     from ftlazy.fractal import tree_unflatten
     from ftlazy.fractal_tensor import jagged_map
     from ftlazy.ops import asarray
     from ftlazy.transform.jagged_element_reads import BodyReplay
     dense = [(old, j) for j in range(len(depths)) if j != k
              for old in _element_params(params, depths, j)]
+    per_element: tuple = ()
+    if frontier:
+        def frontier_of(*elements: Any) -> tuple:
+            replay = BodyReplay({old: new for j, e in enumerate(elements)
+                                 for old, new in zip(
+                                     _element_params(params, depths, j),
+                                     _flat_params(e))})
+            return tuple(replay(f) for f in frontier)
+        per_element = jagged_map(frontier_of, *xs, what=what)
 
     def per_view(*elements: Any) -> Any:
         replace, renames = replacements(elements[k])
         replace.update((old, elements[j]) for old, j in dense)
+        replace.update(zip(frontier, elements[len(xs):]))
         replay = BodyReplay(replace, renames)
 
         def leaf_of(leaf: Any) -> Any:
@@ -243,7 +318,7 @@ def _replayed_map(xs: list[Any], k: int, view: Jagged | Array,
 
     new_xs = list(xs)
     new_xs[k] = view
-    return jagged_map(per_view, *new_xs, what=what)
+    return jagged_map(per_view, *new_xs, *per_element, what=what)
 
 
 def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
@@ -270,8 +345,9 @@ def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
     sizes = {derived.value: SizeParam(renames[name])
              for name in renames
              if (derived := _DERIVED.get(name)) is not None}
-    if _reaches_outside(parts, set(slices) | set(sizes), element,
-                        set(renames), symbols):
+    frontier = _frontier(parts, set(slices) | set(sizes), set(renames),
+                         element, set(symbols))
+    if frontier is None:
         return None
 
     def replacements(sliced: Jagged) -> tuple[dict, dict]:
@@ -282,7 +358,8 @@ def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
         return replace, renames
 
     return _replayed_map(xs, k, element_slices(xs[k], slice(*key)), params,
-                         leaves, depths, structure, what, replacements)
+                         leaves, depths, structure, what, replacements,
+                         frontier)
 
 
 def leaves_result(xs: list[Any], params: Any, leaves: list[Any],
@@ -299,12 +376,13 @@ def leaves_result(xs: list[Any], params: Any, leaves: list[Any],
     element = _element_params(params, depths, k)
     parts = _result_parts(leaves)
     # (the element's values, and its number of leaves, the last symbol)
-    if _reaches_outside(parts, {element[0]}, element[1:], set(),
-                        symbols[:-1]):
+    frontier = _frontier(parts, {element[0]}, set(), element[1:],
+                         set(symbols[:-1]))
+    if frontier is None:
         return None
 
     def replacements(tokens: Array) -> tuple[dict, dict]:
         return {element[0]: tokens}, {symbols[-1]: tokens.shape[0].name}
 
     return _replayed_map(xs, k, element_leaves(xs[k]), params, leaves,
-                         depths, structure, what, replacements)
+                         depths, structure, what, replacements, frontier)

@@ -5,6 +5,8 @@ against per-document numpy loops and the reference evaluator."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -520,30 +522,76 @@ def test_slices_of_documents_returned_folded_and_counted(docs):
             nested_close(got.tolist() if name != "mean" else got, want[name])
 
 
-def test_slice_and_the_whole_document_run_on_the_host(docs):
-    # (the body reads the document besides its slice: the slice stays, on
-    # the host)
-    result = ft.map(lambda d: ft.fold(lambda h, s: h + ft.sum(s, axis=0),
-                                      d[1:], ft.zeros(H)) * d.length, docs)
-    f = compile_on_host(result, "data-dependent size")
+def test_slice_and_the_rest_of_the_document(docs):
+    # the body reads its document besides the slice (its first sentence's
+    # encoding, its sentence count, its token sum): those are computed per
+    # document first and zipped into the map over the sliced documents,
+    # compiled
+    def encode(s):
+        return ft.fold(lambda h, x: ft.tanh(h @ W + x), s, ft.zeros(H))
+
+    def rnn(rows):
+        h = np.zeros(H)
+        for x in rows:
+            h = np.tanh(h @ W + x)
+        return h
+    bodies = {
+        "title_and_rest": (
+            lambda d: ft.fold(lambda h, s: ft.tanh(h @ W + encode(s)), d[1:],
+                              encode(d[0])),
+            lambda d: _folded([rnn(s) for s in d[1:]], rnn(d[0]))),
+        "scaled_by_counts": (
+            lambda d: ft.map(lambda s: ft.sum(s, axis=0), d[:-1])
+            * d.length + ft.sum(d.values, axis=0),
+            lambda d: [s.sum(axis=0) * len(d)
+                       + np.concatenate(d).sum(axis=0) for s in d[:-1]]),
+    }
+    data = [d for d in documents("mixed", seed=10) if d]     # (titled)
+    for name, (lazy, reference) in bodies.items():
+        result = ft.map(lazy, docs)
+        f = ft.compile(result)
+        assert f.host_evaluated == ()
+        want = [reference(d) for d in data]
+        for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
+            nested_close(got.tolist(), want)
+        # (an empty document has no title)
+        with pytest.raises(IndexError) if name == "title_and_rest" else (
+                contextlib.nullcontext()):
+            f(docs=documents("mixed", seed=10))
+
+
+def _folded(encodings, h):
+    for e in encodings:
+        h = np.tanh(h @ W + e)
+    return h
+
+
+def test_slice_and_the_documents_size_in_a_shape_run_on_the_host(docs):
+    # (a shape of the document's size next to the slice: not a value that
+    # can be computed per document first; the slice stays, on the host)
+    result = ft.map(lambda d: ft.concatenate(
+        [ft.map(lambda s: ft.sum(s, axis=0), d[1:]),
+         ft.zeros((d.length, H))]), docs)
+    f = compile_on_host(result, "not affine in the element")
     data = documents("mixed", seed=10)
-    np.testing.assert_allclose(
-        f(docs=data), [sum((s.sum(axis=0) for s in d[1:]), np.zeros(H))
-                       * len(d) for d in data], rtol=1e-12)
+    nested_close(f(docs=data).tolist(),
+                 [[s.sum(axis=0) for s in d[1:]] + [np.zeros(H)] * len(d)
+                  for d in data])
 
 
 def test_whole_documents_tokens_filtered(docs):
     # lists counted from a whole document's tokens (a filter, scaled by
-    # the document's token count): a map over each document's tokens as
-    # one list, compiled
+    # the document's token and sentence counts): a map over each
+    # document's tokens as one list (its sentence count zipped along),
+    # compiled
     result = ft.map(lambda d: ft.filter(lambda r: ft.sum(r) > 0, d.values)
-                    / ft.maximum(d.values.shape[0], 1), docs)
+                    / ft.maximum(d.values.shape[0], 1) * d.length, docs)
     f = ft.compile(result)
     assert f.host_evaluated == ()
 
     def kept(doc):
         tokens = np.concatenate(doc + [np.zeros((0, H))])
-        return tokens[tokens.sum(axis=1) > 0] / max(len(tokens), 1)
+        return tokens[tokens.sum(axis=1) > 0] / max(len(tokens), 1) * len(doc)
     for key in DOCS:
         data = documents(key, seed=12)
         for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):

@@ -5,7 +5,8 @@ attention to the document, centring on the document, outer slices,
 slices of each document, joins and gathers), then a result (per-sentence sums, an RNN over each
 document's sentences, a fold over the documents, the lengths, the flat
 values, an RNN over each document's first sentence, the states of one
-over its last). Each program is compiled once and run on three document
+over its last, a fold over the sentences after the first started from
+it). Each program is compiled once and run on three document
 structures against the reference evaluator: the same values, or the same
 kind of error. Such chains found an OpenCL build failure and a missing
 host derivation that no single-operation test reached."""
@@ -66,6 +67,11 @@ RESULTS = {
     # (an empty document has no first sentence: IndexError in both)
     "first_sentence_rnn": lambda f, w: ft.map(lambda d: ft.fold(
         lambda h, x: ft.tanh(h @ w + x), d[0], ft.zeros(H)), f),
+    # (the first sentence's sum starts a fold over the others: the
+    # documents sliced, the sum computed per document and zipped along)
+    "titled_fold": lambda f, w: ft.map(lambda d: ft.fold(
+        lambda h, s: ft.tanh(h @ w + ft.sum(s, axis=0)), d[1:],
+        ft.sum(d[0], axis=0)), f),
     # (the rows of each document's last sentence: picked, then mapped)
     "last_sentence_states": lambda f, w: ft.map(lambda d: ft.scan(
         lambda h, x: ft.tanh(h @ w + x), d[-1], ft.zeros(H)), f),
@@ -92,6 +98,7 @@ def _run(run, **inputs):
 @example(first="join", second="attend", result="last_sentence_states")
 @example(first="filter", second="trim", result="document_rnn")
 @example(first="reverse_each", second="centre", result="first_sentence_rnn")
+@example(first="join", second="filter", result="titled_fold")
 @given(first=st.sampled_from(sorted(TRANSFORMS)),
        second=st.sampled_from(sorted(TRANSFORMS)),
        result=st.sampled_from(sorted(RESULTS)))
