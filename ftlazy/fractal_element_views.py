@@ -20,9 +20,14 @@ list (:func:`element_leaves`, a FractalTensor of depth 2). Arrays of a
 static shape that the body computes from the rest of the document (its
 first sentence's encoding next to ``doc[1:]``, its sentence count) are
 computed first by a map over the documents and zipped in, a row per
-document. Both rebuilt maps compile as any map does, and both evaluators
-run the rebuilt graph. Bodies that read the document otherwise (a shape of
-its sizes next to the view, two different slices) are left as they are.
+document. Maps over depth 4 (books of documents), which have no lowering
+of their own, also take the leaves view whatever their results, and
+:func:`nested_map_result` maps a body that returns one map over its
+element's elements (``ft.map(lambda book: ft.map(g, book), books)``) as
+``g`` mapped over the elements of all elements, nested per element. The
+rebuilt maps compile as maps of one depth less do, and both evaluators run
+the rebuilt graph. Bodies that read the document otherwise (a shape of its
+sizes next to the view, two different slices) are left as they are.
 
 :func:`mark_element_slice` marks the slices that
 :func:`ftlazy.fractal_access.getitem` builds of a traced element with
@@ -34,6 +39,7 @@ its sizes next to the view, two different slices) are left as they are.
 .. autofunction:: mark_element_slice
 .. autofunction:: sliced_element_result
 .. autofunction:: leaves_result
+.. autofunction:: nested_map_result
 """
 
 from __future__ import annotations
@@ -47,11 +53,11 @@ from pytools.tag import UniqueTag, tag_dataclass
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal_tensor import Jagged
-from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.node import LeakedArrayError, Node, iter_children, topological_order
 from ftlazy.scalar_expr import get_variable_names, index_var
 
 __all__ = ["ElementSlice", "element_leaves", "element_slices", "leaves_result",
-           "mark_element_slice", "sliced_element_result"]
+           "mark_element_slice", "nested_map_result", "sliced_element_result"]
 
 _INT64 = np.dtype(np.int64)
 #: the binding key prefix that keeps a size used by name reachable (see
@@ -386,3 +392,46 @@ def leaves_result(xs: list[Any], params: Any, leaves: list[Any],
 
     return _replayed_map(xs, k, element_leaves(xs[k]), params, leaves,
                          depths, structure, what, replacements, frontier)
+
+
+def nested_map_result(xs: list[Any], params: Any, leaves: list[Any],
+                      depths: list[int], symbols: tuple[str, ...],
+                      structure: Any, what: str) -> Any:
+    """The result of the map over *xs* (one FractalTensor of depth ``>=
+    4`` alone) whose function returned results of one map over its
+    element (``ft.map(lambda book: ft.map(g, book), books)``), rebuilt as
+    that map over the elements of all elements, nested per element (the
+    same values); None where it does not apply, or where ``g`` captures
+    what the function computed from its element."""
+    from ftlazy.fractal import tree_flatten, tree_unflatten
+    from ftlazy.fractal_tensor import jagged_map, traced_maps
+    if len(depths) != 1 or depths[0] < 4:
+        return None
+    element = _element_params(params, depths, 0)
+    call = next((c for c in reversed(traced_maps)
+                 if leaves and any(leaves[0] is r for r in c[3])), None)
+    if call is None:
+        return None
+    inner_f, inner_xs, inner_what, inner_leaves = call
+    if not (len(inner_xs) == 1 and isinstance(inner_xs[0], Jagged)
+            and len(_flat_params(inner_xs[0])) == len(element)
+            and all(a is b for a, b in zip(_flat_params(inner_xs[0]), element))
+            and all(any(leaf is r for r in inner_leaves) for leaf in leaves)):
+        return None
+    outer = xs[0].offsets[0]
+    try:
+        flat = jagged_map(inner_f, Jagged(xs[0].values, xs[0].offsets[1:]),
+                          what=inner_what)
+    except LeakedArrayError:
+        # (the function is called again outside the body: it captured what
+        # the body computed from its element)
+        return None
+    flat_leaves = tree_flatten(flat, "map")[0]
+
+    def nested(leaf: Any) -> Jagged:
+        r = flat_leaves[next(k for k, r in enumerate(inner_leaves)
+                             if r is leaf)]
+        return (Jagged(r.values, (outer,) + r.offsets)
+                if isinstance(r, Jagged) else Jagged(r, (outer,)))
+
+    return tree_unflatten([nested(leaf) for leaf in leaves], structure)

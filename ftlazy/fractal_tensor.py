@@ -27,6 +27,7 @@ per element at run time from the offsets.
 
 from __future__ import annotations
 
+from collections import deque
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -652,6 +653,12 @@ def element_views(params: Any, depths: Any) -> list[Any]:
     return elements
 
 
+#: the maps over FractalTensors built while a body is traced: ``(f, xs,
+#: what, result leaves)``, most recent last (see
+#: :func:`ftlazy.fractal_element_views.nested_map_result`)
+traced_maps: deque[tuple] = deque(maxlen=256)
+
+
 def jagged_map(f: Callable, *xs: Any,
                what: str = "map over a FractalTensor") -> Any:
     """:func:`ftlazy.map` where at least one of *xs* is a FractalTensor
@@ -663,6 +670,13 @@ def jagged_map(f: Callable, *xs: Any,
     element's sizes become FractalTensors of depth 2; FractalTensor results
     nest one level deeper (:mod:`ftlazy.fractal_nested`). *what* names the
     operation in run-time messages (:attr:`JaggedMap.what`)."""
+    result = _jagged_map(f, *xs, what=what)
+    if _map_nesting[0]:
+        traced_maps.append((f, xs, what, tree_flatten(result, "map")[0]))
+    return result
+
+
+def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
     from ftlazy.ops import asarray
     if not callable(f):
         raise TypeError(f"map: f must be callable, got {type(f).__name__}")
@@ -740,13 +754,23 @@ def jagged_map(f: Callable, *xs: Any,
         _map_nesting[0] -= 1
     counted = tuple(c for k in leaf_outputs if not isinstance(k, int)
                     for c in k.counted)
+    if len(xs) == 1 and all(_is_element(leaf, traced_leaves[0])
+                            for leaf in traced_leaves[1]):
+        # (the function returns its element: the map is its input)
+        return tree_unflatten([xs[0]] * len(traced_leaves[1]), out_kinds[0])
     if max(depths) >= 3:
-        # (the element read through one slice: a map over sliced elements)
-        from ftlazy.fractal_element_views import sliced_element_result
-        sliced = sliced_element_result(list(xs), *traced_leaves, depths,
-                                       first_symbols, out_kinds[0], what)
-        if sliced is not None:
-            return sliced
+        # (the element read through one view: a map over the views)
+        from ftlazy.fractal_element_views import (
+            leaves_result, nested_map_result, sliced_element_result)
+        views = [sliced_element_result]
+        if max(depths) >= 4:
+            # (maps over depth 4 have no lowering of their own)
+            views += [nested_map_result, leaves_result]
+        for view in views:
+            rebuilt = view(list(xs), *traced_leaves, depths, first_symbols,
+                           out_kinds[0], what)
+            if rebuilt is not None:
+                return rebuilt
     if counted and depths == [3]:
         from ftlazy.fractal_sentence_reads import picked_sentence_result
         flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0],
@@ -786,6 +810,15 @@ def jagged_map(f: Callable, *xs: Any,
     return tree_unflatten(results, out_kinds[0])
 
 # }}}
+
+
+def _is_element(leaf: Any, params: Any) -> bool:
+    """Whether *leaf* is the element the traced function got as its flat
+    *params* (a single input's)."""
+    parts = ([leaf.values, *leaf.offsets] if isinstance(leaf, Jagged)
+             else [leaf])
+    return len(parts) == len(params) and all(
+        a is b for a, b in zip(parts, params))
 
 
 def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],

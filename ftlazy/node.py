@@ -87,7 +87,8 @@ class TraceScope:
 
         Whether the body is still being traced. Once it is closed, its nodes
         exist only inside the loop: a node built over one of them is a
-        :class:`ValueError` (:func:`leaked_array_message`).
+        :class:`LeakedArrayError`, a :class:`ValueError`
+        (:func:`leaked_array_message`).
     """
 
     __slots__ = ("what", "active")
@@ -107,6 +108,11 @@ class TraceScope:
 CLOSED_BODY_SCOPE = TraceScope("closed loop body")
 
 _NO_SCOPES: frozenset = frozenset()
+
+
+class LeakedArrayError(ValueError):
+    """A node built over a node of a closed loop body (see
+    :func:`leaked_array_message`)."""
 
 
 def leaked_array_message(array: Any, scope: TraceScope, user: Any) -> str:
@@ -134,7 +140,8 @@ class _InterningMeta(type):
                     continue
                 for scope in child_scopes:
                     if not scope.active:
-                        raise ValueError(leaked_array_message(child, scope, obj))
+                        raise LeakedArrayError(
+                            leaked_array_message(child, scope, obj))
                 scopes = (child_scopes if not scopes
                           else scopes | child_scopes)
         object.__setattr__(obj, "scopes", scopes)

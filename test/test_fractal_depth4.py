@@ -3,8 +3,10 @@
 of sentences, or the pairs of ``ft.product`` of documents): maps, folds and
 leaf-wise operations over them, through the reference evaluator and
 ``ft.compile``, against nested numpy loops. Their loops run on the host in
-compiled programs (:mod:`ftlazy.target.loopy.host_loops`); what the
-program computes from their results is compiled."""
+compiled programs (:mod:`ftlazy.target.loopy.host_loops`), where their
+body does not read each element through one view
+(:mod:`ftlazy.fractal_element_views`); what the program computes from
+their results is compiled."""
 
 from __future__ import annotations
 
@@ -34,18 +36,25 @@ def books():
 
 def run_both(result, on_host_match, **inputs):
     """*result* through the reference evaluator and compiled (its depth-4
-    loops on the host, their refusal matching *on_host_match*)."""
-    compiled = compile_on_host(result, on_host_match)
+    loops on the host, their refusal matching *on_host_match*; all
+    compiled where it is None)."""
+    if on_host_match is None:
+        compiled = ft.compile(result)
+        assert compiled.host_evaluated == ()
+    else:
+        compiled = compile_on_host(result, on_host_match)
     return [lambda **a: ft.evaluate_numpy(result, **a), compiled]
 
 
 def test_nested_maps_down_to_the_sentences(books):
-    # per book, per paragraph, per sentence: its scaled column sums, and
-    # per book the number of sentences of each paragraph
+    # per book, per paragraph, per sentence: its scaled column sums (a map
+    # over each book's paragraphs: mapped over all paragraphs, compiled,
+    # see ftlazy.fractal_element_views), and per book the number of
+    # sentences of each paragraph
     sums = ft.map(lambda b: ft.map(lambda p: ft.map(
         lambda s: ft.sum(s, axis=0) * 2, p), b), books)
     counts = ft.map(lambda b: ft.lengths(b), books)
-    for run in run_both(sums, "depth 4"):
+    for run in run_both(sums, None):
         for k, lengths in enumerate(BATCHES):
             data = batch(lengths, k)
             want = [[np.array([2 * s.sum(axis=0) for s in p]).reshape(-1, H)
@@ -110,7 +119,8 @@ def test_maps_over_pairs_of_documents():
         return sum((s.sum(axis=0) for s in doc), np.zeros(H))
     for side, want in ((firsts, lambda i, j: total(data[i])),
                        (seconds, lambda i, j: 2 * total(data[j]))):
-        for run in run_both(totals(side), "depth 4"):
+        # (a map over each row's documents: compiled, as above)
+        for run in run_both(totals(side), None):
             got = run(docs=data)
             assert_nested(got, [np.array([want(i, j) for j in range(len(data))])
                                 .reshape(-1, H) for i in range(len(data))], 2)

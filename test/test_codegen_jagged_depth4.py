@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: MIT
+"""Maps over depth-4 FractalTensors (books of documents of sentences of
+tokens), compiled through OpenCL on every profile flavour (conftest.py)
+and checked against per-book numpy loops and the reference evaluator.
+Such maps have no lowering of their own: they compile where their body
+reads each book through one view (its tokens, a map over its documents, a
+slice), see :mod:`ftlazy.fractal_element_views`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from helpers import compile_on_host
+
+H = 2
+RNG = np.random.default_rng(4)
+W = RNG.standard_normal((H, H)) * 0.5
+
+
+def _documents(lengths):
+    return [[RNG.standard_normal((n, H)) for n in doc] for doc in lengths]
+
+
+#: empty books, empty documents, empty sentences
+BOOKS = [_documents([(3, 0, 2), (), (1,)]), [], _documents([(4, 4)]),
+         _documents([(), (2,)])]
+
+
+def _tokens(book):
+    return np.concatenate([s for d in book for s in d] + [np.zeros((0, H))])
+
+
+def _rnn(rows):
+    h, states = np.zeros(H), []
+    for x in rows:
+        h = np.tanh(h @ W + x)
+        states.append(h)
+    return h, np.reshape(states, (-1, H))
+
+
+def _nested_close(got, want):
+    if isinstance(want, list):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _nested_close(g, w)
+    else:
+        np.testing.assert_allclose(np.reshape(got, np.shape(want)), want,
+                                   rtol=1e-12, atol=1e-12)
+
+
+def _step(h, x):
+    return ft.tanh(h @ W + x)
+
+
+BODIES = {
+    "token_sum": (lambda b: ft.sum(b.values, axis=0),
+                  lambda b: _tokens(b).sum(axis=0)),
+    "tokens_filtered": (
+        lambda b: ft.filter(lambda r: ft.sum(r) > 0, b.values),
+        lambda b: _tokens(b)[_tokens(b).sum(axis=1) > 0]),
+    "document_rnns": (
+        lambda b: ft.map(lambda d: ft.fold(
+            lambda h, s: _step(h, ft.sum(s, axis=0)), d, ft.zeros(H)), b),
+        lambda b: [_rnn([s.sum(axis=0) for s in d])[0] for d in b]),
+    "documents_tails": (lambda b: ft.map(lambda d: d[1:], b),
+                        lambda b: [d[1:] for d in b]),
+    "sentence_states": (
+        lambda b: ft.map(lambda d: ft.map(
+            lambda s: ft.scan(_step, s, ft.zeros(H)), d), b),
+        lambda b: [[_rnn(s)[1] for s in d] for d in b]),
+    "book_slice": (lambda b: b[1:], lambda b: b[1:]),
+}
+
+
+@pytest.mark.parametrize("body", list(BODIES))
+def test_maps_over_books(body):
+    corpus = ft.make_jagged_placeholder("corpus", (H,), np.float64, depth=4)
+    lazy, reference = BODIES[body]
+    result = ft.map(lazy, corpus)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    for data in (BOOKS, [], [[]]):
+        want = [reference(b) for b in data]
+        for got in (f(corpus=data), ft.evaluate_numpy(result, corpus=data)):
+            _nested_close(got.tolist() if isinstance(got, ft.JaggedArray)
+                          else list(got), want)
+
+
+def test_document_map_capturing_book_data_runs_on_the_host():
+    # (the map over each book's documents captures the book's token sum:
+    # it cannot be mapped over all documents at once; on the host)
+    corpus = ft.make_jagged_placeholder("corpus", (H,), np.float64, depth=4)
+    result = ft.map(lambda b: (lambda total: ft.map(
+        lambda d: ft.sum(d.values, axis=0) * total, b))(
+            ft.sum(b.values, axis=0)), corpus)
+    f = compile_on_host(result, "depth 4")
+    want = [[_tokens([d]).sum(axis=0) * _tokens(b).sum(axis=0) for d in b]
+            for b in BOOKS]
+    _nested_close(f(corpus=BOOKS).tolist(), want)
