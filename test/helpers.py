@@ -49,3 +49,15 @@ def compile_on_host(result, match, loops=1):
         with pytest.raises(ft.HostEvaluationWarning, match=match):
             ft.compile(result)
     return compiled
+
+
+def nested_close(got, want, rtol=1e-12, atol=1e-12):
+    """*got* (nested lists of arrays, as ``JaggedArray.tolist()`` gives)
+    equal to *want* level by level, its arrays within the tolerances."""
+    if isinstance(want, list):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            nested_close(g, w, rtol, atol)
+    else:
+        np.testing.assert_allclose(np.reshape(got, np.shape(want)), want,
+                                   rtol=rtol, atol=atol)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
-from helpers import compile_on_host
+from helpers import compile_on_host, nested_close
 
 H = 2
 RNG = np.random.default_rng(4)
@@ -38,16 +38,6 @@ def _rnn(rows):
         h = np.tanh(h @ W + x)
         states.append(h)
     return h, np.reshape(states, (-1, H))
-
-
-def _nested_close(got, want):
-    if isinstance(want, list):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            _nested_close(g, w)
-    else:
-        np.testing.assert_allclose(np.reshape(got, np.shape(want)), want,
-                                   rtol=1e-12, atol=1e-12)
 
 
 def _step(h, x):
@@ -84,7 +74,7 @@ def test_maps_over_books(body):
     for data in (BOOKS, [], [[]]):
         want = [reference(b) for b in data]
         for got in (f(corpus=data), ft.evaluate_numpy(result, corpus=data)):
-            _nested_close(got.tolist() if isinstance(got, ft.JaggedArray)
+            nested_close(got.tolist() if isinstance(got, ft.JaggedArray)
                           else list(got), want)
 
 
@@ -98,4 +88,4 @@ def test_document_map_capturing_book_data_runs_on_the_host():
     f = compile_on_host(result, "depth 4")
     want = [[_tokens([d]).sum(axis=0) * _tokens(b).sum(axis=0) for d in b]
             for b in BOOKS]
-    _nested_close(f(corpus=BOOKS).tolist(), want)
+    nested_close(f(corpus=BOOKS).tolist(), want)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ftlazy as ft
-from helpers import compile_on_host
+from helpers import compile_on_host, nested_close
 
 H = 3
 DOCS = {
@@ -467,17 +467,6 @@ def test_two_sentences_in_one_result_run_on_the_host(docs):
     got = f(docs=data)
     for g, d in zip(got.tolist(), data, strict=True):
         np.testing.assert_allclose(g, 2 * np.concatenate([d[0], d[-1]]))
-
-def nested_close(got, want):
-    """*got* (lists of arrays, nested) equal to *want*, level by level."""
-    if isinstance(want, list):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            nested_close(g, w)
-    else:
-        np.testing.assert_allclose(np.reshape(got, np.shape(want)), want,
-                                   rtol=1e-12, atol=1e-12)
-
 
 @pytest.mark.parametrize("index", [slice(1, None), slice(None, -1),
                                    slice(1, 3), slice(None, None, -2),
