@@ -555,12 +555,47 @@ class JaggedArray:
             raise TypeError(
                 f"{what} must be a JaggedArray or nested lists of depth "
                 f"{depth}, got {type(value).__name__}")
+        packed = _packed_numpy_lists(value, es, dt, depth)
+        if packed is not None:
+            # (fresh, valid by construction)
+            return cls._trusted(packed[0], tuple(_read_only(o)
+                                                 for o in packed[1:]))
         try:
             return cls._build(value, es, dt, depth, "same_kind", uniform)
         except (ValueError, TypeError) as e:
             raise type(e)(f"{what}: {e}") from None
 
     # }}}
+
+
+def _packed_numpy_lists(nested: list | tuple, es: tuple[int, ...],
+                        dt: np.dtype, depth: int) -> tuple | None:
+    """``(values, *offsets)`` of *nested*, lists ``depth - 1`` levels deep
+    whose every leaf sequence is a numpy array of elem shape *es* and dtype
+    *dt* (what a program's caller usually passes), converted in bulk. None
+    for anything else, which :meth:`JaggedArray._build` converts, checks
+    and explains."""
+    items: list = list(nested)
+    counts = []
+    for _ in range(depth - 2):
+        if any(type(x) is not list and type(x) is not tuple for x in items):
+            return None
+        counts.append([len(x) for x in items])
+        items = [y for x in items for y in x]
+    nd = len(es) + 1
+    if any(type(a) is not np.ndarray or len(a.shape) != nd
+           or (a.dtype is not dt and a.dtype != dt) or a.shape[1:] != es
+           for a in items):
+        return None
+    counts.append([len(a) for a in items])
+    values = (np.concatenate(items) if items
+              else np.empty((0, *es), dtype=dt))
+    offsets = []
+    for c in counts:
+        ends = np.zeros(len(c) + 1, dtype=np.int64)
+        np.cumsum(c, out=ends[1:])
+        offsets.append(ends)
+    return (values, *offsets)
 
 
 def _check_depth(depth: Any) -> int:

@@ -428,6 +428,40 @@ def test_coerce_empty_batches():
     assert got.dtype == np.float32 and len(got) == 0
 
 
+def _nested_lengths(depth):
+    """Nested lists of sequence lengths (hypothesis), *depth* levels."""
+    lengths = st.integers(0, 3)
+    for _ in range(depth - 1):
+        lengths = st.lists(lengths, max_size=3)
+    return lengths
+
+
+@given(data=st.data(), depth=st.sampled_from([2, 3, 4]))
+def test_coerce_numpy_leaves_in_bulk_as_from_list(data, depth):
+    # nested lists of numpy sequences of the declared dtype and elem shape
+    # (what callers pass) are converted in bulk; the same JaggedArray as
+    # from_list builds, a fresh and read-only copy
+    lengths = data.draw(_nested_lengths(depth))
+
+    def build(x, start=0):
+        if isinstance(x, int):
+            return _seq(x, (2,), start)
+        return [build(y, 10 * k + start) for k, y in enumerate(x)]
+    nested = build(lengths)
+    got = J.coerce(nested, depth, (2,), np.float64, "x")
+    want = J.from_list(nested, elem_shape=(2,), dtype=np.float64, depth=depth)
+    assert got.depth == depth and got.dtype == np.float64
+    np.testing.assert_array_equal(got.values, want.values)
+    for a, b in zip(got.offsets, want.offsets, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == np.int64 and not a.flags.writeable
+    assert not got.values.flags.writeable
+
+    def leaves(x):
+        return [a for y in x for a in leaves(y)] if isinstance(x, list) else [x]
+    assert not any(np.shares_memory(got.values, a) for a in leaves(nested))
+
+
 def test_coerce_rejects_bad_nested_lists():
     with pytest.raises(ValueError,
                        match=r"jagged input 'x': the nested list has nesting "
