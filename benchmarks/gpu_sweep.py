@@ -32,10 +32,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-#: the fields swept for each group of workloads, as lists of replacements
+#: the fields swept for each group of workloads (or one workload), as lists
+#: of replacements
 SWEEPS: dict[str, list[dict[str, Any]]] = {
     "W1": [{"gpu_local_size": s} for s in (64, 128, 256, 512, 1024)],
     "W3": [{"gpu_local_size": s} for s in (64, 128, 256, 512, 1024)],
+    # (0: a layer norm's x - mean stored and read back, as before 16; 40: a
+    # softmax's exp(x - max) computed twice instead)
+    **{key: [{"gpu_recompute_cost_limit": c} for c in (0, 16, 40)]
+       for key in ("W3-softmax", "W3-layernorm")},
     "W4": [{"gpu_local_size": s} for s in (64, 128, 256, 512, 1024)],
     "W2": [{"gpu_matmul_items": i, "gpu_matmul_block": b}
            for i, b in ((16, 4), (16, 2), (8, 4), (8, 8), (16, 8), (32, 2))],
@@ -98,7 +103,8 @@ def sweep(workloads: list, queue: Any, base: Any, repeat: int,
         want = wl.numpy_fn(inputs)
         dev_inputs = {k: cla.to_device(queue, np.asarray(v))
                       for k, v in inputs.items()}
-        for variant in variants or SWEEPS.get(wl.group, []):
+        for variant in variants or SWEEPS.get(wl.key,
+                                              SWEEPS.get(wl.group, [])):
             label = ", ".join(f"{k}={v}" for k, v in variant.items())
             try:
                 profile = dataclasses.replace(base, **variant)

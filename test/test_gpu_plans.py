@@ -192,6 +192,57 @@ def test_row_sums_and_full_sum_read_the_input_once(kind):
     np.testing.assert_allclose(got["total"], av.sum(), rtol=1e-12)
 
 
+def _row_softmax(xp, a):
+    e = xp.exp(a - xp.max(a, axis=1, keepdims=True))
+    return e / xp.sum(e, axis=1, keepdims=True)
+
+
+def _row_layernorm(xp, a):
+    d = a - xp.mean(a, axis=1, keepdims=True)
+    return d / xp.sqrt(xp.mean(d * d, axis=1, keepdims=True) + 1e-5)
+
+
+def _gpu_program(result, **fields):
+    """*result* planned for a GPU (the default device's profile with
+    *fields* replaced), and its full-size arrays."""
+    import dataclasses
+
+    from ftlazy.target.loopy.device import default_queue
+    from ftlazy.target.loopy.profile import device_profile
+    profile = dataclasses.replace(device_profile(default_queue().device),
+                                  kind="gpu", **fields)
+    prg = ft.generate_loopy(result, profile=profile)
+    full = [p for p in prg.plan.arrays.values() if p.shape == result.shape]
+    return prg, full
+
+
+@pytest.mark.parametrize("limit", [0, 16, 40])
+def test_cheap_row_intermediates_are_recomputed_not_stored(limit):
+    # a layer norm's x - mean (squared, and divided) and, within a larger
+    # limit, a softmax's exp(x - max) (summed, and divided) are computed
+    # again by each reader instead of stored and read back: two passes
+    # over the rows fewer
+    from ftlazy.target.loopy.device import default_queue
+    a = ft.make_placeholder("a", (70, 300), np.float64)
+    av = RNG.standard_normal((70, 300))
+    queue = default_queue()
+    for fn, recomputed_from in ((_row_layernorm, 16), (_row_softmax, 40)):
+        prg, full = _gpu_program(fn(ft, a), gpu_recompute_cost_limit=limit)
+        assert len(full) == (1 if limit >= recomputed_from else 2)
+        _, (out,) = prg(queue, a=av)
+        np.testing.assert_allclose(out, fn(np, av),
+                                   rtol=1e-12, atol=1e-15)
+
+
+def test_cpu_plans_store_row_intermediates():
+    # (CPU plans share the rows in a work item instead, see row_fusion)
+    a = ft.make_placeholder("a", (70, 300), np.float64)
+    f = ft.compile(_row_layernorm(ft, a), options={"device_kind": "cpu"})
+    assert not f.plan.storage.stored.isdisjoint(
+        n for n in f.plan.arrays if n.shape == (70, 300)
+        and not f.plan.names.get(n, "").startswith("_ft_out"))
+
+
 # {{{ long straight-line code
 
 def _irregular_chain(x, steps, np_or_ft, kinds=6):

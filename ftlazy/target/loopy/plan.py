@@ -817,8 +817,10 @@ def plan_kernel(outputs: dict[str, Array], profile: DeviceProfile,
     element, see :mod:`.segment_fusion`, and reductions over dense rows
     with their readers per row, see :mod:`.row_fusion`)."""
     order = order if order is not None else topological_order(list(outputs.values()))
-    storage = decide_storage(list(outputs.values()), order,
-                             mixed_steps=profile.kind == "gpu")
+    gpu = profile.kind == "gpu"
+    storage = decide_storage(
+        list(outputs.values()), order, mixed_steps=gpu,
+        recompute_limit=profile.gpu_recompute_cost_limit if gpu else 0)
     if profile.kind == "gpu":
         storage = cap_nest_cost(storage, order, profile.gpu_max_nest_cost)
     placeholders = [n for n in order if isinstance(n, Placeholder)]

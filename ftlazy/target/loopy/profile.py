@@ -175,6 +175,15 @@ class DeviceProfile:
     #: (calls weighted, see ``storage.cap_nest_cost``) is cut into several
     #: kernels, which the GPU's compiler builds faster than one
     gpu_max_nest_cost: int = 1500
+    #: GPUs: an array that several readers read and that costs at most this
+    #: many operations with the arrays inlined into it (calls weighted, see
+    #: ``storage.decide_storage``) is computed again by each reader instead
+    #: of stored and read back: a layer norm's ``x - mean`` (4 passes over
+    #: the rows instead of 6). 16 admits arithmetic, not calls: a softmax's
+    #: ``exp(x - max)`` (from 40) is computed twice, which pays only with a
+    #: fast double-precision rate (``benchmarks/gpu_sweep.py`` W3). 0
+    #: stores as CPU plans do
+    gpu_recompute_cost_limit: int = 16
     #: DAGs with more nodes skip loopy's array-bounds proof
     bounds_check_max_nodes: int = 500
     #: rows per work group tried, in order, for row-blocked scans

@@ -151,11 +151,35 @@ def loop_computable(node: IndexLambda) -> bool:
                    for name, count in uses.items())
 
 
+@lru_cache(maxsize=2**16)
+def _reads_directly(n: IndexLambda) -> bool:
+    """Whether *n* reads its bindings at indices computed from its own
+    (no index read from an array: a gather, a jagged element's rows) and
+    has no padding guard: what a reader can compute again where it
+    stands."""
+    from ftlazy.target.loopy.padding import padding_bounds
+    if padding_bounds(n) is not None:
+        return False
+    return not any(
+        isinstance(e, prim.Subscript) and any(
+            isinstance(i, prim.Subscript) for idx in e.index_tuple
+            for i in iter_subexpressions(idx))
+        for e in iter_subexpressions(n.expr))
+
+
 def decide_storage(roots: list[Array], order: list[Node] | None = None,
-                   mixed_steps: bool = False) -> StoragePlan:
+                   mixed_steps: bool = False, recompute_limit: int = 0
+                   ) -> StoragePlan:
     """Materialization decisions for the DAG of *roots* (see module doc).
     With *mixed_steps*, a deep chain that repeats no step but has at most
-    :data:`MAX_STEP_KINDS` kinds of step is cut at every step."""
+    :data:`MAX_STEP_KINDS` kinds of step is cut at every step. With
+    *recompute_limit* (GPUs, whose kernels wait on memory), an array that
+    several readers read, of at most that cost with what is inlined into
+    it and reading no index from an array (:func:`_reads_directly`), is
+    recomputed by each reader: neither stored (``exp(x - max)`` of a
+    softmax, read by its sum and its quotient) nor a private statement
+    (``x - mean`` of a layer norm, squared and divided), which a reduction
+    over it could not inline."""
     order = order if order is not None else topological_order(roots)
     plan = StoragePlan()
     users: dict[Node, int] = defaultdict(int)
@@ -181,16 +205,27 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None,
     deepest: dict[Node, Node] = {}
     #: the depth at which a chain is cut, once tuned to its period
     chain_limit: dict[Node, int | None] = {}
+    #: the operations a reader repeats where it computes an array again,
+    #: the arrays inlined into it included (with *recompute_limit* only)
+    inlined_cost: dict[Node, int] = {}
     for n in order:
         if not isinstance(n, IndexLambda):
             continue
+        recomputed = False
+        if recompute_limit:
+            inlined_cost[n] = _expr_cost(_computed_part(n)) + sum(
+                inlined_cost.get(b, 0) for b in n.bindings.values()
+                if b not in plan.stored)
+            recomputed = (inlined_cost[n] <= recompute_limit
+                          and _reads_directly(n))
         tags = n.tags
         inlined_tag = any(isinstance(t, ImplInlined) for t in tags)
         if n in root_set or (not inlined_tag and (
                 any(isinstance(t, (ImplStored, Named, PrefixNamed)) for t in tags)
                 or has_reduce(n.expr)
                 or (users[n] > 1
-                    and _expr_cost(_computed_part(n)) > RECOMPUTE_COST_LIMIT))):
+                    and _expr_cost(_computed_part(n)) > RECOMPUTE_COST_LIMIT
+                    and not recomputed))):
             plan.stored.add(n)
         ident = identity_read_bindings(n)
         d, priv = 0, False
@@ -214,7 +249,8 @@ def decide_storage(roots: list[Array], order: list[Node] | None = None,
         if n in deepest and deepest[n] in chain_limit:
             chain_limit[n] = chain_limit[deepest[n]]
         all_identity = identity_users[n] == users[n]
-        if all_identity and (d > limit or users[n] > 1):
+        if all_identity and (d > limit or (
+                users[n] > 1 and not recomputed)):
             plan.private.add(n)
             depth[n], has_private[n] = 0, True
             if d > limit and n not in chain_limit:
