@@ -21,10 +21,15 @@ static shape that the body computes from the rest of the document (its
 first sentence's encoding next to ``doc[1:]``, its sentence count) are
 computed first by a map over the documents and zipped in, a row per
 document. Maps over depth 4 (books of documents), which have no lowering
-of their own, also take the leaves view whatever their results, and
+of their own, also take the leaves view whatever their results;
 :func:`nested_map_result` maps a body that returns one map over its
 element's elements (``ft.map(lambda book: ft.map(g, book), books)``) as
-``g`` mapped over the elements of all elements, nested per element. The
+``g`` mapped over the elements of all elements, nested per element; and
+:func:`inner_rows_result` a body that reads such maps' rows of a static
+shape (a fold over a book's document encodings, which
+:mod:`ftlazy.fractal_fold_split` makes of a fold over its documents) as
+those maps over all documents, grouped per book into FractalTensors of
+depth 2 over which the rest of the body is mapped. The
 rebuilt maps compile as maps of one depth less do, and both evaluators run
 the rebuilt graph. Bodies that read the document otherwise (a shape of its
 sizes next to the view, two different slices) are left as they are.
@@ -40,6 +45,7 @@ sizes next to the view, two different slices) are left as they are.
 .. autofunction:: sliced_element_result
 .. autofunction:: leaves_result
 .. autofunction:: nested_map_result
+.. autofunction:: inner_rows_result
 """
 
 from __future__ import annotations
@@ -56,8 +62,9 @@ from ftlazy.fractal_tensor import Jagged
 from ftlazy.node import LeakedArrayError, Node, iter_children, topological_order
 from ftlazy.scalar_expr import get_variable_names, index_var
 
-__all__ = ["ElementSlice", "element_leaves", "element_slices", "leaves_result",
-           "mark_element_slice", "nested_map_result", "sliced_element_result"]
+__all__ = ["ElementSlice", "element_leaves", "element_slices",
+           "inner_rows_result", "leaves_result", "mark_element_slice",
+           "nested_map_result", "sliced_element_result"]
 
 _INT64 = np.dtype(np.int64)
 #: the binding key prefix that keeps a size used by name reachable (see
@@ -282,14 +289,15 @@ def _flat_params(element: Any) -> list[Any]:
         element, Jagged) else [element]
 
 
-def _replayed_map(xs: list[Any], k: int, view: Jagged | Array,
+def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
                   params: Any, leaves: list[Any], depths: list[int],
                   structure: Any, what: str, replacements: Any,
                   frontier: list[Array]) -> Any:
-    """The map over *xs* with input *k* replaced by *view*, whose function
-    replays the traced *leaves* (of *structure*) with the nodes and size
-    names that ``replacements(view_element)`` gives (a dict of nodes and one
-    of renames) and the other inputs' old parameters replaced by their new
+    """The map over *xs* with input *k* replaced by *view* (or by the
+    zipped views of a list), whose function replays the traced *leaves*
+    (of *structure*) with the nodes and size names that
+    ``replacements(*view_elements)`` gives (a dict of nodes and one of
+    renames) and the other inputs' old parameters replaced by their new
     elements. The *frontier* arrays are computed first by a map over *xs*
     itself and zipped in, a row per element."""
     from ftlazy.fractal import tree_unflatten
@@ -308,10 +316,16 @@ def _replayed_map(xs: list[Any], k: int, view: Jagged | Array,
             return tuple(replay(f) for f in frontier)
         per_element = jagged_map(frontier_of, *xs, what=what)
 
+    views = view if isinstance(view, list) else [view]
+    # (the new inputs: those before k, the views, those after k, the
+    # frontier; new position of old input j)
+    position = {j: j if j < k else j + len(views) - 1
+                for j in range(len(xs)) if j != k}
+
     def per_view(*elements: Any) -> Any:
-        replace, renames = replacements(elements[k])
-        replace.update((old, elements[j]) for old, j in dense)
-        replace.update(zip(frontier, elements[len(xs):]))
+        replace, renames = replacements(*elements[k:k + len(views)])
+        replace.update((old, elements[position[j]]) for old, j in dense)
+        replace.update(zip(frontier, elements[len(xs) + len(views) - 1:]))
         replay = BodyReplay(replace, renames)
 
         def leaf_of(leaf: Any) -> Any:
@@ -322,8 +336,7 @@ def _replayed_map(xs: list[Any], k: int, view: Jagged | Array,
 
         return tree_unflatten([leaf_of(leaf) for leaf in leaves], structure)
 
-    new_xs = list(xs)
-    new_xs[k] = view
+    new_xs = list(xs[:k]) + views + list(xs[k + 1:])
     return jagged_map(per_view, *new_xs, *per_element, what=what)
 
 
@@ -394,6 +407,23 @@ def leaves_result(xs: list[Any], params: Any, leaves: list[Any],
                          depths, structure, what, replacements, frontier)
 
 
+def _called_again(f: Any, elements: Jagged, what: str) -> Any:
+    """``jagged_map(f, elements)`` for a function *f* that a map's body
+    called over its own element, now called outside the body over the
+    elements of all elements: at the body's nesting level, so that its
+    element sizes have the names they had (a function that replays traced
+    nodes keeps them); None where *f* captured what the body computed from
+    its element."""
+    from ftlazy.fractal_tensor import _map_nesting, jagged_map
+    _map_nesting[0] += 1
+    try:
+        return jagged_map(f, elements, what=what)
+    except LeakedArrayError:
+        return None
+    finally:
+        _map_nesting[0] -= 1
+
+
 def nested_map_result(xs: list[Any], params: Any, leaves: list[Any],
                       depths: list[int], symbols: tuple[str, ...],
                       structure: Any, what: str) -> Any:
@@ -404,7 +434,7 @@ def nested_map_result(xs: list[Any], params: Any, leaves: list[Any],
     same values); None where it does not apply, or where ``g`` captures
     what the function computed from its element."""
     from ftlazy.fractal import tree_flatten, tree_unflatten
-    from ftlazy.fractal_tensor import jagged_map, traced_maps
+    from ftlazy.fractal_tensor import traced_maps
     if len(depths) != 1 or depths[0] < 4:
         return None
     element = _element_params(params, depths, 0)
@@ -419,12 +449,9 @@ def nested_map_result(xs: list[Any], params: Any, leaves: list[Any],
             and all(any(leaf is r for r in inner_leaves) for leaf in leaves)):
         return None
     outer = xs[0].offsets[0]
-    try:
-        flat = jagged_map(inner_f, Jagged(xs[0].values, xs[0].offsets[1:]),
-                          what=inner_what)
-    except LeakedArrayError:
-        # (the function is called again outside the body: it captured what
-        # the body computed from its element)
+    flat = _called_again(inner_f, Jagged(xs[0].values, xs[0].offsets[1:]),
+                         inner_what)
+    if flat is None:
         return None
     flat_leaves = tree_flatten(flat, "map")[0]
 
@@ -435,3 +462,55 @@ def nested_map_result(xs: list[Any], params: Any, leaves: list[Any],
                 if isinstance(r, Jagged) else Jagged(r, (outer,)))
 
     return tree_unflatten([nested(leaf) for leaf in leaves], structure)
+
+
+def inner_rows_result(xs: list[Any], params: Any, leaves: list[Any],
+                      depths: list[int], symbols: tuple[str, ...],
+                      structure: Any, what: str) -> Any:
+    """The result of the map over *xs* (one FractalTensor of depth ``>=
+    4`` alone) whose function reads its element through maps over the
+    element's elements with results of a static shape per element, one
+    row each (``ft.map(lambda book: ft.fold(step, ft.map(g, book), h),
+    books)``), and through arrays of a static shape computed from the rest
+    of it, rebuilt: each such map runs over the elements of all elements,
+    its rows grouped per element into a FractalTensor of depth 2, and the
+    function over those, zipped (see the module docs); None where it does
+    not apply."""
+    from ftlazy.fractal import tree_flatten
+    from ftlazy.fractal_tensor import traced_maps
+    if len(depths) != 1 or depths[0] < 4:
+        return None
+    element = _element_params(params, depths, 0)
+    count = symbols[0]
+    calls = [c for c in traced_maps
+             if len(c[1]) == 1 and isinstance(c[1][0], Jagged)
+             and len(_flat_params(c[1][0])) == len(element)
+             and all(a is b for a, b in zip(_flat_params(c[1][0]), element))]
+    rows = [r for c in calls for r in c[3]]
+    if not rows or not all(
+            isinstance(r, Array) and r.shape[:1] == (prim.Variable(count),)
+            and not any(sh.size_param_names(c) for c in r.shape[1:])
+            for r in rows):
+        return None
+    parts = _result_parts(leaves)
+    frontier = _frontier(parts, set(rows), {count}, element,
+                         set(symbols) - {count})
+    if frontier is None:
+        return None
+    outer = xs[0].offsets[0]
+    all_elements = Jagged(xs[0].values, xs[0].offsets[1:])
+    views = []
+    for f, _, inner_what, _ in calls:
+        flat = _called_again(f, all_elements, inner_what)
+        if flat is None:
+            return None
+        views += [Jagged(r, (outer,)) for r in tree_flatten(flat, "map")[0]]
+    if len(views) != len(rows):
+        return None
+
+    def replacements(*elements: Any) -> tuple[dict, dict]:
+        return (dict(zip(rows, elements)),
+                {count: elements[0].shape[0].name})
+
+    return _replayed_map(xs, 0, views, params, leaves, depths, structure,
+                         what, replacements, frontier)

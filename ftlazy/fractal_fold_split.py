@@ -20,7 +20,9 @@ lowered, see :mod:`ftlazy.target.loopy.host_loops`).
 
 The split applies where every part of the step that uses the carry has a
 static shape and reads the element only through the carry-independent
-part; otherwise the loop is kept as traced.
+part; otherwise the loop is kept as traced. The elements may be
+sequences or documents (a fold over a book's documents inside a map over
+books: the map over the documents is then one over depth 3).
 
 .. autofunction:: split_sequence_loop
 """
@@ -109,16 +111,25 @@ def split_sequence_loop(body: Body, inits: list[Array], x_leaves: list[Any],
     *what* (``"fold"``, ``"scan"``, ``"reduce"``) names the loop in
     messages."""
     from ftlazy.fractal import _scan_node
-    from ftlazy.fractal_tensor import jagged_map
-    nc, ne = len(inits), len(x_leaves)
+    from ftlazy.fractal_tensor import Jagged, jagged_map
+
+    def flat(element: Any) -> list[Any]:
+        # (an element of a depth-3 FractalTensor: its values and offsets)
+        return ([element.values, *element.offsets]
+                if isinstance(element, Jagged) and element.depth >= 2
+                else [element])
+    nc = len(inits)
+    ne = sum(x.depth - 1 if isinstance(x, Jagged) and x.depth >= 3 else 1
+             for x in x_leaves)
     frontier = _carry_free_frontier(body, nc, ne, frozenset(symbols))
     if frontier is None:
         return None
     outer = dict(zip(body.params[nc + ne:], captured))
 
     def per_element(*elements: Any) -> tuple:
+        params = [p for e in elements for p in flat(e)]
         return tuple(_replayed(frontier, {
-            **outer, **dict(zip(body.params[nc:nc + ne], elements))}))
+            **outer, **dict(zip(body.params[nc:nc + ne], params))}))
 
     encoded = jagged_map(per_element, *x_leaves,
                          what=f"{what} over a FractalTensor")

@@ -196,7 +196,7 @@ def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
                                    local_sizes=frozenset(symbols))
     finally:
         _map_nesting[0] -= 1
-    if level > 0 and set(depths) <= {1, 2}:
+    if level > 0 and set(depths) <= {1, 2, 3}:
         # (in a body: a loop over sequences whose step encodes each one
         # first, then folds the encodings, as two loops; see the module)
         from ftlazy.fractal_fold_split import split_sequence_loop

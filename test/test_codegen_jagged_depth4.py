@@ -61,6 +61,18 @@ BODIES = {
             lambda s: ft.scan(_step, s, ft.zeros(H)), d), b),
         lambda b: [[_rnn(s)[1] for s in d] for d in b]),
     "book_slice": (lambda b: b[1:], lambda b: b[1:]),
+    # (a fold over each book's documents whose step encodes the document
+    # first: the encodings of all documents, grouped per book, folded)
+    "documents_folded": (
+        lambda b: ft.fold(lambda h, d: _step(h, ft.sum(d.values, axis=0)), b,
+                          ft.zeros(H)),
+        lambda b: _rnn([_tokens([d]).sum(axis=0) for d in b])[0]),
+    # (per-document rows, the book's document count and token sum)
+    "rows_count_and_tokens": (
+        lambda b: ft.sum(ft.map(lambda d: ft.sum(d.values, axis=0), b), axis=0)
+        / ft.maximum(b.length, 1) + ft.sum(b.values, axis=0),
+        lambda b: sum((_tokens([d]).sum(axis=0) for d in b), np.zeros(H))
+        / max(len(b), 1) + _tokens(b).sum(axis=0)),
 }
 
 
