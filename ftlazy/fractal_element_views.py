@@ -80,7 +80,7 @@ class ElementSlice(UniqueTag):
 
     start: int | None
     stop: int | None
-    step: int | None
+    step: int
     part: int
 
 
@@ -91,7 +91,10 @@ def mark_element_slice(xs: Jagged, index: slice, result: Jagged) -> Jagged:
     from ftlazy.fractal import BodyParam, _TraceParam
     if not isinstance(xs.values, (BodyParam, _TraceParam)):
         return result
-    key = (index.start, index.stop, index.step)
+    # (equal slices, written alike or not, are one view)
+    key = tuple(None if v is None else int(v)
+                for v in (index.start, index.stop)) + (
+        1 if index.step is None else int(index.step),)
     parts = [result.values, *result.offsets]
     marked = [p.tagged(ElementSlice(*key, k)) for k, p in enumerate(parts)]
     return Jagged(marked[0], tuple(marked[1:]))

@@ -491,9 +491,10 @@ def test_slices_of_documents_returned_folded_and_counted(docs):
     scale = ft.make_placeholder("scale", (4, H), np.float64)
     result = {
         "tail": ft.map(lambda d: d[1:], docs),
+        # (d[:-1:1] is the same slice as d[:-1]: one view)
         "mean": ft.map(lambda d: ft.fold(lambda h, s: h + ft.sum(s, axis=0),
                                          d[:-1], ft.zeros(H))
-                       / ft.maximum(d[:-1].length, 1), docs),
+                       / ft.maximum(d[:-1:1].length, 1), docs),
         "scaled": ft.map(lambda d, r: ft.map(lambda s: s * r, d[::2]),
                          docs, scale)}
     data = documents("mixed", seed=9)
