@@ -103,9 +103,10 @@ def split_sequence_loop(body: Body, inits: list[Array], x_leaves: list[Any],
                         captured: list[Array], symbols: tuple[str, ...],
                         keep_all: bool, what: str) -> list[Any] | None:
     """The results (one per carry) of the loop over the elements of the
-    FractalTensors and dense arrays *x_leaves* (depth 2 or 1) whose step
-    was traced as *body* (parameters: the carries, one per element of
-    *x_leaves*, then one per array of *captured*), rebuilt as a map of the
+    FractalTensors and dense arrays *x_leaves* (depth 3, 2 or 1) whose
+    step was traced as *body* (parameters: the carries, the flat
+    parameters of each element of *x_leaves*, then one per array of
+    *captured*), rebuilt as a map of the
     step's carry-independent part over the elements and a dense scan over
     its results (see the module docs); None where the step does not split.
     *what* (``"fold"``, ``"scan"``, ``"reduce"``) names the loop in
