@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ftlazy as ft
 from helpers import compile_on_host
@@ -272,6 +273,19 @@ def test_slices_of_each_element_at_depth_3_and_4(index):
                   [b[index] for b in books], 4)
     assert_nested(ft.evaluate_numpy(ft.map(lambda d: d[index], docs),
                                     docs=[]), [], 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lengths=st.lists(st.lists(st.integers(0, 2), max_size=5), max_size=4),
+       start=st.none() | st.integers(-6, 6), stop=st.none() | st.integers(-6, 6),
+       step=st.none() | st.integers(-3, 3).filter(bool))
+def test_random_slices_of_each_document(lengths, start, stop, step):
+    # any Python slice of each document, as Python slices its list
+    index = slice(start, stop, step)
+    data = documents(lengths)
+    result = ft.map(lambda d: d[index], docs_placeholder())
+    want = [d[index] for d in data]
+    assert_nested(ft.evaluate_numpy(result, docs=data), want, 3)
 
 
 def test_captured_fractal_tensor_per_element():
