@@ -22,7 +22,10 @@ The split applies where every part of the step that uses the carry has a
 static shape and reads the element only through the carry-independent
 part; otherwise the loop is kept as traced. The elements may be
 sequences or documents (a fold over a book's documents inside a map over
-books: the map over the documents is then one over depth 3).
+books: the map over the documents is then one over depth 3). A loop over
+a FractalTensor of depth 4 or more, which has no lowering of its own, is
+split at the top level too (its map over the books then compiles through
+:mod:`ftlazy.fractal_element_views`).
 
 .. autofunction:: split_sequence_loop
 """

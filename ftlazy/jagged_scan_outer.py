@@ -196,9 +196,10 @@ def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
                                    local_sizes=frozenset(symbols))
     finally:
         _map_nesting[0] -= 1
-    if level > 0 and set(depths) <= {1, 2, 3}:
-        # (in a body: a loop over sequences whose step encodes each one
-        # first, then folds the encodings, as two loops; see the module)
+    if (level > 0 and set(depths) <= {1, 2, 3}) or max(depths) >= 4:
+        # (in a body, or over depth 4, which has no loop of its own: a loop
+        # over sequences whose step encodes each one first, then folds the
+        # encodings, as two loops; see the module)
         from ftlazy.fractal_fold_split import split_sequence_loop
         split = split_sequence_loop(body, inits, x_leaves, captured, symbols,
                                     keep_all, what)
