@@ -189,9 +189,10 @@ def test_a_lowering_that_succeeds_is_used_as_it_is():
 
 
 def test_loops_are_named_by_kind_and_input():
-    # (a fold over a depth-4 FractalTensor runs on the host)
+    # (a fold over a depth-4 FractalTensor whose step mixes the carry with
+    # the book runs on the host)
     books = ft.make_jagged_placeholder("books", (H,), np.float64, depth=4)
-    result = ft.fold(lambda c, b: c + ft.sum(ft.flatten(b), axis=0), books,
-                     ft.zeros(H))
+    result = ft.fold(lambda c, b: c + ft.sum(ft.flatten(b) * c, axis=0),
+                     books, ft.zeros(H))
     compiled = compile_on_host(result, "depth 4")
     assert compiled.host_evaluated == ("fold over a FractalTensor 'books'",)
