@@ -58,7 +58,7 @@ from pytools.tag import UniqueTag, tag_dataclass
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
-from ftlazy.fractal_tensor import Jagged
+from ftlazy.fractal_tensor import Jagged, is_element, jagged_parts
 from ftlazy.node import LeakedArrayError, Node, iter_children, topological_order
 from ftlazy.scalar_expr import get_variable_names, index_var
 
@@ -143,14 +143,11 @@ def element_slices(xs: Jagged, index: slice) -> Jagged:
 
 
 def _element_params(params: Any, depths: list[int], k: int) -> list[Any]:
-    """The flat parameters of input *k* among *params* (see
-    :func:`ftlazy.fractal_tensor.element_views`)."""
+    """The flat parameters of input *k* among *params*, laid out as
+    :func:`ftlazy.fractal_tensor.element_views` reads them (which cannot
+    be called once the body is closed: it builds Jaggeds of them)."""
     pos = sum(d - 1 if d >= 3 else 1 for d in depths[:k])
     return list(params[pos:pos + (depths[k] - 1 if depths[k] >= 3 else 1)])
-
-
-def _leaf_arrays(leaf: Any) -> list[Any]:
-    return [leaf.values, *leaf.offsets] if isinstance(leaf, Jagged) else [leaf]
 
 
 def _the_slice(parts: list[Array], element: list[Any],
@@ -240,9 +237,8 @@ def _frontier(parts: list[Node], view: set[Node], view_names: set[str],
     return list(frontier)
 
 
-def _names(n: Node) -> set[str]:
-    return {name for c in getattr(n, "shape", ()) for name in
-            sh.size_param_names(c)}
+def _names(n: Node) -> frozenset[str]:
+    return sh.shape_size_param_names(getattr(n, "shape", ()))
 
 
 def _names_used(n: Node) -> set[str]:
@@ -275,21 +271,22 @@ def element_leaves(xs: Jagged) -> Jagged:
                                    bindings),))
 
 
-def _single_fractal_tensor(depths: list[int]) -> int | None:
-    """The position of the one mapped FractalTensor of depth ``>= 3``
-    among inputs of *depths* (the others dense), or None."""
+def _single_element(params: Any, leaves: list[Any], depths: list[int]
+                    ) -> tuple[int, list[Any], list[Node]] | None:
+    """For a map over inputs of *depths* with one FractalTensor of depth
+    ``>= 3`` (the others dense): its position, its element's flat
+    parameters among *params*, and the arrays of the result *leaves*.
+    None for other maps."""
     jagged = [k for k, d in enumerate(depths) if d >= 2]
-    return jagged[0] if len(jagged) == 1 and depths[jagged[0]] >= 3 else None
+    if len(jagged) != 1 or depths[jagged[0]] < 3:
+        return None
+    k = jagged[0]
+    return k, _element_params(params, depths, k), _result_parts(leaves)
 
 
 def _result_parts(leaves: list[Any]) -> list[Node]:
-    return [a for leaf in leaves for a in _leaf_arrays(leaf)
+    return [a for leaf in leaves for a in jagged_parts(leaf)
             if isinstance(a, Node)]
-
-
-def _flat_params(element: Any) -> list[Any]:
-    return [element.values, *element.offsets] if isinstance(
-        element, Jagged) else [element]
 
 
 def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
@@ -315,7 +312,7 @@ def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
             replay = BodyReplay({old: new for j, e in enumerate(elements)
                                  for old, new in zip(
                                      _element_params(params, depths, j),
-                                     _flat_params(e))})
+                                     jagged_parts(e))})
             return tuple(replay(f) for f in frontier)
         per_element = jagged_map(frontier_of, *xs, what=what)
 
@@ -353,11 +350,10 @@ def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
     a map over the sliced elements (see the module docs); None where it
     does not apply."""
     from ftlazy.fractal_access import _DERIVED
-    k = _single_fractal_tensor(depths)
-    if k is None:
+    single = _single_element(params, leaves, depths)
+    if single is None:
         return None
-    element = _element_params(params, depths, k)
-    parts = _result_parts(leaves)
+    k, element, parts = single
     found = _the_slice(parts, element, symbols)
     if found is None:
         return None
@@ -392,11 +388,10 @@ def leaves_result(xs: list[Any], params: Any, leaves: list[Any],
     through its leaves (``doc.values``, and their number), rebuilt as a
     map over each element's leaves (see the module docs); None where it
     does not apply."""
-    k = _single_fractal_tensor(depths)
-    if k is None:
+    single = _single_element(params, leaves, depths)
+    if single is None:
         return None
-    element = _element_params(params, depths, k)
-    parts = _result_parts(leaves)
+    k, element, parts = single
     # (the element's values, and its number of leaves, the last symbol)
     frontier = _frontier(parts, {element[0]}, set(), element[1:],
                          set(symbols[:-1]))
@@ -447,8 +442,7 @@ def nested_map_result(xs: list[Any], params: Any, leaves: list[Any],
         return None
     inner_f, inner_xs, inner_what, inner_leaves = call
     if not (len(inner_xs) == 1 and isinstance(inner_xs[0], Jagged)
-            and len(_flat_params(inner_xs[0])) == len(element)
-            and all(a is b for a, b in zip(_flat_params(inner_xs[0]), element))
+            and is_element(inner_xs[0], element)
             and all(any(leaf is r for r in inner_leaves) for leaf in leaves)):
         return None
     outer = xs[0].offsets[0]
@@ -487,12 +481,11 @@ def inner_rows_result(xs: list[Any], params: Any, leaves: list[Any],
     count = symbols[0]
     calls = [c for c in traced_maps
              if len(c[1]) == 1 and isinstance(c[1][0], Jagged)
-             and len(_flat_params(c[1][0])) == len(element)
-             and all(a is b for a, b in zip(_flat_params(c[1][0]), element))]
+             and is_element(c[1][0], element)]
     rows = [r for c in calls for r in c[3]]
     if not rows or not all(
             isinstance(r, Array) and r.shape[:1] == (prim.Variable(count),)
-            and not any(sh.size_param_names(c) for c in r.shape[1:])
+            and not sh.shape_size_param_names(r.shape[1:])
             for r in rows):
         return None
     parts = _result_parts(leaves)

@@ -115,13 +115,7 @@ def split_sequence_loop(body: Body, inits: list[Array], x_leaves: list[Any],
     *what* (``"fold"``, ``"scan"``, ``"reduce"``) names the loop in
     messages."""
     from ftlazy.fractal import _scan_node
-    from ftlazy.fractal_tensor import Jagged, jagged_map
-
-    def flat(element: Any) -> list[Any]:
-        # (an element of a depth-3 FractalTensor: its values and offsets)
-        return ([element.values, *element.offsets]
-                if isinstance(element, Jagged) and element.depth >= 2
-                else [element])
+    from ftlazy.fractal_tensor import Jagged, jagged_map, jagged_parts
     nc = len(inits)
     ne = sum(x.depth - 1 if isinstance(x, Jagged) and x.depth >= 3 else 1
              for x in x_leaves)
@@ -131,7 +125,8 @@ def split_sequence_loop(body: Body, inits: list[Array], x_leaves: list[Any],
     outer = dict(zip(body.params[nc + ne:], captured))
 
     def per_element(*elements: Any) -> tuple:
-        params = [p for e in elements for p in flat(e)]
+        # (an element of a depth-3 FractalTensor: its values and offsets)
+        params = [p for e in elements for p in jagged_parts(e)]
         return tuple(_replayed(frontier, {
             **outer, **dict(zip(body.params[nc:nc + ne], params))}))
 

@@ -46,8 +46,8 @@ from ftlazy.transform.jagged_element_reads import BodyReplay
 __all__ = ["picked_sentence_result", "sentence_reads_result"]
 
 
-def _names(n: Node) -> set[str]:
-    return {name for c in getattr(n, "shape", ()) for name in sh.size_param_names(c)}
+def _names(n: Node) -> frozenset[str]:
+    return sh.shape_size_param_names(getattr(n, "shape", ()))
 
 
 def _read_dependencies(values: Node, offsets: Node, outputs: Any,

@@ -754,7 +754,7 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
         _map_nesting[0] -= 1
     counted = tuple(c for k in leaf_outputs if not isinstance(k, int)
                     for c in k.counted)
-    if len(xs) == 1 and all(_is_element(leaf, traced_leaves[0])
+    if len(xs) == 1 and all(is_element(leaf, traced_leaves[0])
                             for leaf in traced_leaves[1]):
         # (the function returns its element: the map is its input)
         return tree_unflatten([xs[0]] * len(traced_leaves[1]), out_kinds[0])
@@ -813,11 +813,17 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
 # }}}
 
 
-def _is_element(leaf: Any, params: Any) -> bool:
-    """Whether *leaf* is the element the traced function got as its flat
-    *params* (a single input's)."""
-    parts = ([leaf.values, *leaf.offsets] if isinstance(leaf, Jagged)
-             else [leaf])
+def jagged_parts(x: Any) -> list[Any]:
+    """The arrays of *x*: a FractalTensor's values and offsets levels (an
+    element's flat parameters in a traced body, see :func:`element_views`),
+    else *x* itself."""
+    return [x.values, *x.offsets] if isinstance(x, Jagged) else [x]
+
+
+def is_element(x: Any, params: Any) -> bool:
+    """Whether *x* is the element a traced function got as the flat
+    parameters *params* (the same nodes, not equal ones)."""
+    parts = jagged_parts(x)
     return len(parts) == len(params) and all(
         a is b for a, b in zip(parts, params))
 

@@ -187,6 +187,12 @@ def size_param_names(component: ShapeComponent) -> frozenset[str]:
         return frozenset()
     return frozenset(to_affine(component).coeffs)
 
+
+def shape_size_param_names(shape: Any) -> frozenset[str]:
+    """Names of the size parameters that the components of *shape* refer
+    to."""
+    return frozenset().union(*(size_param_names(c) for c in shape))
+
 # }}}
 
 
