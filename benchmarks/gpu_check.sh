@@ -13,6 +13,8 @@
 #          hang (the test that hung on an H100, with every thread's Python
 #          stack dumped after 40 s, by faulthandler, which needs no GIL);
 #          default: demo bench sweep w5cold tests.
+#          $SWEEP_ONLY narrows the sweep (gpu_sweep.py --only), $TESTS names
+#          the test paths, in the order they should run (default: test).
 set -u
 cd "$(dirname "$0")/.."
 
@@ -76,12 +78,13 @@ run() {
         demo) step demo 60 python3 examples/demo.py ;;
         bench) step bench 240 python3 benchmarks/bench_codegen.py --device gpu \
                  --repeat 10 --budget 1 --no-subprocess ;;
-        sweep) step sweep 120 python3 benchmarks/gpu_sweep.py --device gpu --repeat 20 ;;
+        sweep) step sweep 120 python3 benchmarks/gpu_sweep.py --device gpu --repeat 20 \
+                 ${SWEEP_ONLY:+--only "$SWEEP_ONLY"} ;;
         w5cold) step w5cold 60 python3 benchmarks/gpu_sweep.py --device gpu --cold \
                   --only W5-irregular --repeat 5 \
                   --variant gpu_max_nest_cost=1500 ;;
         tests) step tests 600 python3 -m pytest -p no:cacheprovider -n 16 -v \
-                 --timeout 90 -rf test --ignore=test/test_notebook.py
+                 --timeout 90 -rf ${TESTS:-test} --ignore=test/test_notebook.py
                grep -E "FAILED|ERROR|crashed" "$out/tests.txt" | head -40 ;;
         hang) step hang 60 python3 -c "
 import faulthandler, sys, pytest
