@@ -7,6 +7,8 @@ conftest.py) is checked against the reference evaluator."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -101,6 +103,37 @@ def test_rows_per_group_rule():
     assert rows_per_group(n, profile, False) == 1
     assert partial_last_block(n, 8) and not partial_last_block(n, 1)
     assert not partial_last_block(8 * n, 8) and partial_last_block(8 * n, 16)
+
+
+def test_rows_per_group_leaves_a_group_per_compute_unit():
+    # an H100's 132 SMs: 32 rows make 32 one-row groups (a group's step is
+    # serial work), 4096 rows blocks of 8 (512 groups); a 16-core CPU's 32
+    # rows blocks of 2
+    gpu = synthetic_profile("gpu", 1, compute_units=132)
+    assert [rows_per_group(r, gpu) for r in (32, 264, 1000, 1056, 4096)] == [
+        1, 2, 4, 8, 8]
+    assert rows_per_group(1001, gpu) == 4  # a partial last block of 4
+    assert rows_per_group(1001, gpu, False) == 1
+    cpu16 = synthetic_profile("cpu", 8, compute_units=16)
+    assert [rows_per_group(r, cpu16) for r in (16, 32, 64, 128)] == [1, 2, 4, 8]
+
+
+def test_one_row_groups_on_many_compute_units():
+    # the plan an H100 gets for 32 rows, run on this machine's device
+    from ftlazy.target.loopy.device import default_queue
+    from ftlazy.target.loopy.profile import device_profile
+    result = _dense_lstm(32)
+    profile = dataclasses.replace(device_profile(default_queue().device),
+                                  kind="gpu", compute_units=132)
+    prg = ft.generate_loopy(result, profile=profile)
+    (scan_plan,) = prg.plan.scans.values()
+    assert (scan_plan.flavour, scan_plan.rows_per_group) == ("row_blocked", 1)
+    vals = dict(xs=RNG.standard_normal((5, 32, 4 * H)),
+                h0=RNG.standard_normal((32, H)), U=WEIGHTS["U"], b=WEIGHTS["b"])
+    want = ft.evaluate_numpy(result, **vals)
+    _, got = prg(default_queue(), **vals)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-10, atol=1e-12)
 
 
 def test_cpu_scan_math_on_vectors():

@@ -131,6 +131,9 @@ class DeviceProfile:
     #: widest vector width a strategy asks for
     preferred_vector_width: int = PREFERRED_VECTOR_WIDTH
     max_work_group_size: int = 256
+    #: parallel compute units (OpenCL's ``max_compute_units``: a CPU's
+    #: cores, a GPU's SMs); row-blocked scans leave at least this many groups
+    compute_units: int = 2
     local_mem_size: int = 32768
     max_mem_alloc_size: int = 2**31
     #: whether arrays work items share through barriers may be restrict
@@ -178,15 +181,17 @@ class DeviceProfile:
     #: GPUs: an array that several readers read and that costs at most this
     #: many operations with the arrays inlined into it (calls weighted, see
     #: ``storage.decide_storage``) is computed again by each reader instead
-    #: of stored and read back: a layer norm's ``x - mean`` (4 passes over
-    #: the rows instead of 6). 16 admits arithmetic, not calls: a softmax's
-    #: ``exp(x - max)`` (from 40) is computed twice, which pays only with a
-    #: fast double-precision rate (``benchmarks/gpu_sweep.py`` W3). 0
-    #: stores as CPU plans do
-    gpu_recompute_cost_limit: int = 16
+    #: of stored and read back: a layer norm's ``x - mean`` (from 16; 4
+    #: passes over the rows instead of 6) and a softmax's ``exp(x - max)``
+    #: (from 40; 3 kernels instead of 4). On an H100 (float64, 4096x4096,
+    #: ``benchmarks/gpu_sweep.py`` W3) 40 took the softmax from 305 to 206
+    #: us and the layer norm from 315 to 212 us. A GPU with a slow
+    #: double-precision rate may want 16 (no calls). 0 stores as CPU plans do
+    gpu_recompute_cost_limit: int = 40
     #: DAGs with more nodes skip loopy's array-bounds proof
     bounds_check_max_nodes: int = 500
-    #: rows per work group tried, in order, for row-blocked scans
+    #: rows per work group tried, in order, for row-blocked scans (the first
+    #: that leaves ``compute_units`` groups; else one row per group)
     scan_rows_per_group: tuple[int, ...] = (8, 4, 2)
     #: row-blocked ragged scans block their elements by descending extent
     #: (each block's loop then runs about its own elements' steps)
@@ -311,6 +316,7 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
         kind=kind, description=description, builtin_widths=widths,
         barrier_loop_build=barrier_loop_build(device),
         max_work_group_size=int(device.max_work_group_size),
+        compute_units=max(1, int(device.max_compute_units)),
         local_mem_size=int(device.local_mem_size),
         max_mem_alloc_size=int(device.max_mem_alloc_size),
         vectorize=bool(widths),
