@@ -11,7 +11,9 @@
 #          (or ./gpu-check/ without $OUT). Steps: demo, bench, sweep, w5cold,
 #          tests (the whole suite, streamed, so a cut run still reports),
 #          hang (the test that hung on an H100, with every thread's Python
-#          stack dumped after 40 s, by faulthandler, which needs no GIL);
+#          stack dumped after 40 s, by faulthandler, which needs no GIL),
+#          kernels (W3 at the default profile, each kernel's device times:
+#          the full sum's spread between runs is not explained yet);
 #          default: demo bench sweep w5cold tests.
 #          $SWEEP_ONLY narrows the sweep (gpu_sweep.py --only), $TESTS names
 #          the test paths, in the order they should run (default: test).
@@ -80,6 +82,8 @@ run() {
                  --repeat 10 --budget 1 --no-subprocess ;;
         sweep) step sweep 120 python3 benchmarks/gpu_sweep.py --device gpu --repeat 20 \
                  ${SWEEP_ONLY:+--only "$SWEEP_ONLY"} ;;
+        kernels) step kernels 60 python3 benchmarks/gpu_sweep.py --device gpu \
+                   --repeat 20 --only W3 --variant gpu_local_size=256 --kernels ;;
         w5cold) step w5cold 60 python3 benchmarks/gpu_sweep.py --device gpu --cold \
                   --only W5-irregular --repeat 5 \
                   --variant gpu_max_nest_cost=1500 ;;

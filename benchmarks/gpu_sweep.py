@@ -14,7 +14,10 @@ checks the result against numpy, and prints
 
 With ``--cold`` the process starts with empty disk caches (``XDG_CACHE_HOME``
 and ``POCL_CACHE_DIR`` in a temporary directory, ``CUDA_CACHE_DISABLE=1``), so
-each variant's first result includes the driver's build. Only prints; run
+each variant's first result includes the driver's build. With ``--kernels``
+the queue profiles, and each variant's row is followed by the device time
+of each of its kernels over the timed calls (fastest, median, slowest):
+where a variant's time goes, and which kernel varies. Only prints; run
 ``python benchmarks/gpu_sweep.py --device gpu``.
 """
 
@@ -87,10 +90,26 @@ def parse_variant(text: str) -> dict[str, int]:
     return variant
 
 
+def kernel_times(events: list) -> str:
+    """Fastest, median and slowest device time of each kernel among the
+    ``(kernel name, event)`` pairs *events*, in launch order."""
+    durations: dict[str, list[float]] = {}
+    for name, event in events:
+        event.wait()
+        durations.setdefault(name, []).append(
+            (event.profile.end - event.profile.start) * 1e-9)
+    return "; ".join(
+        f"{name} {_fmt(min(d))} / {_fmt(float(np.median(d)))} / {_fmt(max(d))}"
+        for name, d in durations.items())
+
+
 def sweep(workloads: list, queue: Any, base: Any, repeat: int,
-          copy_gbs: float, variants: list[dict] | None = None) -> None:
+          copy_gbs: float, variants: list[dict] | None = None,
+          events: list | None = None) -> None:
     """Print one row per workload and variant (*variants*, default
-    :data:`SWEEPS` of the workload's group), then the compile stages."""
+    :data:`SWEEPS` of the workload's group), then the compile stages, and,
+    given the list *events* that kernel launches are recorded into (see
+    ``kernel_profile.record_launches``), each kernel's device times."""
     import pyopencl.array as cla
 
     import ftlazy as ft
@@ -114,6 +133,9 @@ def sweep(workloads: list, queue: Any, base: Any, repeat: int,
                 got = _to_host(outputs)
                 first = time.perf_counter() - start
                 err = _max_rel_err(got, want)
+                if events is not None:
+                    queue.finish()
+                    events.clear()
                 best, queued = _time_calls(
                     lambda: prg(queue, **dev_inputs), queue, repeat)
             except Exception as exc:  # noqa: BLE001 (report, go on)
@@ -128,6 +150,9 @@ def sweep(workloads: list, queue: Any, base: Any, repeat: int,
                   f"{_fmt(queued):>10} {bw} {err:8.1e}", flush=True)
             print(f"{'':<14} compile stages: {prg.timings}; "
                   f"{prg.source.count('__kernel')} kernels", flush=True)
+            if events is not None:
+                print(f"{'':<14} kernels (fastest / median / slowest): "
+                      f"{kernel_times(events)}", flush=True)
 
 
 def main() -> None:
@@ -144,6 +169,9 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[],
                         help="only these replacements, e.g. "
                         "gpu_max_nest_cost=500 (repeatable)")
+    parser.add_argument("--kernels", action="store_true",
+                        help="profile the queue and print each kernel's "
+                        "device times")
     parser.add_argument("--force-gpu-plans", action="store_true",
                         help="plan for a GPU on any device (to try the "
                         "script on PoCL)")
@@ -160,6 +188,16 @@ def main() -> None:
     from ftlazy.target.loopy.profile import device_profile
 
     queue = select_queue(args.device)
+    events = None
+    if args.kernels:
+        import pyopencl as cl
+
+        from kernel_profile import record_launches
+        queue = cl.CommandQueue(
+            queue.context, queue.device,
+            properties=cl.command_queue_properties.PROFILING_ENABLE)
+        events = []
+        record_launches(events)
     print_header("GPU tuning sweep", queue)
     base = device_profile(queue.device, queue)
     if args.force_gpu_plans:
@@ -175,7 +213,7 @@ def main() -> None:
     workloads = [w for w in all_workloads(sizes)
                  if not only or w.key in only or w.group in only]
     sweep(workloads, queue, base, args.repeat, copy_gbs,
-          [parse_variant(v) for v in args.variant] or None)
+          [parse_variant(v) for v in args.variant] or None, events)
 
 
 if __name__ == "__main__":
