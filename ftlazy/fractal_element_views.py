@@ -29,7 +29,9 @@ element's elements (``ft.map(lambda book: ft.map(g, book), books)``) as
 shape (a fold over a book's document encodings, which
 :mod:`ftlazy.fractal_fold_split` makes of a fold over its documents) as
 those maps over all documents, grouped per book into FractalTensors of
-depth 2 over which the rest of the body is mapped. The
+depth 2 over which the rest of the body is mapped (at depth 3 too, where
+the body's results are lists counted from them: a filter of a document's
+sentence encodings). The
 rebuilt maps compile as maps of one depth less do, and both evaluators run
 the rebuilt graph. Bodies that read the document otherwise (a shape of its
 sizes next to the view, two different slices) are left as they are.
@@ -465,17 +467,18 @@ def inner_rows_result(xs: list[Any], params: Any, leaves: list[Any],
                       depths: list[int], symbols: tuple[str, ...],
                       structure: Any, what: str) -> Any:
     """The result of the map over *xs* (one FractalTensor of depth ``>=
-    4`` alone) whose function reads its element through maps over the
+    3`` alone) whose function reads its element through maps over the
     element's elements with results of a static shape per element, one
     row each (``ft.map(lambda book: ft.fold(step, ft.map(g, book), h),
-    books)``), and through arrays of a static shape computed from the rest
+    books)``, ``ft.map(lambda doc: ft.filter(p, ft.map(encode, doc)),
+    docs)``), and through arrays of a static shape computed from the rest
     of it, rebuilt: each such map runs over the elements of all elements,
     its rows grouped per element into a FractalTensor of depth 2, and the
     function over those, zipped (see the module docs); None where it does
     not apply."""
     from ftlazy.fractal import tree_flatten
     from ftlazy.fractal_tensor import traced_maps
-    if len(depths) != 1 or depths[0] < 4:
+    if len(depths) != 1 or depths[0] < 3:
         return None
     element = _element_params(params, depths, 0)
     count = symbols[0]

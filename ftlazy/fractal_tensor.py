@@ -783,10 +783,15 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
                 xs[0], trace_params[0], trace_params[1], leaves,
                 first_symbols, out_kinds[0], what)
         if flat is None:
-            # (lists counted from the document's tokens alone)
-            from ftlazy.fractal_element_views import leaves_result
-            flat = leaves_result(list(xs), *traced_leaves, depths,
-                                 first_symbols, out_kinds[0], what)
+            # (lists counted from the document's tokens alone, or from the
+            # rows of maps over its sentences)
+            from ftlazy.fractal_element_views import (
+                inner_rows_result, leaves_result)
+            for view in (leaves_result, inner_rows_result):
+                flat = view(list(xs), *traced_leaves, depths, first_symbols,
+                            out_kinds[0], what)
+                if flat is not None:
+                    break
         if flat is not None:
             return flat
     if depths == [3] and all(isinstance(k, int) for k in leaf_outputs):

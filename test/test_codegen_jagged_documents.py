@@ -586,3 +586,40 @@ def test_whole_documents_tokens_filtered(docs):
         data = documents(key, seed=12)
         for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
             nested_close(got.tolist(), [kept(d) for d in data])
+
+
+@pytest.mark.parametrize("extra", ["alone", "with_the_count"])
+def test_sentence_encodings_filtered_per_document(docs, extra):
+    # lists counted from the rows of a map over each document's sentences
+    # (their RNN encodings kept where positive): that map over all
+    # sentences, its rows grouped per document, and the filter mapped over
+    # those, compiled; the sentence count next to them is zipped along
+    Wp = ft.make_placeholder("W", (H, H), np.float64)
+
+    def encode(s):
+        return ft.fold(lambda h, x: ft.tanh(x + h @ Wp), s, ft.zeros(H))
+
+    def body(d):
+        kept = ft.filter(lambda e: ft.sum(e) > 0, ft.map(encode, d))
+        return kept * d.length if extra == "with_the_count" else kept
+
+    result = ft.map(body, docs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+
+    def numpy_encode(s):
+        h = np.zeros(H)
+        for x in s:
+            h = np.tanh(x + h @ W)
+        return h
+
+    def kept(doc):
+        rows = [numpy_encode(s) for s in doc]
+        rows = [e for e in rows if e.sum() > 0]
+        scale = len(doc) if extra == "with_the_count" else 1
+        return np.array(rows).reshape(-1, H) * scale
+    for key in DOCS:
+        data = documents(key, seed=13)
+        for got in (f(docs=data, W=W), ft.evaluate_numpy(result, docs=data, W=W)):
+            assert len(got) == len(data)
+            nested_close(got.tolist(), [kept(d) for d in data])

@@ -6,7 +6,7 @@ slices of each document, joins and gathers), then a result (per-sentence sums, a
 document's sentences, a fold over the documents, the lengths, the flat
 values, an RNN over each document's first sentence, the states of one
 over its last, a fold over the sentences after the first started from
-it). Each program is compiled once and run on three document
+it, the sentence encodings each document keeps). Each program is compiled once and run on three document
 structures against the reference evaluator: the same values, or the same
 kind of error. Such chains found an OpenCL build failure and a missing
 host derivation that no single-operation test reached."""
@@ -72,6 +72,11 @@ RESULTS = {
     "titled_fold": lambda f, w: ft.map(lambda d: ft.fold(
         lambda h, s: ft.tanh(h @ w + ft.sum(s, axis=0)), d[1:],
         ft.sum(d[0], axis=0)), f),
+    # (sentence encodings kept where positive: lists counted from the rows
+    # of a map over each document's sentences)
+    "kept_encodings": lambda f, w: ft.map(lambda d: ft.filter(
+        lambda e: ft.sum(e) > 0, ft.map(
+            lambda s: ft.tanh(ft.sum(s, axis=0) @ w), d)), f),
     # (the rows of each document's last sentence: picked, then mapped)
     "last_sentence_states": lambda f, w: ft.map(lambda d: ft.scan(
         lambda h, x: ft.tanh(h @ w + x), d[-1], ft.zeros(H)), f),
@@ -99,6 +104,7 @@ def _run(run, **inputs):
 @example(first="filter", second="trim", result="document_rnn")
 @example(first="reverse_each", second="centre", result="first_sentence_rnn")
 @example(first="join", second="filter", result="titled_fold")
+@example(first="grow", second="trim", result="kept_encodings")
 @given(first=st.sampled_from(sorted(TRANSFORMS)),
        second=st.sampled_from(sorted(TRANSFORMS)),
        result=st.sampled_from(sorted(RESULTS)))
