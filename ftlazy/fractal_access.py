@@ -103,7 +103,7 @@ from pytools.tag import UniqueTag, tag_dataclass
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
-from ftlazy.fractal_tensor import Jagged, jagged_map
+from ftlazy.fractal_tensor import Jagged, _map_nesting, jagged_map
 from ftlazy.node import node
 from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import Shape, ShapeComponent
@@ -905,10 +905,25 @@ def filter(pred: Callable[[Any], Any], seq: Any) -> Array | Jagged:
                         f"{shown}")
     if isinstance(seq, Array) and seq.shape[0] == 0:
         return seq      # (no rows to keep: a length known when built)
+    kept, _ = _kept(seq, mask)
+    if isinstance(seq, Jagged) and _map_nesting[0]:
+        traced_filters.append((pred, seq, kept))
+    return kept
+
+
+def _kept(seq: Array | Jagged, mask: Array) -> tuple[Array | Jagged, Array]:
+    """The elements of *seq* where the 1-D bool *mask* holds, and the
+    running count of kept elements (``len(mask) + 1`` entries)."""
     keep = _lam(prim.If(prim.Variable("_in0")[index_var(0)], 1, 0), mask.shape,
                 _INT64, {"_in0": mask})
     offsets = _offsets_of(keep)
     count = _entry(offsets, mask.shape[0])
-    return _select(seq, _host("segment_ids", offsets, (count,)))
+    return _select(seq, _host("segment_ids", offsets, (count,))), offsets
+
+
+#: the filters of FractalTensors built while a body is traced: ``(pred,
+#: seq, result)``, most recent last (see
+#: :func:`ftlazy.fractal_element_views.filtered_element_result`)
+traced_filters: deque[tuple] = deque(maxlen=256)
 
 # }}}

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """A map's element read through one view (a slice: ``ft.map(lambda doc:
-f(doc[1:]), docs)``; its leaves: ``ft.map(lambda doc: ft.filter(p,
-doc.values), docs)``), rebuilt as a map over the views, computed outside
-the map.
+f(doc[1:]), docs)``; a filter of its elements: ``f(ft.filter(p, doc))``;
+its leaves: ``ft.map(lambda doc: ft.filter(p, doc.values), docs)``),
+rebuilt as a map over the views, computed outside the map.
 
 ``doc[a:b]`` on a document in a map over documents has lengths known only
 per document (its numbers of sentences and tokens, defined in the body
@@ -13,7 +13,11 @@ the document through one slice alone, :func:`sliced_element_result`
 slices every document outside the map first (:func:`element_slices`: each
 document's slice bounds from its length, the new offsets by a running sum,
 the picked sentences by :func:`ftlazy.fractal_access.gather`'s selection)
-and maps the body over the sliced documents. Where a body with counted
+and maps the body over the sliced documents. A filter of the document's
+sentences, ``ft.filter(p, doc)``, is a view too:
+:func:`filtered_element_result` runs ``p`` over all sentences of all
+documents, filters them as one list, and gives each document those of its
+range (:func:`element_filtered`). Where a body with counted
 results reads only the document's leaves (``doc.values``, its number of
 tokens), :func:`leaves_result` maps it over each document's leaves as one
 list (:func:`element_leaves`, a FractalTensor of depth 2). Arrays of a
@@ -42,9 +46,11 @@ sizes next to the view, two different slices) are left as they are.
 
 .. autoclass:: ElementSlice
 .. autofunction:: element_slices
+.. autofunction:: element_filtered
 .. autofunction:: element_leaves
 .. autofunction:: mark_element_slice
 .. autofunction:: sliced_element_result
+.. autofunction:: filtered_element_result
 .. autofunction:: leaves_result
 .. autofunction:: nested_map_result
 .. autofunction:: inner_rows_result
@@ -64,9 +70,10 @@ from ftlazy.fractal_tensor import Jagged, is_element, jagged_parts
 from ftlazy.node import LeakedArrayError, Node, iter_children, topological_order
 from ftlazy.scalar_expr import get_variable_names, index_var
 
-__all__ = ["ElementSlice", "element_leaves", "element_slices",
-           "inner_rows_result", "leaves_result", "mark_element_slice",
-           "nested_map_result", "sliced_element_result"]
+__all__ = ["ElementSlice", "element_filtered", "element_leaves",
+           "element_slices", "filtered_element_result", "inner_rows_result",
+           "leaves_result", "mark_element_slice", "nested_map_result",
+           "sliced_element_result"]
 
 _INT64 = np.dtype(np.int64)
 #: the binding key prefix that keeps a size used by name reachable (see
@@ -155,11 +162,10 @@ def _element_params(params: Any, depths: list[int], k: int) -> list[Any]:
 def _the_slice(parts: list[Array], element: list[Any],
                symbols: tuple[str, ...]) -> tuple | None:
     """The one slice of the traced *element* (its flat parameters) that the
-    result *parts* read: its key, its parts with their tags, and the
-    renames of its sizes to the element's *symbols*. None where they read
-    none, or two different slices."""
+    result *parts* read: its key, its parts (by part number, see
+    :class:`ElementSlice`), and the renames of its sizes to the element's
+    *symbols*. None where they read none, or two different slices."""
     found: dict[Array, ElementSlice] = {}
-    renames: dict[str, str] = {}
     stack, seen = list(parts), set()
     while stack:
         n = stack.pop()
@@ -169,19 +175,30 @@ def _the_slice(parts: list[Array], element: list[Any],
         tag = next(iter(n.tags_of_type(ElementSlice)), None) if isinstance(
             n, Array) else None
         if tag is not None and _sliced_source(n) is element[tag.part]:
-            size = n.shape[0] if tag.part == 0 else sh.sub(n.shape[0], 1)
-            if not isinstance(size, prim.Variable):
-                return None
-            # (the element's symbols: its offsets levels' counts, then its
-            # number of leaves)
-            renames[size.name] = symbols[tag.part - 1]
             found[n] = tag
             continue
         stack.extend(iter_children(n))
     keys = {(t.start, t.stop, t.step) for t in found.values()}
     if len(keys) != 1:
         return None
-    return keys.pop(), found, renames
+    view_parts = {n: t.part for n, t in found.items()}
+    renames = _part_renames(view_parts, symbols)
+    return None if renames is None else (keys.pop(), view_parts, renames)
+
+
+def _part_renames(view_parts: dict[Array, int], symbols: tuple[str, ...]
+                  ) -> dict[str, str] | None:
+    """The renames of the sizes of a view's parts (part 0 its values, ``k +
+    1`` its offsets level ``k``) to the element's *symbols* (its offsets
+    levels' counts, then its number of leaves): the view's element has
+    them. None where a part's size is not a name."""
+    renames = {}
+    for n, part in view_parts.items():
+        size = n.shape[0] if part == 0 else sh.sub(n.shape[0], 1)
+        if not isinstance(size, prim.Variable):
+            return None
+        renames[size.name] = symbols[part - 1]
+    return renames
 
 
 class _Skipped:
@@ -351,7 +368,6 @@ def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
     *structure*) that read its element through one slice alone, rebuilt as
     a map over the sliced elements (see the module docs); None where it
     does not apply."""
-    from ftlazy.fractal_access import _DERIVED
     single = _single_element(params, leaves, depths)
     if single is None:
         return None
@@ -359,27 +375,111 @@ def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
     found = _the_slice(parts, element, symbols)
     if found is None:
         return None
-    key, slices, renames = found
-    # (the slice's sizes computed with, as ``ft.maximum(doc[1:].length, 1)``
-    # does: the sliced element's, which has the same symbols)
+    key, view_parts, renames = found
+    return _element_view_result(
+        xs, k, element, parts, view_parts, renames,
+        lambda: element_slices(xs[k], slice(*key)), params, leaves, depths,
+        symbols, structure, what)
+
+
+def _element_view_result(xs: list[Any], k: int, element: list[Any],
+                         parts: list[Node], view_parts: dict[Array, int],
+                         renames: dict[str, str], view: Any, params: Any,
+                         leaves: list[Any], depths: list[int],
+                         symbols: tuple[str, ...], structure: Any,
+                         what: str) -> Any:
+    """The map over *xs* rebuilt over ``view()`` (a FractalTensor of the
+    depth of input *k*, an element per element), where the traced result
+    *parts* read the *element* through the nodes *view_parts* (by part
+    number) of one view alone, whose sizes *renames* gives the element's
+    names, and through arrays of a static shape computed from the rest of
+    it (zipped in); None where they read it otherwise."""
+    from ftlazy.fractal_access import _DERIVED
+    # (the view's sizes computed with, as ``ft.maximum(doc[1:].length, 1)``
+    # does: the view's element's, which has the same symbols)
     sizes = {derived.value: SizeParam(renames[name])
              for name in renames
              if (derived := _DERIVED.get(name)) is not None}
-    frontier = _frontier(parts, set(slices) | set(sizes), set(renames),
+    frontier = _frontier(parts, set(view_parts) | set(sizes), set(renames),
                          element, set(symbols))
     if frontier is None:
         return None
 
-    def replacements(sliced: Jagged) -> tuple[dict, dict]:
-        new_parts = [sliced.values, *sliced.offsets]
-        replace: dict[Node, Any] = {n: new_parts[t.part]
-                                    for n, t in slices.items()}
+    def replacements(viewed: Jagged) -> tuple[dict, dict]:
+        new_parts = [viewed.values, *viewed.offsets]
+        replace: dict[Node, Any] = {n: new_parts[part]
+                                    for n, part in view_parts.items()}
         replace.update(sizes)
         return replace, renames
 
-    return _replayed_map(xs, k, element_slices(xs[k], slice(*key)), params,
-                         leaves, depths, structure, what, replacements,
-                         frontier)
+    return _replayed_map(xs, k, view(), params, leaves, depths, structure,
+                         what, replacements, frontier)
+
+
+def element_filtered(xs: Jagged, mask: Array) -> Jagged:
+    """Every element of the FractalTensor *xs* (depth ``>= 3``) keeping
+    its elements where *mask* (1-D bool, one entry per element of an
+    element, all elements in order) holds: a FractalTensor of the same
+    depth. The elements of all elements are filtered as one list, in
+    order, and element ``i`` keeps those of its own range: its new offsets
+    are the running count of kept entries at its old offsets."""
+    from ftlazy.fractal_access import _kept, _lam
+    if xs.depth < 3:
+        raise ValueError(f"element_filtered needs a FractalTensor of depth "
+                         f">= 3, got {xs!r}")
+    kept, running = _kept(Jagged(xs.values, xs.offsets[1:]), mask)
+    p = index_var(0)
+    offsets = _lam(prim.Variable("_in0")[prim.Variable("_in1")[p]],
+                   xs.offsets[0].shape, _INT64,
+                   {"_in0": running, "_in1": xs.offsets[0]})
+    return Jagged(kept.values, (offsets,) + kept.offsets)
+
+
+def filtered_element_result(xs: list[Any], params: Any, leaves: list[Any],
+                            depths: list[int], symbols: tuple[str, ...],
+                            structure: Any, what: str) -> Any:
+    """The result of the map over *xs* (as for
+    :func:`sliced_element_result`) whose *leaves* read the element
+    through one filter of it alone (``ft.filter(p, doc)``, kept sentences),
+    rebuilt as a map over the filtered elements: ``p`` over the elements of
+    all elements first (:func:`element_filtered`); None where it does not
+    apply, or where ``p`` captures what the function computed from its
+    element."""
+    from ftlazy.fractal_access import traced_filters
+    single = _single_element(params, leaves, depths)
+    if single is None:
+        return None
+    k, element, parts = single
+    reached = _reached(parts)
+    filters = [(pred, kept) for pred, seq, kept in traced_filters
+               if is_element(seq, element)
+               and any(a in reached for a in jagged_parts(kept))]
+    if len(filters) != 1:
+        return None
+    pred, kept = filters[0]
+    view_parts = {a: part for part, a in enumerate(jagged_parts(kept))
+                  if a in reached}
+    renames = _part_renames(view_parts, symbols)
+    if renames is None:
+        return None
+
+    def view() -> Jagged | None:
+        mask = _called_again(pred, Jagged(xs[k].values, xs[k].offsets[1:]),
+                             "filter")
+        return None if mask is None else element_filtered(xs[k], mask)
+
+    filtered = view()
+    if filtered is None:
+        return None
+    return _element_view_result(
+        xs, k, element, parts, view_parts, renames, lambda: filtered,
+        params, leaves, depths, symbols, structure, what)
+
+
+def _reached(parts: list[Node]) -> set[Node]:
+    """The nodes *parts* are computed from, themselves included (loop
+    bodies not entered)."""
+    return set(topological_order(parts))
 
 
 def leaves_result(xs: list[Any], params: Any, leaves: list[Any],

@@ -761,9 +761,9 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
     if max(depths) >= 3:
         # (the element read through one view: a map over the views)
         from ftlazy.fractal_element_views import (
-            inner_rows_result, leaves_result, nested_map_result,
-            sliced_element_result)
-        views = [sliced_element_result]
+            filtered_element_result, inner_rows_result, leaves_result,
+            nested_map_result, sliced_element_result)
+        views = [sliced_element_result, filtered_element_result]
         if max(depths) >= 4:
             # (maps over depth 4 have no lowering of their own)
             views += [nested_map_result, inner_rows_result, leaves_result]

@@ -4,7 +4,7 @@ tokens), compiled through OpenCL on every profile flavour (conftest.py)
 and checked against per-book numpy loops and the reference evaluator.
 Such maps have no lowering of their own: they compile where their body
 reads each book through one view (its tokens, a map over its documents, a
-slice), see :mod:`ftlazy.fractal_element_views`."""
+slice, a filter of its documents), see :mod:`ftlazy.fractal_element_views`."""
 
 from __future__ import annotations
 
@@ -67,6 +67,11 @@ BODIES = {
         lambda b: ft.fold(lambda h, d: _step(h, ft.sum(d.values, axis=0)), b,
                           ft.zeros(H)),
         lambda b: _rnn([_tokens([d]).sum(axis=0) for d in b])[0]),
+    # (the documents each book keeps: the predicate over all documents of
+    # all books, one filter, each book keeping those of its range)
+    "documents_kept": (
+        lambda b: ft.filter(lambda d: ft.sum(d.values) > 0, b),
+        lambda b: [d for d in b if _tokens([d]).sum() > 0]),
     # (per-document rows, the book's document count and token sum)
     "rows_count_and_tokens": (
         lambda b: ft.sum(ft.map(lambda d: ft.sum(d.values, axis=0), b), axis=0)

@@ -623,3 +623,70 @@ def test_sentence_encodings_filtered_per_document(docs, extra):
         for got in (f(docs=data, W=W), ft.evaluate_numpy(result, docs=data, W=W)):
             assert len(got) == len(data)
             nested_close(got.tolist(), [kept(d) for d in data])
+
+
+FILTERED_BODIES = {
+    # the kept sentences returned, mapped, folded and counted; the
+    # predicate reads each sentence alone
+    "kept": lambda d, keep: ft.filter(keep, d),
+    "kept_sums": lambda d, keep: ft.map(lambda s: ft.sum(s, axis=0),
+                                        ft.filter(keep, d)),
+    "kept_fold": lambda d, keep: ft.fold(
+        lambda h, s: ft.tanh(h @ ft.asarray(W) + ft.sum(s, axis=0)),
+        ft.filter(keep, d), ft.zeros(H)),
+    "kept_share": lambda d, keep: ft.filter(keep, d).length / ft.maximum(
+        d.length, 1) * ft.ones(H),
+}
+
+
+def _positive(s):
+    return ft.sum(s) > 0
+
+
+@pytest.mark.parametrize("body", list(FILTERED_BODIES))
+def test_sentences_filtered_per_document(docs, body):
+    # each document's sentences kept where the predicate holds: the
+    # predicate over all sentences of all documents, one filter, each
+    # document keeping those of its range; compiled
+    result = ft.map(lambda d: FILTERED_BODIES[body](d, _positive), docs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+
+    def reference(doc):
+        kept = [s for s in doc if s.sum() > 0]
+        if body == "kept":
+            return kept
+        if body == "kept_sums":
+            return np.array([s.sum(axis=0) for s in kept]).reshape(-1, H)
+        if body == "kept_fold":
+            h = np.zeros(H)
+            for s in kept:
+                h = np.tanh(h @ W + s.sum(axis=0))
+            return h
+        return np.full(H, len(kept) / max(len(doc), 1))
+    for key in DOCS:
+        data = documents(key, seed=14)
+        want = [reference(d) for d in data]
+        for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
+            got = got.tolist() if isinstance(got, ft.JaggedArray) else list(got)
+            assert len(got) == len(data)
+            nested_close(got, want)
+
+
+def test_a_filter_reading_its_document_runs_on_the_host(docs):
+    # (a predicate that compares each sentence with its document's mean
+    # token captures what the body computed from the document: it cannot
+    # run over all sentences at once, and the map stays on the host)
+    def body(d):
+        mean = ft.sum(d.values, axis=0) / ft.maximum(d.values.shape[0], 1)
+        return ft.filter(lambda s: ft.sum(ft.sum(s, axis=0) - mean) > 0, d)
+
+    result = ft.map(body, docs)
+    f = compile_on_host(result, "")
+    data = documents("mixed", seed=15)
+
+    def reference(doc):
+        tokens = np.concatenate(doc + [np.zeros((0, H))])
+        mean = tokens.sum(axis=0) / max(len(tokens), 1)
+        return [s for s in doc if (s.sum(axis=0) - mean).sum() > 0]
+    nested_close(f(docs=data).tolist(), [reference(d) for d in data])

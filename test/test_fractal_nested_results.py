@@ -322,8 +322,8 @@ def test_counted_sizes_of_documents_run_on_the_host(lengths):
 
 
 def test_element_views_need_lists_of_lists():
-    # (element_slices and element_leaves view the elements of the elements
-    # of a FractalTensor: a depth-2 one has none)
+    # (element_slices, element_leaves and element_filtered view the
+    # elements of the elements of a FractalTensor: a depth-2 one has none)
     from ftlazy.fractal_element_views import element_leaves, element_slices
     xs = seqs_placeholder()
     with pytest.raises(ValueError, match=r"element_slices needs a "
@@ -332,3 +332,7 @@ def test_element_views_need_lists_of_lists():
     with pytest.raises(ValueError, match=r"element_leaves needs a "
                        r"FractalTensor of depth >= 3, got .*depth=2"):
         element_leaves(xs)
+    from ftlazy.fractal_element_views import element_filtered
+    with pytest.raises(ValueError, match=r"element_filtered needs a "
+                       r"FractalTensor of depth >= 3, got .*depth=2"):
+        element_filtered(xs, ft.lengths(xs) > 0)
