@@ -11,7 +11,10 @@ Workloads:
   recurrence ``h = tanh(h @ W + sum(s))`` over its other sentences
   (``doc[0]`` next to ``doc[1:]``);
 * ``token filter``: each document's tokens whose sum is positive (a list
-  counted from the whole document).
+  counted from the whole document);
+* ``sentence filter``: the sums of each document's sentences whose sum is
+  positive (``ft.filter(p, doc)``, a filter of the document's sentences,
+  then a map over those kept).
 
 Each is timed as a call with nested lists of numpy arrays (what a user
 passes; converted to the packed form at every call) and with a
@@ -83,12 +86,19 @@ def main() -> None:
             out.append(tokens[tokens.sum(axis=1) > 0])
         return out
 
+    def numpy_kept_sums(data):
+        return [np.array([s.sum(axis=0) for s in d if s.sum() > 0],
+                         np.float32).reshape(-1, h) for d in data]
+
     programs = {
         "titled fold": (ft.map(lambda d: ft.fold(
             lambda s_, s: ft.tanh(s_ @ w + ft.sum(s, axis=0)), d[1:],
             ft.sum(d[0], axis=0)), docs), numpy_titled),
         "token filter": (ft.map(lambda d: ft.filter(
             lambda r: ft.sum(r) > 0, d.values), docs), numpy_filter),
+        "sentence filter": (ft.map(lambda d: ft.map(
+            lambda s: ft.sum(s, axis=0), ft.filter(lambda s: ft.sum(s) > 0, d)),
+            docs), numpy_kept_sums),
     }
     packed_docs = JaggedArray(*packed(data))
     rows = []
