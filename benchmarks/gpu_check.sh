@@ -88,7 +88,7 @@ run() {
                   --only W5-irregular --repeat 5 \
                   --variant gpu_max_nest_cost=1500 ;;
         tests) step tests 600 python3 -m pytest -p no:cacheprovider -n 16 -v \
-                 --timeout 90 -rf ${TESTS:-test} --ignore=test/test_notebook.py
+                 --timeout 180 -rf ${TESTS:-test} --ignore=test/test_notebook.py
                grep -E "FAILED|ERROR|crashed" "$out/tests.txt" | head -40 ;;
         hang) step hang 60 python3 -c "
 import faulthandler, sys, pytest

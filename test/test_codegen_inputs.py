@@ -2,6 +2,7 @@
 """Input forms the compiled program accepts."""
 
 import numpy as np
+import pytest
 
 import ftlazy as ft
 
@@ -70,3 +71,79 @@ def test_packed_inputs_from_device_arrays():
         _, (out,) = prg(queue, **mixed)
         out = out.get() if isinstance(out, cla.Array) else out
         np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def _device_pack_case(queue):
+    """40 small float64 inputs, 20 bool ones, as device arrays: some are
+    views into a larger device array (a nonzero offset)."""
+    import pyopencl.array as cla
+
+    rng = np.random.default_rng(9)
+    lazy, inputs, expected = _many_small_inputs(40)
+    flags = rng.uniform(size=(20, 3)) > 0.5
+    for k in range(20):
+        flag = ft.make_placeholder(f"b{k}", (3,), np.bool_)
+        lazy = lazy + ft.where(flag, 1.0, 0.0)
+        inputs[f"b{k}"] = flags[k]
+        expected = expected + flags[k]
+    big = cla.to_device(queue, np.concatenate([[7.0, 7.0], inputs["s1"]]))
+    device = {name: cla.to_device(queue, value) for name, value in inputs.items()}
+    device["s1"] = big[2:]              # (a view: offset 2 doubles)
+    return lazy, device, expected
+
+
+@pytest.mark.parametrize("refused", [False, True])
+def test_device_inputs_packed_by_a_kernel_or_copies(monkeypatch, refused):
+    """Small device inputs are packed on the device by pack kernels (see
+    ``packing``), one per 64 members; where a device's compiler refused
+    the kernel, by one copy each; the same result either way."""
+    import pyopencl.array as cla
+
+    from ftlazy.target.loopy import packing
+    from ftlazy.target.loopy.device import default_queue
+
+    queue = default_queue()
+    launched = []
+    build = packing._pack_kernel.__wrapped__
+
+    def counted(context, dtype, layout):
+        launched.append(len(layout))
+        return None if refused else build(context, dtype, layout)
+    monkeypatch.setattr(packing, "_pack_kernel", counted)
+    lazy, device, expected = _device_pack_case(queue)
+    prg = ft.generate_loopy(lazy)
+    assert len(prg.artifact.packs) == 2       # (float64 and bool)
+    _, (out,) = prg(queue, **device)
+    out = out.get() if isinstance(out, cla.Array) else out
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    # (one kernel per pack: x, 40 small float64 inputs; 20 bool ones)
+    assert sorted(launched) == sorted(
+        len(members) for members in prg.artifact.packs.values()) == [20, 41]
+
+
+def test_pack_kernel_source_writes_the_layout():
+    from ftlazy.target.loopy.packing import pack_source
+    source = pack_source("double", ((1, 0, 0), (3, 1, 2)))
+    assert "__global double const *a0, __global double const *a1)" in source
+    assert "if (e < 1) out[0 + e] = a0[0 + e];" in source
+    assert "if (e < 3) out[1 + e] = a1[2 + e];" in source
+    assert "cl_khr_fp64" in source
+    assert "cl_khr_fp64" not in pack_source("char", ((2, 0, 0),))
+
+
+def test_pack_kernels_copy_in_chunks():
+    import pyopencl.array as cla
+
+    from ftlazy.target.loopy.device import default_queue
+    from ftlazy.target.loopy.packing import MEMBERS_PER_KERNEL, copy_into_pack
+
+    queue = default_queue()
+    count = 2 * MEMBERS_PER_KERNEL + 3       # (three kernels)
+    members = [(cla.to_device(queue, np.full(k % 4 + 1, float(k))), 10 * k)
+               for k in range(count)]
+    packed = cla.zeros(queue, 10 * count, np.float64)
+    assert copy_into_pack(queue, packed, members) == []
+    want = np.zeros(10 * count)
+    for k in range(count):
+        want[10 * k:10 * k + k % 4 + 1] = k
+    np.testing.assert_array_equal(packed.get(), want)

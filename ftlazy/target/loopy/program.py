@@ -411,26 +411,32 @@ def _kernel_outputs(canon: CanonicalDAG, profile: DeviceProfile
 
 def _pack(parts: list[Any], queue: cl.CommandQueue) -> Any:
     """One packed argument from its members: on the host when all are numpy
-    arrays, else on the device (one device-side copy per member, instead of
-    a blocking transfer to the host and back)."""
+    arrays, else on the device (the device arrays by pack kernels, see
+    :mod:`.packing`; numpy members by a transfer each), instead of a
+    blocking transfer to the host and back."""
+    from ftlazy.target.loopy.packing import copy_into_pack
     if not any(isinstance(p, cla.Array) for p in parts):
         return np.concatenate([_to_kernel_form(p, queue).reshape(-1)
                                for p in parts])
     dtype = np.dtype(np.int8) if parts[0].dtype == np.bool_ else parts[0].dtype
     packed = cla.empty(queue, sum(p.size for p in parts), dtype)
-    offset = 0
-    for p in parts:
-        nbytes = p.size * dtype.itemsize
-        if nbytes:
-            if isinstance(p, cla.Array) and p.flags.c_contiguous:
-                cl.enqueue_copy(queue, packed.base_data, p.base_data,
-                                byte_count=nbytes, dst_offset=offset,
-                                src_offset=p.offset)
-            else:
-                host = p.get() if isinstance(p, cla.Array) else p
-                cl.enqueue_copy(queue, packed.base_data,
-                                _to_kernel_form(host, queue), dst_offset=offset)
-        offset += nbytes
+    places = np.cumsum([0] + [p.size for p in parts[:-1]]).tolist()
+    on_device = [(p, place) for p, place in zip(parts, places)
+                 if isinstance(p, cla.Array) and p.flags.c_contiguous
+                 and p.size and p.offset % dtype.itemsize == 0]
+    copied = {id(p) for p, _ in on_device}
+    left = copy_into_pack(queue, packed, on_device)
+    for p, place in left + [(p, place) for p, place in zip(parts, places)
+                            if id(p) not in copied and p.size]:
+        offset = place * dtype.itemsize
+        if isinstance(p, cla.Array) and p.flags.c_contiguous:
+            cl.enqueue_copy(queue, packed.base_data, p.base_data,
+                            byte_count=p.size * dtype.itemsize,
+                            dst_offset=offset, src_offset=p.offset)
+        else:
+            host = p.get() if isinstance(p, cla.Array) else p
+            cl.enqueue_copy(queue, packed.base_data,
+                            _to_kernel_form(host, queue), dst_offset=offset)
     return packed
 
 
