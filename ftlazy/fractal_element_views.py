@@ -463,17 +463,14 @@ def filtered_element_result(xs: list[Any], params: Any, leaves: list[Any],
     if renames is None:
         return None
 
-    def view() -> Jagged | None:
-        mask = _called_again(pred, Jagged(xs[k].values, xs[k].offsets[1:]),
-                             "filter")
-        return None if mask is None else element_filtered(xs[k], mask)
-
-    filtered = view()
-    if filtered is None:
+    mask = _called_again(pred, Jagged(xs[k].values, xs[k].offsets[1:]),
+                         "filter")
+    if mask is None:
         return None
     return _element_view_result(
-        xs, k, element, parts, view_parts, renames, lambda: filtered,
-        params, leaves, depths, symbols, structure, what)
+        xs, k, element, parts, view_parts, renames,
+        lambda: element_filtered(xs[k], mask), params, leaves, depths,
+        symbols, structure, what)
 
 
 def _reached(parts: list[Node]) -> set[Node]:
