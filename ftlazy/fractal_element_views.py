@@ -17,7 +17,10 @@ and maps the body over the sliced documents. A filter of the document's
 sentences, ``ft.filter(p, doc)``, is a view too:
 :func:`filtered_element_result` runs ``p`` over all sentences of all
 documents, filters them as one list, and gives each document those of its
-range (:func:`element_filtered`). Where a body with counted
+range (:func:`element_filtered`). Views chain: the map rebuilt over one
+view replays the body, and takes a filter or slice of the view, replayed,
+as its own view (``ft.filter(p, doc[1:])``, ``ft.filter(p, doc)[1:]``).
+Where a body with counted
 results reads only the document's leaves (``doc.values``, its number of
 tokens), :func:`leaves_result` maps it over each document's leaves as one
 list (:func:`element_leaves`, a FractalTensor of depth 2). Arrays of a
@@ -96,9 +99,13 @@ class ElementSlice(UniqueTag):
 def mark_element_slice(xs: Jagged, index: slice, result: Jagged) -> Jagged:
     """*result*, the slice *index* of *xs*, with its parts marked
     :class:`ElementSlice` where *xs* is a traced element (its values a
-    parameter of the body being traced)."""
+    parameter of the body being traced) or a list computed in a body (a
+    filter of the element, whose map is rebuilt over the filtered elements:
+    there, the slice is of the new element)."""
     from ftlazy.fractal import BodyParam, _TraceParam
-    if not isinstance(xs.values, (BodyParam, _TraceParam)):
+    from ftlazy.fractal_tensor import _map_nesting
+    if not (isinstance(xs.values, (BodyParam, _TraceParam))
+            or _map_nesting[0]):
         return result
     # (equal slices, written alike or not, are one view)
     key = tuple(None if v is None else int(v)
@@ -341,7 +348,10 @@ def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
     position = {j: j if j < k else j + len(views) - 1
                 for j in range(len(xs)) if j != k}
 
+    filters = _filters_of_views(leaves, _element_params(params, depths, k))
+
     def per_view(*elements: Any) -> Any:
+        from ftlazy.fractal_access import traced_filters
         replace, renames = replacements(*elements[k:k + len(views)])
         replace.update((old, elements[position[j]]) for old, j in dense)
         replace.update(zip(frontier, elements[len(xs) + len(views) - 1:]))
@@ -353,10 +363,27 @@ def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
                               tuple(replay(o) for o in leaf.offsets))
             return replay(asarray(leaf))
 
-        return tree_unflatten([leaf_of(leaf) for leaf in leaves], structure)
+        result = tree_unflatten([leaf_of(leaf) for leaf in leaves], structure)
+        # (a filter of the view, replayed, is a filter of the new element:
+        # the new map takes it as its own view)
+        traced_filters.extend((pred, leaf_of(seq), leaf_of(kept))
+                              for pred, seq, kept in filters)
+        return result
 
     new_xs = list(xs[:k]) + views + list(xs[k + 1:])
     return jagged_map(per_view, *new_xs, *per_element, what=what)
+
+
+def _filters_of_views(leaves: list[Any], element: list[Any]) -> list[tuple]:
+    """The filters traced in the body (``(pred, seq, kept)``, see
+    :data:`ftlazy.fractal_access.traced_filters`) that the result *leaves*
+    read, of lists computed from the *element* (a slice of it, a filter of
+    it), not of the element itself."""
+    from ftlazy.fractal_access import traced_filters
+    reached = _reached(_result_parts(leaves))
+    return [(pred, seq, kept) for pred, seq, kept in traced_filters
+            if not is_element(seq, element)
+            and any(a in reached for a in jagged_parts(kept))]
 
 
 def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],

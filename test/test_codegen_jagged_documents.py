@@ -625,22 +625,48 @@ def test_sentence_encodings_filtered_per_document(docs, extra):
             nested_close(got.tolist(), [kept(d) for d in data])
 
 
+def _positive(s):
+    return ft.sum(s) > 0
+
+
+def _kept(doc):
+    return [s for s in doc if s.sum() > 0]
+
+
+def _folded_sums(sentences):
+    h = np.zeros(H)
+    for s in sentences:
+        h = np.tanh(h @ W + s.sum(axis=0))
+    return h
+
+
 FILTERED_BODIES = {
     # the kept sentences returned, mapped, folded and counted; the
     # predicate reads each sentence alone
-    "kept": lambda d, keep: ft.filter(keep, d),
-    "kept_sums": lambda d, keep: ft.map(lambda s: ft.sum(s, axis=0),
-                                        ft.filter(keep, d)),
-    "kept_fold": lambda d, keep: ft.fold(
+    "kept": (lambda d: ft.filter(_positive, d), _kept),
+    "kept_sums": (lambda d: ft.map(lambda s: ft.sum(s, axis=0),
+                                   ft.filter(_positive, d)),
+                  lambda d: np.array([s.sum(axis=0) for s in _kept(d)]
+                                     ).reshape(-1, H)),
+    "kept_fold": (lambda d: ft.fold(
         lambda h, s: ft.tanh(h @ ft.asarray(W) + ft.sum(s, axis=0)),
-        ft.filter(keep, d), ft.zeros(H)),
-    "kept_share": lambda d, keep: ft.filter(keep, d).length / ft.maximum(
+        ft.filter(_positive, d), ft.zeros(H)),
+        lambda d: _folded_sums(_kept(d))),
+    "kept_share": (lambda d: ft.filter(_positive, d).length / ft.maximum(
         d.length, 1) * ft.ones(H),
+        lambda d: np.full(H, len(_kept(d)) / max(len(d), 1))),
+    # (views of views: each map rebuilt over the first view takes the
+    # second as its own)
+    "kept_after_title": (lambda d: ft.filter(_positive, d[1:]),
+                         lambda d: _kept(d[1:])),
+    "kept_without_first": (lambda d: ft.filter(_positive, d)[1:],
+                           lambda d: _kept(d)[1:]),
+    "kept_after_title_first_three": (
+        lambda d: ft.filter(_positive, d[1:])[:3], lambda d: _kept(d[1:])[:3]),
+    "kept_twice": (lambda d: ft.filter(
+        lambda s: ft.sum(s) < 2, ft.filter(_positive, d)),
+        lambda d: [s for s in _kept(d) if s.sum() < 2]),
 }
-
-
-def _positive(s):
-    return ft.sum(s) > 0
 
 
 @pytest.mark.parametrize("body", list(FILTERED_BODIES))
@@ -648,22 +674,10 @@ def test_sentences_filtered_per_document(docs, body):
     # each document's sentences kept where the predicate holds: the
     # predicate over all sentences of all documents, one filter, each
     # document keeping those of its range; compiled
-    result = ft.map(lambda d: FILTERED_BODIES[body](d, _positive), docs)
+    lazy, reference = FILTERED_BODIES[body]
+    result = ft.map(lazy, docs)
     f = ft.compile(result)
     assert f.host_evaluated == ()
-
-    def reference(doc):
-        kept = [s for s in doc if s.sum() > 0]
-        if body == "kept":
-            return kept
-        if body == "kept_sums":
-            return np.array([s.sum(axis=0) for s in kept]).reshape(-1, H)
-        if body == "kept_fold":
-            h = np.zeros(H)
-            for s in kept:
-                h = np.tanh(h @ W + s.sum(axis=0))
-            return h
-        return np.full(H, len(kept) / max(len(doc), 1))
     for key in DOCS:
         data = documents(key, seed=14)
         want = [reference(d) for d in data]
