@@ -907,7 +907,7 @@ def filter(pred: Callable[[Any], Any], seq: Any) -> Array | Jagged:
         return seq      # (no rows to keep: a length known when built)
     kept, _ = _kept(seq, mask)
     if isinstance(seq, Jagged) and _map_nesting[0]:
-        traced_filters.append((pred, seq, kept))
+        traced_filters.append((pred, seq, kept, mask))
     return kept
 
 
@@ -922,7 +922,7 @@ def _kept(seq: Array | Jagged, mask: Array) -> tuple[Array | Jagged, Array]:
 
 
 #: the filters of FractalTensors built while a body is traced: ``(pred,
-#: seq, result)``, most recent last (see
+#: seq, result, mask)``, most recent last (see
 #: :func:`ftlazy.fractal_element_views.filtered_element_result`)
 traced_filters: deque[tuple] = deque(maxlen=256)
 

@@ -17,7 +17,9 @@ and maps the body over the sliced documents. A filter of the document's
 sentences, ``ft.filter(p, doc)``, is a view too:
 :func:`filtered_element_result` runs ``p`` over all sentences of all
 documents, filters them as one list, and gives each document those of its
-range (:func:`element_filtered`). Views chain: the map rebuilt over one
+range (:func:`element_filtered`); a predicate that captured arrays of a
+static shape computed from the document (its mean token) gets them per
+document first, a row per sentence. Views chain: the map rebuilt over one
 view replays the body, and takes a filter or slice of the view, replayed,
 as its own view (``ft.filter(p, doc[1:])``, ``ft.filter(p, doc)[1:]``).
 Where a body with counted
@@ -366,8 +368,8 @@ def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
         result = tree_unflatten([leaf_of(leaf) for leaf in leaves], structure)
         # (a filter of the view, replayed, is a filter of the new element:
         # the new map takes it as its own view)
-        traced_filters.extend((pred, leaf_of(seq), leaf_of(kept))
-                              for pred, seq, kept in filters)
+        traced_filters.extend((pred, leaf_of(seq), leaf_of(kept), leaf_of(mask))
+                              for pred, seq, kept, mask in filters)
         return result
 
     new_xs = list(xs[:k]) + views + list(xs[k + 1:])
@@ -381,9 +383,9 @@ def _filters_of_views(leaves: list[Any], element: list[Any]) -> list[tuple]:
     it), not of the element itself."""
     from ftlazy.fractal_access import traced_filters
     reached = _reached(_result_parts(leaves))
-    return [(pred, seq, kept) for pred, seq, kept in traced_filters
-            if not is_element(seq, element)
-            and any(a in reached for a in jagged_parts(kept))]
+    return [entry for entry in traced_filters
+            if not is_element(entry[1], element)
+            and any(a in reached for a in jagged_parts(entry[2]))]
 
 
 def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
@@ -478,26 +480,87 @@ def filtered_element_result(xs: list[Any], params: Any, leaves: list[Any],
         return None
     k, element, parts = single
     reached = _reached(parts)
-    filters = [(pred, kept) for pred, seq, kept in traced_filters
+    filters = [(pred, kept, mask) for pred, seq, kept, mask in traced_filters
                if is_element(seq, element)
                and any(a in reached for a in jagged_parts(kept))]
     if len(filters) != 1:
         return None
-    pred, kept = filters[0]
+    pred, kept, traced_mask = filters[0]
     view_parts = {a: part for part, a in enumerate(jagged_parts(kept))
                   if a in reached}
     renames = _part_renames(view_parts, symbols)
     if renames is None:
         return None
-
     mask = _called_again(pred, Jagged(xs[k].values, xs[k].offsets[1:]),
                          "filter")
+    if mask is None:
+        # (the predicate captured what the body computed from the element)
+        mask = _mask_with_element_data(xs[k], traced_mask, element, symbols)
     if mask is None:
         return None
     return _element_view_result(
         xs, k, element, parts, view_parts, renames,
         lambda: element_filtered(xs[k], mask), params, leaves, depths,
         symbols, structure, what)
+
+
+def _mask_with_element_data(xs: Jagged, traced_mask: Any,
+                            element: list[Any], symbols: tuple[str, ...]
+                            ) -> Array | None:
+    """A filter's predicate over all elements of all elements of *xs*
+    where, traced over one element of an element (*traced_mask*, a result
+    of its map), it captured arrays of a static shape that the body
+    computed from its *element* (each sentence compared with its
+    document's mean token): those arrays computed per element first, a row
+    per element of an element by its element's index, zipped into a map
+    over all elements of all elements that replays the predicate's body.
+    None where the predicate captured arrays of the element's sizes."""
+    from ftlazy.fractal import LoopResult
+    from ftlazy.fractal_access import _host, _rows
+    from ftlazy.fractal_tensor import JaggedMap, _map_nesting, jagged_map
+    from ftlazy.transform.jagged_element_reads import BodyReplay
+    if not (isinstance(traced_mask, LoopResult)
+            and isinstance(traced_mask.loop, JaggedMap)
+            and len(traced_mask.loop.depths) == 1):
+        return None
+    loop = traced_mask.loop
+    captured = list(loop.captured)
+    found = _frontier(captured, set(), set(), element, set(symbols))
+    if not found:
+        return None
+    per_element = [c for c in captured if c in set(found)]
+
+    def per_element_of(e: Jagged) -> tuple:
+        replay = BodyReplay(dict(zip(element, jagged_parts(e))))
+        return tuple(replay(c) for c in per_element)
+
+    values = jagged_map(per_element_of, xs, what="filter")
+    all_elements = Jagged(xs.values, xs.offsets[1:])
+    # (each element of an element's element: the segment ids of the
+    # elements' offsets, one per element of all elements)
+    owner = _host("segment_ids", xs.offsets[0], (all_elements.length,))
+    rows = {c: _rows(v, owner) for c, v in zip(per_element, values)}
+    params = loop.body.params
+    n_element = len(params) - len(captured)
+
+    def predicate(e: Any, *zipped: Any) -> Any:
+        replace = dict(zip(params[:n_element], jagged_parts(e)))
+        replace.update(
+            (p, zipped[per_element.index(c)] if c in rows else c)
+            for p, c in zip(params[n_element:], captured))
+        new_symbols = (e.shape[0].name,) if isinstance(e, Array) else (
+            *[sh.sub(o.shape[0], 1).name for o in e.offsets],
+            e.values.shape[0].name)
+        renames = dict(zip(loop.symbols[0], new_symbols))
+        return BodyReplay(replace, renames)(
+            loop.body.outputs[traced_mask.index])
+
+    _map_nesting[0] += 1
+    try:
+        return jagged_map(predicate, all_elements, *rows.values(),
+                          what="filter")
+    finally:
+        _map_nesting[0] -= 1
 
 
 def _reached(parts: list[Node]) -> set[Node]:

@@ -72,6 +72,13 @@ BODIES = {
     "documents_kept": (
         lambda b: ft.filter(lambda d: ft.sum(d.values) > 0, b),
         lambda b: [d for d in b if _tokens([d]).sum() > 0]),
+    # (the documents above their book's mean token sum: the means per
+    # book first, a row per document, zipped into the predicate)
+    "documents_above_the_mean": (
+        lambda b: ft.filter(lambda d: ft.sum(d.values) > ft.sum(b.values)
+                            / ft.maximum(b.values.shape[0], 1), b),
+        lambda b: [d for d in b if _tokens([d]).sum()
+                   > _tokens(b).sum() / max(len(_tokens(b)), 1)]),
     # (per-document rows, the book's document count and token sum)
     "rows_count_and_tokens": (
         lambda b: ft.sum(ft.map(lambda d: ft.sum(d.values, axis=0), b), axis=0)

@@ -687,20 +687,39 @@ def test_sentences_filtered_per_document(docs, body):
             nested_close(got, want)
 
 
-def test_a_filter_reading_its_document_runs_on_the_host(docs):
-    # (a predicate that compares each sentence with its document's mean
-    # token captures what the body computed from the document: it cannot
-    # run over all sentences at once, and the map stays on the host)
-    def body(d):
-        mean = ft.sum(d.values, axis=0) / ft.maximum(d.values.shape[0], 1)
-        return ft.filter(lambda s: ft.sum(ft.sum(s, axis=0) - mean) > 0, d)
+def test_a_filter_reading_its_document(docs):
+    # a predicate that compares each sentence with its document's mean
+    # token captures what the body computed from the document: the means
+    # are computed per document first, a row per sentence, and zipped into
+    # the predicate over all sentences; compiled
+    def mean(d):
+        return ft.sum(d.values, axis=0) / ft.maximum(d.values.shape[0], 1)
 
-    result = ft.map(body, docs)
+    result = ft.map(lambda d: ft.filter(
+        lambda s: ft.sum(ft.sum(s, axis=0) - mean(d)) > 0, d), docs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+
+    def reference(doc):
+        tokens = np.concatenate(doc + [np.zeros((0, H))])
+        centre = tokens.sum(axis=0) / max(len(tokens), 1)
+        return [s for s in doc if (s.sum(axis=0) - centre).sum() > 0]
+    for key in DOCS:
+        data = documents(key, seed=15)
+        for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
+            nested_close(got.tolist(), [reference(d) for d in data])
+
+
+def test_a_filter_reading_its_documents_tokens_runs_on_the_host(docs):
+    # (a predicate reading the document's tokens themselves, an array of
+    # the document's size: not a row per sentence; the map stays on the
+    # host)
+    result = ft.map(lambda d: ft.filter(
+        lambda s: ft.sum(s @ d.values.T) > 0, d), docs)
     f = compile_on_host(result, "")
     data = documents("mixed", seed=15)
 
     def reference(doc):
         tokens = np.concatenate(doc + [np.zeros((0, H))])
-        mean = tokens.sum(axis=0) / max(len(tokens), 1)
-        return [s for s in doc if (s.sum(axis=0) - mean).sum() > 0]
+        return [s for s in doc if (s @ tokens.T).sum() > 0]
     nested_close(f(docs=data).tolist(), [reference(d) for d in data])

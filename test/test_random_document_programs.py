@@ -58,6 +58,11 @@ TRANSFORMS = {
     # only sentence sums to, up to rounding that differs between devices)
     "keep_sentences": lambda f, w: ft.map(lambda d: ft.filter(
         lambda s: ft.sum(s) > 0.25, d), f),
+    # (and where above their document's mean token sum: the means per
+    # document first)
+    "keep_above_mean": lambda f, w: ft.map(lambda d: ft.filter(
+        lambda s: ft.sum(s) > ft.sum(d.values) / ft.maximum(
+            d.values.shape[0], 1) + 0.25, d), f),
     "join": lambda f, w: ft.join(f, f[::-1]),
     "gather": lambda f, w: ft.gather(f, ft.asarray(np.array([1, 0, 1]))),
 }
@@ -113,6 +118,7 @@ def _run(run, **inputs):
 @example(first="grow", second="trim", result="kept_encodings")
 @example(first="centre", second="keep_sentences", result="lengths")
 @example(first="keep_sentences", second="attend", result="titled_fold")
+@example(first="keep_above_mean", second="trim", result="document_rnn")
 @given(first=st.sampled_from(sorted(TRANSFORMS)),
        second=st.sampled_from(sorted(TRANSFORMS)),
        result=st.sampled_from(sorted(RESULTS)))
