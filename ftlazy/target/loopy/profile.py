@@ -184,9 +184,10 @@ class DeviceProfile:
     #: of stored and read back: a layer norm's ``x - mean`` (from 16; 4
     #: passes over the rows instead of 6) and a softmax's ``exp(x - max)``
     #: (from 40; 3 kernels instead of 4). On an H100 (float64, 4096x4096,
-    #: ``benchmarks/gpu_sweep.py`` W3) 40 took the softmax from 305 to 206
-    #: us and the layer norm from 315 to 212 us. A GPU with a slow
-    #: double-precision rate may want 16 (no calls). 0 stores as CPU plans do
+    #: ``benchmarks/gpu_sweep.py`` W3) the layer norm took 315 us at 0 and
+    #: 212 us from 16, the softmax 305 us up to 16 and 206 us at 40. A GPU
+    #: with a slow double-precision rate may want 16 (no calls). 0 stores
+    #: as CPU plans do
     gpu_recompute_cost_limit: int = 40
     #: DAGs with more nodes skip loopy's array-bounds proof
     bounds_check_max_nodes: int = 500
