@@ -33,7 +33,10 @@ document. Maps over depth 4 (books of documents), which have no lowering
 of their own, also take the leaves view whatever their results;
 :func:`nested_map_result` maps a body that returns one map over its
 element's elements (``ft.map(lambda book: ft.map(g, book), books)``) as
-``g`` mapped over the elements of all elements, nested per element; and
+``g`` mapped over the elements of all elements, nested per element
+(where ``g`` captured arrays of a static shape computed from the book, its
+token sum, those per book first, a row per document:
+:func:`_replayed_over_all`); and
 :func:`inner_rows_result` a body that reads such maps' rows of a static
 shape (a fold over a book's document encodings, which
 :mod:`ftlazy.fractal_fold_split` makes of a fold over its documents) as
@@ -495,35 +498,42 @@ def filtered_element_result(xs: list[Any], params: Any, leaves: list[Any],
                          "filter")
     if mask is None:
         # (the predicate captured what the body computed from the element)
-        mask = _mask_with_element_data(xs[k], traced_mask, element, symbols)
-    if mask is None:
-        return None
+        masks = _replayed_over_all(xs[k], [traced_mask], element, symbols,
+                                   "filter")
+        if masks is None:
+            return None
+        mask = masks[0]
     return _element_view_result(
         xs, k, element, parts, view_parts, renames,
         lambda: element_filtered(xs[k], mask), params, leaves, depths,
         symbols, structure, what)
 
 
-def _mask_with_element_data(xs: Jagged, traced_mask: Any,
-                            element: list[Any], symbols: tuple[str, ...]
-                            ) -> Array | None:
-    """A filter's predicate over all elements of all elements of *xs*
-    where, traced over one element of an element (*traced_mask*, a result
-    of its map), it captured arrays of a static shape that the body
-    computed from its *element* (each sentence compared with its
-    document's mean token): those arrays computed per element first, a row
-    per element of an element by its element's index, zipped into a map
-    over all elements of all elements that replays the predicate's body.
-    None where the predicate captured arrays of the element's sizes."""
+def _replayed_over_all(xs: Jagged, traced: list[Any], element: list[Any],
+                       symbols: tuple[str, ...], what: str
+                       ) -> list[Array] | None:
+    """The results *traced* (dense results of one map over the *element*
+    of a map over *xs*, traced in its body: a filter's predicate per
+    sentence) over all elements of all elements of *xs*, where that map
+    captured arrays of a static shape that the body computed from its
+    element (each sentence compared with its document's mean token; each
+    document scaled by its book's token sum): those arrays computed per
+    element first, a row per element of an element by its element's index,
+    zipped into a map over all elements of all elements that replays the
+    map's body. None where the map captured arrays of the element's sizes,
+    or the results are not such."""
     from ftlazy.fractal import LoopResult
     from ftlazy.fractal_access import _host, _rows
     from ftlazy.fractal_tensor import JaggedMap, _map_nesting, jagged_map
     from ftlazy.transform.jagged_element_reads import BodyReplay
-    if not (isinstance(traced_mask, LoopResult)
-            and isinstance(traced_mask.loop, JaggedMap)
-            and len(traced_mask.loop.depths) == 1):
+    loops = {r.loop for r in traced if isinstance(r, LoopResult)}
+    if len(loops) != 1 or len(traced) != sum(
+            isinstance(r, LoopResult) for r in traced):
         return None
-    loop = traced_mask.loop
+    loop = loops.pop()
+    if not (isinstance(loop, JaggedMap) and len(loop.depths) == 1
+            and not loop.counted):
+        return None
     captured = list(loop.captured)
     found = _frontier(captured, set(), set(), element, set(symbols))
     if not found:
@@ -534,7 +544,7 @@ def _mask_with_element_data(xs: Jagged, traced_mask: Any,
         replay = BodyReplay(dict(zip(element, jagged_parts(e))))
         return tuple(replay(c) for c in per_element)
 
-    values = jagged_map(per_element_of, xs, what="filter")
+    values = jagged_map(per_element_of, xs, what=what)
     all_elements = Jagged(xs.values, xs.offsets[1:])
     # (each element of an element's element: the segment ids of the
     # elements' offsets, one per element of all elements)
@@ -543,7 +553,7 @@ def _mask_with_element_data(xs: Jagged, traced_mask: Any,
     params = loop.body.params
     n_element = len(params) - len(captured)
 
-    def predicate(e: Any, *zipped: Any) -> Any:
+    def replayed(e: Any, *zipped: Any) -> tuple:
         replace = dict(zip(params[:n_element], jagged_parts(e)))
         replace.update(
             (p, zipped[per_element.index(c)] if c in rows else c)
@@ -551,14 +561,13 @@ def _mask_with_element_data(xs: Jagged, traced_mask: Any,
         new_symbols = (e.shape[0].name,) if isinstance(e, Array) else (
             *[sh.sub(o.shape[0], 1).name for o in e.offsets],
             e.values.shape[0].name)
-        renames = dict(zip(loop.symbols[0], new_symbols))
-        return BodyReplay(replace, renames)(
-            loop.body.outputs[traced_mask.index])
+        replay = BodyReplay(replace, dict(zip(loop.symbols[0], new_symbols)))
+        return tuple(replay(loop.body.outputs[r.index]) for r in traced)
 
     _map_nesting[0] += 1
     try:
-        return jagged_map(predicate, all_elements, *rows.values(),
-                          what="filter")
+        return list(jagged_map(replayed, all_elements, *rows.values(),
+                               what=what))
     finally:
         _map_nesting[0] -= 1
 
@@ -618,8 +627,9 @@ def nested_map_result(xs: list[Any], params: Any, leaves: list[Any],
     4`` alone) whose function returned results of one map over its
     element (``ft.map(lambda book: ft.map(g, book), books)``), rebuilt as
     that map over the elements of all elements, nested per element (the
-    same values); None where it does not apply, or where ``g`` captures
-    what the function computed from its element."""
+    same values; where ``g`` captured arrays of a static shape computed
+    from its element, those per element first, see
+    :func:`_replayed_over_all`); None where it does not apply."""
     from ftlazy.fractal import tree_flatten, tree_unflatten
     from ftlazy.fractal_tensor import traced_maps
     if len(depths) != 1 or depths[0] < 4:
@@ -637,9 +647,15 @@ def nested_map_result(xs: list[Any], params: Any, leaves: list[Any],
     outer = xs[0].offsets[0]
     flat = _called_again(inner_f, Jagged(xs[0].values, xs[0].offsets[1:]),
                          inner_what)
-    if flat is None:
-        return None
-    flat_leaves = tree_flatten(flat, "map")[0]
+    if flat is not None:
+        flat_leaves = tree_flatten(flat, "map")[0]
+    else:
+        # (g captured what the function computed from its element: dense
+        # results only)
+        flat_leaves = _replayed_over_all(xs[0], list(inner_leaves), element,
+                                         symbols, inner_what)
+        if flat_leaves is None:
+            return None
 
     def nested(leaf: Any) -> Jagged:
         r = flat_leaves[next(k for k, r in enumerate(inner_leaves)

@@ -102,14 +102,30 @@ def test_maps_over_books(body):
                           else list(got), want)
 
 
-def test_document_map_capturing_book_data_runs_on_the_host():
-    # (the map over each book's documents captures the book's token sum:
-    # it cannot be mapped over all documents at once; on the host)
+def test_document_map_capturing_book_data():
+    # the map over each book's documents captures the book's token sum:
+    # the sums are computed per book first, a row per document, and zipped
+    # into the map over all documents, which replays its body; compiled
     corpus = ft.make_jagged_placeholder("corpus", (H,), np.float64, depth=4)
     result = ft.map(lambda b: (lambda total: ft.map(
         lambda d: ft.sum(d.values, axis=0) * total, b))(
             ft.sum(b.values, axis=0)), corpus)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    for data in (BOOKS, [], [[]]):
+        want = [[_tokens([d]).sum(axis=0) * _tokens(b).sum(axis=0) for d in b]
+                for b in data]
+        for got in (f(corpus=data), ft.evaluate_numpy(result, corpus=data)):
+            nested_close(got.tolist(), want)
+
+
+def test_document_map_reading_the_books_tokens_runs_on_the_host():
+    # (the map over each book's documents reads the book's tokens, an array
+    # of the book's size: not a row per document; on the host)
+    corpus = ft.make_jagged_placeholder("corpus", (H,), np.float64, depth=4)
+    result = ft.map(lambda b: ft.map(
+        lambda d: ft.sum(d.values @ b.values.T) * ft.ones(H), b), corpus)
     f = compile_on_host(result, "depth 4")
-    want = [[_tokens([d]).sum(axis=0) * _tokens(b).sum(axis=0) for d in b]
+    want = [[np.full(H, (_tokens([d]) @ _tokens(b).T).sum()) for d in b]
             for b in BOOKS]
     nested_close(f(corpus=BOOKS).tolist(), want)
