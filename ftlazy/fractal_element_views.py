@@ -320,6 +320,22 @@ def _result_parts(leaves: list[Any]) -> list[Node]:
             if isinstance(a, Node)]
 
 
+def _computed_per_element(xs: list[Any], elements: list[list[Any]],
+                          arrays: list[Array], what: str) -> tuple:
+    """The *arrays* (of a static shape, computed in a map's body from its
+    *elements*, the flat parameters of each input) computed by a new map
+    over *xs*: a row per element each."""
+    from ftlazy.fractal_tensor import jagged_map
+    from ftlazy.transform.jagged_element_reads import BodyReplay
+
+    def computed(*new: Any) -> tuple:
+        replay = BodyReplay({old: part for olds, e in zip(elements, new)
+                             for old, part in zip(olds, jagged_parts(e))})
+        return tuple(replay(a) for a in arrays)
+
+    return jagged_map(computed, *xs, what=what)
+
+
 def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
                   params: Any, leaves: list[Any], depths: list[int],
                   structure: Any, what: str, replacements: Any,
@@ -337,15 +353,9 @@ def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
     from ftlazy.transform.jagged_element_reads import BodyReplay
     dense = [(old, j) for j in range(len(depths)) if j != k
              for old in _element_params(params, depths, j)]
-    per_element: tuple = ()
-    if frontier:
-        def frontier_of(*elements: Any) -> tuple:
-            replay = BodyReplay({old: new for j, e in enumerate(elements)
-                                 for old, new in zip(
-                                     _element_params(params, depths, j),
-                                     jagged_parts(e))})
-            return tuple(replay(f) for f in frontier)
-        per_element = jagged_map(frontier_of, *xs, what=what)
+    per_element = _computed_per_element(
+        xs, [_element_params(params, depths, j) for j in range(len(xs))],
+        frontier, what) if frontier else ()
 
     views = view if isinstance(view, list) else [view]
     # (the new inputs: those before k, the views, those after k, the
@@ -539,12 +549,7 @@ def _replayed_over_all(xs: Jagged, traced: list[Any], element: list[Any],
     if not found:
         return None
     per_element = [c for c in captured if c in set(found)]
-
-    def per_element_of(e: Jagged) -> tuple:
-        replay = BodyReplay(dict(zip(element, jagged_parts(e))))
-        return tuple(replay(c) for c in per_element)
-
-    values = jagged_map(per_element_of, xs, what=what)
+    values = _computed_per_element([xs], [element], per_element, what)
     all_elements = Jagged(xs.values, xs.offsets[1:])
     # (each element of an element's element: the segment ids of the
     # elements' offsets, one per element of all elements)

@@ -421,13 +421,14 @@ def _pack(parts: list[Any], queue: cl.CommandQueue) -> Any:
     dtype = np.dtype(np.int8) if parts[0].dtype == np.bool_ else parts[0].dtype
     packed = cla.empty(queue, sum(p.size for p in parts), dtype)
     places = np.cumsum([0] + [p.size for p in parts[:-1]]).tolist()
-    on_device = [(p, place) for p, place in zip(parts, places)
-                 if isinstance(p, cla.Array) and p.flags.c_contiguous
-                 and p.size and p.offset % dtype.itemsize == 0]
-    copied = {id(p) for p, _ in on_device}
-    left = copy_into_pack(queue, packed, on_device)
-    for p, place in left + [(p, place) for p, place in zip(parts, places)
-                            if id(p) not in copied and p.size]:
+    members = [(p, place) for p, place in zip(parts, places) if p.size]
+
+    def by_kernel(p: Any) -> bool:
+        return (isinstance(p, cla.Array) and p.flags.c_contiguous
+                and p.offset % dtype.itemsize == 0)
+
+    left = copy_into_pack(queue, packed, [m for m in members if by_kernel(m[0])])
+    for p, place in left + [m for m in members if not by_kernel(m[0])]:
         offset = place * dtype.itemsize
         if isinstance(p, cla.Array) and p.flags.c_contiguous:
             cl.enqueue_copy(queue, packed.base_data, p.base_data,
