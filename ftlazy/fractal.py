@@ -710,9 +710,12 @@ def _trace(f: Callable, param_arrays: list[list[tuple[Shape, np.dtype]]],
     output structure. The body's :class:`~ftlazy.node.TraceScope` is closed
     afterwards, even if *f* raises: arrays built from the trace parameters
     cannot be used outside the body any more. *local_sizes* names the size
-    parameters bound per iteration (an element's lengths): whatever depends
-    on them stays in the body too."""
+    parameters bound per iteration (an element's lengths; the data-dependent
+    sizes the body computes from its parameters are added): whatever
+    depends on them stays in the body too."""
+    from ftlazy.fractal_access import defined_since, definitions_mark
     scope = TraceScope(f"ft.{what}")
+    mark = definitions_mark()
     try:
         groups = []
         all_params: list[_TraceParam] = []
@@ -725,6 +728,10 @@ def _trace(f: Callable, param_arrays: list[list[tuple[Shape, np.dtype]]],
         leaves, out_structure = tree_flatten(out, f"{what} results")
         if not leaves:
             raise ValueError(f"{what}: the function returned no arrays")
+        # (a size the body computed from its parameters, xs[t].shape[0], is
+        # bound per iteration too: ft.ones(that size) stays in the body)
+        local_sizes = local_sizes | {d.name for d in defined_since(mark)
+                                     if scope in d.scopes}
         body, captured = _close_body(
             scope, all_params, _as_arrays(leaves, f"{what} results"), what,
             local_sizes)
@@ -830,7 +837,9 @@ def _scan_node(f: Callable, xs: Any, init: Any, keep_all: bool, what: str) -> An
         [init_structure, x_structure], what)
     loop = Scan(body, tuple(inits) + tuple(scanned) + tuple(captured),
                 len(inits), len(scanned), keep_all)
-    return _loop_results(loop, init_structure)
+    from ftlazy.fractal_step_reads import zipped_step_reads
+    zipped = zipped_step_reads(loop, init_structure, what)
+    return _loop_results(loop, init_structure) if zipped is None else zipped
 
 
 def scan(f: Callable, xs: Any, init: Any) -> Any:

@@ -478,6 +478,52 @@ def test_derived_sizes_are_not_inputs(prepare, xs):
     assert "_ft_" not in str(info.value)
 
 
+def test_arrays_shaped_by_a_derived_size_alone(prepare, xs):
+    # (ft.ones(xs[1].shape[0]) reads no array of that size: it binds the
+    # size's definition, so that the program computes it; it said
+    # "unexpected input 'xs'", its only input being the size)
+    n = xs[1].shape[0]
+    result = ft.make_dict_of_named_arrays({
+        "ones": ft.sum(ft.ones(n)), "arange": ft.arange(n),
+        "eye": ft.sum(ft.eye(n)) + ft.sum(ft.full((n, 2), 2.0)),
+        "broadcast": ft.broadcast_to(ft.ones(2), (n, 2))})
+    prog = prepare(result)
+    for lengths in ([2, 4], [0, 0, 1]):
+        k = lengths[1]
+        got = prog(xs=seqs(lengths))
+        same(got["ones"], np.float64(k))
+        same(got["arange"], np.arange(k))
+        same(got["eye"], np.float64(k + 4 * k))
+        same(got["broadcast"], np.ones((k, 2)))
+    with pytest.raises(IndexError):
+        prog(xs=seqs([3]))
+
+
+@pytest.mark.parametrize("loop", ["fold", "map"])
+def test_loop_bodies_shaped_by_a_derived_size_alone(prepare, xs, loop):
+    # (a size the body computes from its parameters is bound per step: an
+    # array of that shape stays in the body, not computed once outside)
+    steps = ft.arange(xs.length)
+    if loop == "fold":
+        result = ft.fold(lambda c, t: c + ft.sum(ft.ones(xs[t].shape[0])),
+                         steps, ft.zeros(()))
+    else:
+        result = ft.map(lambda t: ft.sum(ft.arange(xs[t].shape[0])), steps)
+    if prepare is compiled_program:
+        # (a step that reads an element's length alone is not rebuilt as a
+        # loop over the elements: its loop runs on the host)
+        with pytest.warns(ft.HostEvaluationWarning, match="data-dependent size"):
+            prog = prepare(result)
+    else:
+        prog = prepare(result)
+    for lengths in BATCHES:
+        got = prog(xs=seqs(lengths))
+        if loop == "fold":
+            same(got, np.float64(sum(lengths)))
+        else:
+            same(got, np.array([k * (k - 1) // 2 for k in lengths], np.int64))
+
+
 def test_filter_inside_a_map_body():
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     result = ft.map(lambda s: ft.sum(ft.filter(lambda v: v > 0, s)), xs)

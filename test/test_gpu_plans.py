@@ -112,6 +112,22 @@ def test_symbolic_reduction_length_including_empty():
         np.testing.assert_allclose(f(a=av), (av * av).sum(axis=1), rtol=1e-12)
 
 
+def test_rows_scaled_by_a_value_per_row():
+    # (the reduction reads y at the output's own index: that read stays in
+    # the reduction; a private load of it outside the items' l.0 loop was
+    # refused by loopy, so weighted row sums failed to compile on GPUs)
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, 128), np.float64)
+    y = ft.make_placeholder("y", (n,), np.float64)
+    f = ft.compile(ft.sum(x * y[:, None], axis=1) + y, options=GPU)
+    assert "group_reduction" in {p.strategy for p in f.plan.arrays.values()}
+    for rows in (5, 1, 0):
+        xv, yv = RNG.standard_normal((rows, 128)), RNG.standard_normal(rows)
+        np.testing.assert_allclose(f(x=xv, y=yv),
+                                   (xv * yv[:, None]).sum(axis=1) + yv,
+                                   rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("op", ["max", "min", "prod"])
 def test_other_operations(op):
     a = ft.make_placeholder("a", (6, 300), np.float64)

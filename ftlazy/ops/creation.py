@@ -25,8 +25,21 @@ ShapeLike = Any
 Scalar = bool | int | float | complex | np.generic
 
 
+def _created(expr: Any, shape: ShapeLike, dtype: np.dtype) -> IndexLambda:
+    """An array of *shape* computed by *expr* from its indices, binding
+    the data-dependent sizes *shape* names (``ft.ones(xs[i].shape[0])``),
+    which no input of it has, so that its program reaches their
+    definitions."""
+    shape = sh.normalize_shape(shape)
+    bindings = {}
+    if not all(isinstance(c, int) for c in shape):
+        from ftlazy.fractal_access import derived_size_bindings
+        bindings = derived_size_bindings(shape)
+    return IndexLambda(expr, shape, dtype, bindings)
+
+
 def _constant(shape: ShapeLike, value: np.generic) -> IndexLambda:
-    return IndexLambda(value, sh.normalize_shape(shape), value.dtype, {})
+    return _created(value, shape, value.dtype)
 
 
 def _fill_value(fill_value: Scalar, dtype: Any) -> np.generic:
@@ -185,7 +198,7 @@ def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> IndexLambd
     body: Any = TypeCast(dtype, index_var(0))
     if start != 0:
         body = prim.Sum((np.asarray(start).astype(dtype)[()], body))
-    return IndexLambda(body, (length,), dtype, {})
+    return _created(body, (length,), dtype)
 
 # }}}
 
@@ -204,7 +217,7 @@ def eye(N: Any, M: Any = None, k: int = 0, dtype: Any = np.float64
     on_diagonal = prim.Comparison(row, "==", index_var(1))
     one, zero = np.ones((), dtype)[()], np.zeros((), dtype)[()]
     body = on_diagonal if dtype.kind == "b" else prim.If(on_diagonal, one, zero)
-    return IndexLambda(body, shape, dtype, {})
+    return _created(body, shape, dtype)
 
 
 def linspace(start: Scalar, stop: Scalar, num: int = 50, endpoint: bool = True,

@@ -335,8 +335,10 @@ def broadcast_to(a: Any, shape: Any) -> Array:
                              for i, d in enumerate(a.shape)):
         raise ValueError(f"cannot broadcast an array of shape "
                          f"{sh.shape_str(a.shape)} to shape {sh.shape_str(shape)}")
+    from ftlazy.fractal_access import derived_size_bindings
+    # (a data-dependent size of the target, ``xs[i].shape[0]``, bound)
     return IndexLambda(broadcast_read("_in0", a.shape, shape), shape, a.dtype,
-                       {"_in0": a})
+                       {"_in0": a, **derived_size_bindings(shape)})
 
 # }}}
 

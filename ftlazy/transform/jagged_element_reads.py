@@ -59,7 +59,7 @@ from ftlazy.scalar_expr import TypeCast, index_var
 from ftlazy.target.loopy.canonical import _rename_value, _RenameSizes
 from ftlazy.transform.mappers import CopyMapper
 
-__all__ = ["BodyReplay", "zip_element_reads"]
+__all__ = ["BodyReplay", "captured_element_reads", "zip_element_reads"]
 
 #: a read FractalTensor: the body parameters of its values and offsets, and
 #: the index node of a read at another index than the map's own (else None)
@@ -87,17 +87,28 @@ def _element_reads(jmap: JaggedMap) -> dict[Array, _Source]:
     index_params = {params[k] for k, (depth, arrays)
                     in enumerate(jmap.mapped_parts())
                     if depth == 1 and _is_own_index(arrays[0])}
-    captured = set(params[n_elements:])
+    return {node: (values.index, offsets.index,
+                   None if index in index_params else index)
+            for node, (values, offsets, index) in captured_element_reads(
+                jmap.body, n_elements).items()}
+
+
+def captured_element_reads(body: Body, first_captured: int
+                           ) -> dict[Array, tuple[BodyParam, BodyParam, Array]]:
+    """The reads in *body* (its top scope) of an element of a depth-2
+    FractalTensor captured as parameters from *first_captured* on, at an
+    index that reads no size or index array the body computes: node ->
+    ``(values, offsets, index)``."""
+    captured = set(body.params[first_captured:])
     reads = {}
-    for node in topological_order(list(jmap.body.outputs)):
+    for node in topological_order(list(body.outputs)):
         found = element_read(node) if isinstance(node, Array) else None
         if found is None:
             continue
         values, offsets, index = found
         if values in captured and offsets in captured and not _reads_host_values(
                 index):
-            reads[node] = (values.index, offsets.index,
-                           None if index in index_params else index)
+            reads[node] = found
     return reads
 
 

@@ -100,7 +100,9 @@ def emit_group_reduction(kb: KernelBuilder, node: IndexLambda, name: str,
         f"and 0 <= {step} and {size}*{step} + {item} < "
         f"{sh.to_affine(extent).to_isl()} }}")
     kb.parts.iname_tags[item] = "l.0"
-    ctx = StoreContext(scope, inames, tuple(index), node.shape)
+    # (no shape: a read at the output's own index stays in the reduction,
+    # not a private load outside the items' l.0 loop, which loopy refuses)
+    ctx = StoreContext(scope, inames, tuple(index))
     index_map = {f"_{d}": i for d, i in enumerate(index)}
     index_map[rname] = prim.Variable(step) * size + prim.Variable(item)
     inner = kb.translate_expr(reduction.inner, node, index_map, ctx)

@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: MIT
+"""A scan's or fold's step reading a FractalTensor's element at the step's
+index, as a zip with the elements it reads.
+
+Users of JAX's ``fori_loop`` write a loop over a list by index::
+
+    ft.fold(lambda h, t: step(h, xs[t]), ft.arange(xs.length), h0)
+
+``xs[t]`` has a data-dependent length, defined in the step's body per
+step, which a compiled program cannot compute (it would run on the host).
+The step reads one element per step, so the loop is a loop over those
+elements: :func:`zipped_step_reads` rebuilds it, when ``ft.scan``,
+``ft.fold`` or ``ft.reduce`` is traced, as the same loop over a list of
+the read elements zipped with its sequences (a loop over the outer list
+of a FractalTensor, :mod:`ftlazy.jagged_scan_outer`), whose step replays
+the traced body with the read element replaced by the new element (and
+its length by the new element's). Both evaluators run the rebuilt loop.
+
+The list is ``xs`` itself where the index is the step's own (the loop is
+over ``ft.arange(n)``, ``n`` proved equal to ``xs``'s length); for any
+other index computed from the step's elements and arrays captured from
+outside (``ft.maximum(t - 1, 0)``, ``perm[t]``), it is ``ft.gather(xs,
+J)``, ``J`` the index computed for every step first by a map over the
+loop's sequences. An index out of range raises :class:`IndexError` at run
+time, as the reference does. A step that reads elements of two lists, or
+of one list at two indices, reads elements of different lengths, which the
+elements of one loop over FractalTensors cannot have (they share their
+sizes); such steps, reads whose index uses a carry or a size or index
+computed in the body, and reads of depth-3 FractalTensors (whose element
+is a FractalTensor) are left as they are (a loop that runs on the host
+when compiled).
+
+.. autofunction:: zipped_step_reads
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftlazy import shapes as sh
+from ftlazy.array import Array, SizeParam
+from ftlazy.fractal import BodyParam, Scan, tree_flatten, tree_unflatten
+from ftlazy.node import topological_order
+
+__all__ = ["zipped_step_reads"]
+
+
+def _step_reads(loop: Scan) -> dict[Array, tuple[BodyParam, BodyParam, Array]]:
+    """The element reads in *loop*'s body (its top scope) of a depth-2
+    FractalTensor the loop captured, at an index computed without its
+    carries or the body's host values: read -> (values param, offsets
+    param, index)."""
+    from ftlazy.transform.jagged_element_reads import captured_element_reads
+    carries = {id(p) for p in loop.body.params[:loop.num_carries]}
+    return {node: found for node, found in captured_element_reads(
+                loop.body, loop.num_carries + loop.num_scanned).items()
+            if not any(id(n) in carries for n in topological_order([found[2]]))}
+
+
+def _own_index(loop: Scan, index: Array) -> bool:
+    """Whether *index* is the step's element of a sequence that is
+    ``arange(n)`` (the step's own index)."""
+    from ftlazy.transform.jagged_element_reads import _is_own_index
+    params = loop.body.params[loop.num_carries:
+                              loop.num_carries + loop.num_scanned]
+    return any(index is p and _is_own_index(seq)
+               for p, seq in zip(params, loop.scanned))
+
+
+def _read_lists(loop: Scan, sources: list[tuple]) -> list[Any]:
+    """For each read source ``(values, offsets, index)``, the list whose
+    element ``t`` the step ``t`` reads (see the module docs)."""
+    from ftlazy.fractal import map as ft_map
+    from ftlazy.fractal_access import _checked, _select
+    from ftlazy.fractal_tensor import Jagged
+    from ftlazy.transform.jagged_element_reads import BodyReplay
+    params = loop.body.params
+    first = loop.num_carries + loop.num_scanned
+    scanned = params[loop.num_carries:first]
+    outer = dict(zip(params[first:], loop.captured))
+    lists = []
+    for values, offsets, index in sources:
+        xs = Jagged(outer[values], (outer[offsets],))
+        if _own_index(loop, index) and sh.prove_equal(xs.length, loop.length):
+            lists.append(xs)
+            continue
+
+        def index_of(*rows: Any, index: Array = index) -> Array:
+            return BodyReplay({**dict(zip(scanned, rows)), **outer})(index)
+
+        steps = ft_map(index_of, *loop.scanned)
+        lists.append(_select(xs, _checked(steps, xs.length,
+                                          "FractalTensor index")))
+    return lists
+
+
+def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
+    """The results of *loop* (a ``scan``, ``fold`` or ``reduce``, as
+    *what* names it, whose carries have *init_structure*) rebuilt as a loop
+    over the FractalTensor elements its step reads, zipped with its
+    sequences (see the module docs); None where its step reads none."""
+    from ftlazy.fractal_access import DerivedSize
+    from ftlazy.fractal_element_views import SIZE_BINDING
+    from ftlazy.jagged_scan_outer import jagged_scan
+    from ftlazy.transform.jagged_element_reads import BodyReplay
+    reads = _step_reads(loop)
+    sources = list(dict.fromkeys(reads.values()))
+    if len(sources) != 1:
+        # (the elements of a loop over FractalTensors share their lengths:
+        # two lists, or one at two indices, would need one each)
+        return None
+    lists = _read_lists(loop, sources)
+    params = loop.body.params
+    carries = params[:loop.num_carries]
+    first = loop.num_carries + loop.num_scanned
+    # (sequences that the step reads besides the reads' indices)
+    used = {id(n) for n in topological_order(list(loop.body.outputs),
+                                             skip=set(reads))}
+    kept = [(p, seq) for p, seq in zip(params[loop.num_carries:first],
+                                       loop.scanned) if id(p) in used]
+
+    def step(carry: Any, x: tuple) -> Any:
+        elements, rows = x[:len(lists)], x[len(lists):]
+        replace: dict[Any, Any] = dict(zip(carries, tree_flatten(carry)[0]))
+        replace.update((p, row) for (p, _), row in zip(kept, rows))
+        replace.update(zip(params[first:], loop.captured))
+        renames = {}
+        for read, source in reads.items():
+            element = elements[sources.index(source)]
+            replace[read] = element
+            old, new = read.shape[0].name, element.shape[0].name
+            renames[old] = new
+            # (the read's length used as a value: the new element's)
+            length = read.bindings.get(SIZE_BINDING + old)
+            if isinstance(length, DerivedSize):
+                replace[length.value] = SizeParam(new)
+        replay = BodyReplay(replace, renames)
+        return tree_unflatten([replay(o) for o in loop.body.outputs],
+                              init_structure)
+
+    init = tree_unflatten(list(loop.inits), init_structure)
+    return jagged_scan(step, (*lists, *(seq for _, seq in kept)), init,
+                       loop.keep_all, what)

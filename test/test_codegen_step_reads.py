@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: MIT
+"""Scans and folds whose step reads a FractalTensor's element by index
+(``ft.fold(lambda h, t: f(h, xs[t]), ft.arange(n), h0)``, JAX's
+``fori_loop`` habit), rebuilt as loops over the read elements
+(:mod:`ftlazy.fractal_step_reads`): compiled with no loop on the host, on
+every profile flavour, and checked against numpy loops and the reference
+evaluator."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import ftlazy as ft
+from helpers import compile_on_host
+
+H = 3
+RNG = np.random.default_rng(5)
+W = RNG.standard_normal((H, H)) * 0.5
+#: lengths of the elements: empty ones, one, none
+LENGTHS = [[3, 0, 2, 5], [1], [], [0, 0]]
+
+
+def _lists(lengths, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((k, H)) for k in lengths]
+
+
+def _step(h, s):
+    return np.tanh(h @ W + s.sum(axis=0))
+
+
+def _folded(sequence, keep_all=False):
+    h, states = np.zeros(H), []
+    for s in sequence:
+        h = _step(h, s)
+        states.append(h)
+    return np.array(states).reshape(-1, H) if keep_all else h
+
+
+@pytest.fixture
+def xs():
+    return ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+
+
+def _compiled(result):
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    return f
+
+
+def _check(result, reference, **inputs):
+    want = reference(**inputs)
+    for got in (_compiled(result)(**inputs), ft.evaluate_numpy(result, **inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def _rnn(h, s):
+    return ft.tanh(h @ W + ft.sum(s, axis=0))
+
+
+BODIES = {
+    # (the step's own index, the loop's length xs's: xs itself, zipped)
+    "own_index": (lambda xs, n: ft.fold(lambda h, t: _rnn(h, xs[t]),
+                                        ft.arange(n), ft.zeros(H)),
+                  lambda x: _folded(x)),
+    "scanned_backwards": (
+        lambda xs, n: ft.scan(lambda h, t: _rnn(h, xs[n - 1 - t]),
+                              ft.arange(n), ft.zeros(H)),
+        lambda x: _folded(x[::-1], keep_all=True)),
+    # (an index computed from the step's: the elements gathered first)
+    "previous": (
+        lambda xs, n: ft.scan(lambda h, t: _rnn(h, xs[ft.maximum(t - 1, 0)]),
+                              ft.arange(n), ft.zeros(H)),
+        lambda x: _folded([x[max(t - 1, 0)] for t in range(len(x))],
+                          keep_all=True)),
+    # (the element's length used as a value and in a shape)
+    "length_used": (
+        lambda xs, n: ft.fold(
+            lambda h, t: (lambda s: _rnn(h, s * s.shape[0])
+                          + ft.sum(ft.ones(s.shape[0])))(xs[t]),
+            ft.arange(n), ft.zeros(H)),
+        lambda x: _folded_with_length(x)),
+    # (the same element read twice, the step's index used besides)
+    "read_twice": (
+        lambda xs, n: ft.reduce(
+            lambda h, t: h + ft.sum(xs[t], axis=0) * t.astype(np.float64)
+            - ft.sum(xs[t], axis=0), ft.arange(n), ft.zeros(H)),
+        lambda x: sum((s.sum(axis=0) * (t - 1) for t, s in enumerate(x)),
+                      np.zeros(H))),
+}
+
+
+def _folded_with_length(x):
+    h = np.zeros(H)
+    for s in x:
+        h = _step(h, s * len(s)) + len(s)
+    return h
+
+
+@pytest.mark.parametrize("body", list(BODIES))
+def test_steps_reading_an_element_by_index(xs, body):
+    lazy, reference = BODIES[body]
+    result = lazy(xs, xs.length)
+    for k, lengths in enumerate(LENGTHS):
+        _check(result, lambda xs: reference(xs), xs=_lists(lengths, k))
+
+
+def test_steps_reading_at_a_permutation(xs):
+    # (perm[t]: an index read from a captured array)
+    perm = ft.make_placeholder("perm", (xs.length,), np.int64)
+    permuted = ft.fold(lambda h, t: _rnn(h, xs[perm[t]]), ft.arange(xs.length),
+                       ft.zeros(H))
+    for k, lengths in enumerate(LENGTHS):
+        order = np.random.default_rng(k).permutation(len(lengths))
+        _check(permuted, lambda xs, perm: _folded([xs[i] for i in perm]),
+               xs=_lists(lengths, k), perm=order)
+
+
+def test_steps_reading_two_lists_run_on_the_host(xs):
+    # (elements of two lists per step have two lengths, which one loop over
+    # FractalTensors cannot give its elements: the loop stays, on the host)
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    both = ft.fold(lambda h, t: _rnn(h, xs[t]) - ft.sum(ys[t], axis=0),
+                   ft.arange(xs.length), ft.zeros(H))
+    f = compile_on_host(both, "data-dependent size")
+    data, other = _lists([3, 0, 2], 1), _lists([1, 4, 0], 2)
+    want = np.zeros(H)
+    for s, y in zip(data, other):
+        want = _step(want, s) - y.sum(axis=0)
+    np.testing.assert_allclose(f(xs=data, ys=other), want, atol=1e-12)
+
+
+def test_a_sequence_of_indices_and_bundled_carries(xs):
+    # (a dense sequence of indices, not arange: the elements it names;
+    # carries as a NamedTuple and a dict)
+    class State(NamedTuple):
+        h: object
+        count: object
+
+    picks = ft.make_placeholder("picks", (ft.make_size_param("k"),), np.int64)
+    result = ft.fold(
+        lambda c, i: {"state": State(_rnn(c["state"].h, xs[i]),
+                                     c["state"].count + xs[i].shape[0])},
+        picks, {"state": State(ft.zeros(H), ft.zeros((), np.int64))})
+    f = _compiled(result["state"].h)
+    counts = _compiled(result["state"].count)
+    data = _lists([2, 0, 4], 3)
+    for order in ([2, 0, 2, -1], [], [1]):
+        picked = [data[i] for i in order]
+        np.testing.assert_allclose(f(xs=data, picks=np.array(order, np.int64)),
+                                   _folded(picked), rtol=1e-12, atol=1e-12)
+        assert counts(xs=data, picks=np.array(order, np.int64)) == sum(
+            len(s) for s in picked)
+
+
+def test_an_index_out_of_range_raises(xs):
+    perm = ft.make_placeholder("perm", (xs.length,), np.int64)
+    result = ft.fold(lambda h, t: _rnn(h, xs[perm[t]]), ft.arange(xs.length),
+                     ft.zeros(H))
+    f = _compiled(result)
+    for run in (f, lambda **a: ft.evaluate_numpy(result, **a)):
+        with pytest.raises(IndexError, match="index 2 is out of range"):
+            run(xs=_lists([1, 2], 0), perm=np.array([0, 2]))
+    # (a loop longer than the list: its index past the end raises)
+    m = ft.make_size_param("m")
+    longer = ft.fold(lambda h, t: _rnn(h, xs[t]), ft.arange(m), ft.zeros(H))
+    for run in (_compiled(longer),
+                lambda **a: ft.evaluate_numpy(longer, **a)):
+        with pytest.raises(IndexError, match="out of range"):
+            run(xs=_lists([1, 2], 0), m=3)
+        np.testing.assert_allclose(run(xs=_lists([1, 2], 0), m=1),
+                                   _folded(_lists([1], 0)), atol=1e-12)
+
+
+def test_steps_reading_each_documents_sentences_by_index():
+    # (a fold over arange(d.length) reading d[t] in a map over documents: a
+    # fold over each document's sentences)
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    result = ft.map(lambda d: ft.fold(lambda h, t: _rnn(h, d[t]),
+                                      ft.arange(d.length), ft.zeros(H)), docs)
+    data = [_lists([3, 0, 2], 1), [], _lists([2], 2)]
+    _check(result, lambda docs: np.array([_folded(d) for d in docs]),
+           docs=data)
+
+
+def test_an_index_computed_from_the_carry_runs_on_the_host(xs):
+    # (which element the next step reads depends on the carry: not known
+    # before the loop, so it stays a loop over indices, on the host)
+    result = ft.fold(
+        lambda h, t: _rnn(h, xs[ft.minimum(t, (ft.sum(h) > 10).astype(
+            np.int64) + t)]), ft.arange(xs.length), ft.zeros(H))
+    f = compile_on_host(result, "data-dependent size")
+    data = _lists([3, 0, 2], 4)
+    np.testing.assert_allclose(f(xs=data), _folded(data), atol=1e-12)
