@@ -659,7 +659,7 @@ def getitem(xs: Jagged, index: Any) -> Array | Jagged:
         else:
             sliced = _select(xs, _lam(start + step * index_var(0), (count,),
                                       _INT64, {}))
-        from ftlazy.fractal_element_views import mark_element_slice
+        from ftlazy.fractal_slice_views import mark_element_slice
         return mark_element_slice(xs, index, sliced)
     if isinstance(index, tuple):
         raise TypeError("FractalTensor indexing takes one index (an int, a 0-d "
@@ -727,6 +727,10 @@ def join(xs: Any, ys: Any) -> Array | Jagged:
                         "they must have the same dtype")
     if not isinstance(xs, Jagged):
         return concatenate([xs, ys])
+    from ftlazy.fractal_slice_views import joined_element_slices
+    joined = joined_element_slices(xs, ys)
+    if joined is not None:
+        return joined
     offsets = []
     for level, (ox, oy) in enumerate(zip(xs.offsets, ys.offsets)):
         shift = _lam(_scalar_expr(_level_total(xs, level)), (), _INT64, {})

@@ -9,11 +9,13 @@ per document (its numbers of sentences and tokens, defined in the body
 from the document's offsets), and lists counted from a whole document's
 tokens have no lowering over depth 3; compiled programs run such maps on
 the host (see :mod:`ftlazy.target.loopy.host_loops`). Where the body reads
-the document through one slice alone, :func:`sliced_element_result`
-slices every document outside the map first (:func:`element_slices`: each
-document's slice bounds from its length, the new offsets by a running sum,
-the picked sentences by :func:`ftlazy.fractal_access.gather`'s selection)
-and maps the body over the sliced documents. A filter of the document's
+the document through one slice alone, or one join of slices of it
+(``ft.join(doc[:1], doc[2:])``, see :mod:`ftlazy.fractal_slice_views`),
+:func:`sliced_element_result` slices every document outside the map first
+(:func:`~ftlazy.fractal_slice_views.element_slices`: each document's slice
+bounds from its length, the new offsets by a running sum, the picked
+sentences by :func:`ftlazy.fractal_access.gather`'s selection) and maps
+the body over the sliced documents. A filter of the document's
 sentences, ``ft.filter(p, doc)``, is a view too:
 :func:`filtered_element_result` runs ``p`` over all sentences of all
 documents, filters them as one list, and gives each document those of its
@@ -46,17 +48,10 @@ the body's results are lists counted from them: a filter of a document's
 sentence encodings). The
 rebuilt maps compile as maps of one depth less do, and both evaluators run
 the rebuilt graph. Bodies that read the document otherwise (a shape of its
-sizes next to the view, two different slices) are left as they are.
+sizes next to the view, two different views) are left as they are.
 
-:func:`mark_element_slice` marks the slices that
-:func:`ftlazy.fractal_access.getitem` builds of a traced element with
-:class:`ElementSlice`.
-
-.. autoclass:: ElementSlice
-.. autofunction:: element_slices
 .. autofunction:: element_filtered
 .. autofunction:: element_leaves
-.. autofunction:: mark_element_slice
 .. autofunction:: sliced_element_result
 .. autofunction:: filtered_element_result
 .. autofunction:: leaves_result
@@ -70,97 +65,22 @@ from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
-from pytools.tag import UniqueTag, tag_dataclass
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
+from ftlazy.fractal_slice_views import element_slices, element_view
 from ftlazy.fractal_tensor import Jagged, is_element, jagged_parts
 from ftlazy.node import LeakedArrayError, Node, iter_children, topological_order
 from ftlazy.scalar_expr import get_variable_names, index_var
 
-__all__ = ["ElementSlice", "element_filtered", "element_leaves",
-           "element_slices", "filtered_element_result", "inner_rows_result",
-           "leaves_result", "mark_element_slice", "nested_map_result",
+__all__ = ["element_filtered", "element_leaves", "filtered_element_result",
+           "inner_rows_result", "leaves_result", "nested_map_result",
            "sliced_element_result"]
 
 _INT64 = np.dtype(np.int64)
 #: the binding key prefix that keeps a size used by name reachable (see
 #: :mod:`ftlazy.fractal_access`)
 SIZE_BINDING = "_ft_size_"
-
-
-@tag_dataclass
-class ElementSlice(UniqueTag):
-    """Marks a part of ``xs[start:stop:step]`` where *xs* is an element
-    traced in a loop body: :attr:`part` 0 its values, ``k + 1`` its offsets
-    level ``k``."""
-
-    start: int | None
-    stop: int | None
-    step: int
-    part: int
-
-
-def mark_element_slice(xs: Jagged, index: slice, result: Jagged) -> Jagged:
-    """*result*, the slice *index* of *xs*, with its parts marked
-    :class:`ElementSlice` where *xs* is a traced element (its values a
-    parameter of the body being traced) or a list computed in a body (a
-    filter of the element, whose map is rebuilt over the filtered elements:
-    there, the slice is of the new element)."""
-    from ftlazy.fractal import BodyParam, _TraceParam
-    from ftlazy.fractal_tensor import _map_nesting
-    if not (isinstance(xs.values, (BodyParam, _TraceParam))
-            or _map_nesting[0]):
-        return result
-    # (equal slices, written alike or not, are one view)
-    key = tuple(None if v is None else int(v)
-                for v in (index.start, index.stop)) + (
-        1 if index.step is None else int(index.step),)
-    parts = [result.values, *result.offsets]
-    marked = [p.tagged(ElementSlice(*key, k)) for k, p in enumerate(parts)]
-    return Jagged(marked[0], tuple(marked[1:]))
-
-
-def _sliced_source(node: Array) -> Array | None:
-    """The array of the sliced FractalTensor that a part *node* of a slice
-    reads (its values or one offsets level; see
-    :func:`ftlazy.fractal_access.getitem`)."""
-    from ftlazy.fractal_access import HostIndexArray
-    if isinstance(node, HostIndexArray):    # (offsets of a stepped slice)
-        node = node.args[0]
-    return getattr(node, "bindings", {}).get("_in0")
-
-
-def element_slices(xs: Jagged, index: slice) -> Jagged:
-    """Every element of the FractalTensor *xs* (depth ``>= 3``) sliced by
-    *index* (Python ints, clamped per element as Python does): a
-    FractalTensor of the same depth."""
-    from ftlazy.fractal_access import (
-        _entry, _host, _lam, _offsets_of, _select, _slice_bounds)
-    if xs.depth < 3:
-        raise ValueError(f"element_slices needs a FractalTensor of depth >= 3, "
-                         f"got {xs!r}")
-    offsets = prim.Variable("_in0")
-
-    def bounds(element: Any) -> tuple[Any, Any, int]:
-        length = offsets[element + 1] - offsets[element]
-        return _slice_bounds(length, index)
-
-    p = index_var(0)
-    _, count, step = bounds(p)
-    counts = _lam(count, (xs.length,), _INT64, {"_in0": xs.offsets[0]})
-    new_offsets = _offsets_of(counts)
-    total = _entry(new_offsets, xs.length)
-    element = prim.Variable("_in1")[p]
-    start = bounds(element)[0]
-    source = _lam(offsets[element] + start
-                  + step * (p - prim.Variable("_in2")[element]),
-                  (total,), _INT64,
-                  {"_in0": xs.offsets[0],
-                   "_in1": _host("segment_ids", new_offsets, (total,)),
-                   "_in2": new_offsets})
-    picked = _select(Jagged(xs.values, xs.offsets[1:]), source)
-    return Jagged(picked.values, (new_offsets,) + picked.offsets)
 
 
 def _element_params(params: Any, depths: list[int], k: int) -> list[Any]:
@@ -173,29 +93,17 @@ def _element_params(params: Any, depths: list[int], k: int) -> list[Any]:
 
 def _the_slice(parts: list[Array], element: list[Any],
                symbols: tuple[str, ...]) -> tuple | None:
-    """The one slice of the traced *element* (its flat parameters) that the
-    result *parts* read: its key, its parts (by part number, see
-    :class:`ElementSlice`), and the renames of its sizes to the element's
-    *symbols*. None where they read none, or two different slices."""
-    found: dict[Array, ElementSlice] = {}
-    stack, seen = list(parts), set()
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        tag = next(iter(n.tags_of_type(ElementSlice)), None) if isinstance(
-            n, Array) else None
-        if tag is not None and _sliced_source(n) is element[tag.part]:
-            found[n] = tag
-            continue
-        stack.extend(iter_children(n))
-    keys = {(t.start, t.stop, t.step) for t in found.values()}
-    if len(keys) != 1:
+    """The one slice view of the traced *element* (its flat parameters)
+    that the result *parts* read (see :func:`.fractal_slice_views.element_view`):
+    its pieces, its parts by part number, and the renames of its sizes to
+    the element's *symbols*. None where they read none, or two different
+    views."""
+    found = element_view(parts, element)
+    if found is None:
         return None
-    view_parts = {n: t.part for n, t in found.items()}
+    pieces, view_parts = found
     renames = _part_renames(view_parts, symbols)
-    return None if renames is None else (keys.pop(), view_parts, renames)
+    return None if renames is None else (pieces, view_parts, renames)
 
 
 def _part_renames(view_parts: dict[Array, int], symbols: tuple[str, ...]
@@ -417,10 +325,11 @@ def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
     found = _the_slice(parts, element, symbols)
     if found is None:
         return None
-    key, view_parts, renames = found
+    pieces, view_parts, renames = found
     return _element_view_result(
         xs, k, element, parts, view_parts, renames,
-        lambda: element_slices(xs[k], slice(*key)), params, leaves, depths,
+        lambda: element_slices(xs[k], *(slice(*p) for p in pieces)), params,
+        leaves, depths,
         symbols, structure, what)
 
 

@@ -49,6 +49,21 @@ def check(result, reference, data, **more):
                                        rtol=1e-12, atol=1e-12)
 
 
+def check_compiled_per_document(result, reference, seed):
+    """*result* (a map over ``docs``) compiled with no loop on the host,
+    and evaluated, against *reference* per document, on every structure
+    of :data:`DOCS`."""
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    for key in DOCS:
+        data = documents(key, seed=seed)
+        want = [reference(d) for d in data]
+        for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
+            got = got.tolist() if isinstance(got, ft.JaggedArray) else list(got)
+            assert len(got) == len(data)
+            nested_close(got, want)
+
+
 @pytest.mark.parametrize("key", list(DOCS))
 def test_mean_of_sentence_embeddings_per_document(docs, key):
     Wp = ft.make_placeholder("W", (H, H), np.float64)
@@ -556,6 +571,94 @@ def _folded(encodings, h):
     return h
 
 
+def _rnn_over(encodings, h=None):
+    h = np.zeros(H) if h is None else h
+    for e in encodings:
+        h = np.tanh(h @ W + e)
+    return h
+
+
+JOINED_BODIES = {
+    # (every sentence but the second, encoded)
+    "drop_second": (
+        lambda d: ft.map(lambda s: ft.tanh(ft.sum(s @ W, axis=0)),
+                         ft.join(d[:1], d[2:])),
+        lambda d: [np.tanh((s @ W).sum(axis=0)) for s in d[:1] + d[2:]]),
+    # (the first sentence moved last, returned)
+    "rotated": (lambda d: ft.join(d[1:], d[:1]), lambda d: d[1:] + d[:1]),
+    # (the document read twice over, a fold; three pieces, one reversed)
+    "twice_folded": (
+        lambda d: ft.fold(lambda h, s: ft.tanh(h @ W + ft.sum(s, axis=0)),
+                          ft.join(ft.join(d, d[::-1]), d[1:2]), ft.zeros(H)),
+        lambda d: _rnn_over([s.sum(axis=0) for s in d + d[::-1] + d[1:2]])),
+    # (its length used, and its token count)
+    "counted": (
+        lambda d: (lambda v: ft.sum(v.values, axis=0) / ft.maximum(
+            v.length, 1))(ft.join(d[:-1], d[::2])),
+        lambda d: sum((s.sum(axis=0) for s in d[:-1] + d[::2]), np.zeros(H))
+        / max(len(d[:-1] + d[::2]), 1)),
+}
+
+
+@pytest.mark.parametrize("body", list(JOINED_BODIES))
+def test_joined_slices_of_documents(docs, body):
+    # ft.join of slices of the document (or the document itself) is one
+    # view of it: the documents are sliced and joined before the map,
+    # compiled
+    check_compiled_per_document(ft.map(JOINED_BODIES[body][0], docs),
+                                JOINED_BODIES[body][1], seed=12)
+
+
+def test_a_join_with_the_title_read_besides(docs):
+    # (the title's encoding starts a fold over the other sentences, the
+    # second moved last: computed per document first, zipped along)
+    def encode(s):
+        return ft.tanh(ft.sum(s @ W, axis=0))
+    result = ft.map(lambda d: ft.fold(lambda h, s: ft.tanh(h @ W + encode(s)),
+                                      ft.join(d[2:], d[1:2]), encode(d[0])),
+                    docs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    data = [d for d in documents("mixed", seed=13) if d]
+    want = [_rnn_over([np.tanh((s @ W).sum(axis=0)) for s in d[2:] + d[1:2]],
+                      np.tanh((d[0] @ W).sum(axis=0))) for d in data]
+    for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_join_of_a_captured_lists_slices_in_a_body():
+    # (not a view of the map's element: computed once outside the map, its
+    # pieces' bounds in the kernel typed int64, as OpenCL's min needs)
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    result = ft.map(lambda s: ft.sum(s, axis=0) + ft.fold(
+        lambda h, t: h * 0.5 + ft.sum(t, axis=0), ft.join(ys[:1], ys[2:]),
+        ft.zeros(H)), xs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    rng = np.random.default_rng(3)
+    xv = [rng.standard_normal((k, H)) for k in (2, 0)]
+    for lengths in ((1, 2, 3), (), (4,)):
+        yv = [rng.standard_normal((k, H)) for k in lengths]
+        h = np.zeros(H)
+        for t in yv[:1] + yv[2:]:
+            h = h * 0.5 + t.sum(axis=0)
+        want = [s.sum(axis=0) + h for s in xv]
+        for got in (f(xs=xv, ys=yv), ft.evaluate_numpy(result, xs=xv, ys=yv)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_two_views_not_joined_run_on_the_host(docs):
+    # (two slices read apart: two views of the document, left as they are)
+    result = ft.map(lambda d: ft.sum(d[:1].values, axis=0)
+                    - ft.sum(d[2:].values, axis=0), docs)
+    f = compile_on_host(result, "")
+    data = documents("mixed", seed=14)
+    want = [sum((s.sum(axis=0) for s in d[:1]), np.zeros(H))
+            - sum((s.sum(axis=0) for s in d[2:]), np.zeros(H)) for d in data]
+    np.testing.assert_allclose(f(docs=data), want, rtol=1e-12, atol=1e-12)
+
+
 def test_slice_and_the_documents_size_in_a_shape_run_on_the_host(docs):
     # (a shape of the document's size next to the slice: not a value that
     # can be computed per document first; the slice stays, on the host)
@@ -674,17 +777,8 @@ def test_sentences_filtered_per_document(docs, body):
     # each document's sentences kept where the predicate holds: the
     # predicate over all sentences of all documents, one filter, each
     # document keeping those of its range; compiled
-    lazy, reference = FILTERED_BODIES[body]
-    result = ft.map(lazy, docs)
-    f = ft.compile(result)
-    assert f.host_evaluated == ()
-    for key in DOCS:
-        data = documents(key, seed=14)
-        want = [reference(d) for d in data]
-        for got in (f(docs=data), ft.evaluate_numpy(result, docs=data)):
-            got = got.tolist() if isinstance(got, ft.JaggedArray) else list(got)
-            assert len(got) == len(data)
-            nested_close(got, want)
+    check_compiled_per_document(ft.map(FILTERED_BODIES[body][0], docs),
+                                FILTERED_BODIES[body][1], seed=14)
 
 
 def test_a_filter_reading_its_document(docs):

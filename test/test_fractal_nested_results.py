@@ -324,7 +324,8 @@ def test_counted_sizes_of_documents_run_on_the_host(lengths):
 def test_element_views_need_lists_of_lists():
     # (element_slices, element_leaves and element_filtered view the
     # elements of the elements of a FractalTensor: a depth-2 one has none)
-    from ftlazy.fractal_element_views import element_leaves, element_slices
+    from ftlazy.fractal_element_views import element_leaves
+    from ftlazy.fractal_slice_views import element_slices
     xs = seqs_placeholder()
     with pytest.raises(ValueError, match=r"element_slices needs a "
                        r"FractalTensor of depth >= 3, got .*depth=2"):

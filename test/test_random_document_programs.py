@@ -2,8 +2,8 @@
 """Random programs over documents (hypothesis): two transforms of a depth-3
 FractalTensor (leaf-wise math, a scan or filter or growth of each sentence,
 attention to the document, centring on the document, outer slices,
-slices of each document, filters of each document's sentences, joins and
-gathers), then a result (per-sentence sums, an RNN over each
+slices of each document and joins of them, filters of each document's
+sentences, joins and gathers), then a result (per-sentence sums, an RNN over each
 document's sentences, a fold over the documents, the lengths, the flat
 values, an RNN over each document's first sentence, the states of one
 over its last, a fold over the sentences after the first started from
@@ -64,6 +64,9 @@ TRANSFORMS = {
         lambda s: ft.sum(s) > ft.sum(d.values) / ft.maximum(
             d.values.shape[0], 1) + 0.25, d), f),
     "join": lambda f, w: ft.join(f, f[::-1]),
+    # (each document's sentences but the second: one view of it, joined
+    # slices, computed before the map)
+    "drop_second": lambda f, w: ft.map(lambda d: ft.join(d[:1], d[2:]), f),
     "gather": lambda f, w: ft.gather(f, ft.asarray(np.array([1, 0, 1]))),
 }
 
