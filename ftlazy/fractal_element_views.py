@@ -21,7 +21,9 @@ sentences, ``ft.filter(p, doc)``, is a view too:
 documents, filters them as one list, and gives each document those of its
 range (:func:`element_filtered`); a predicate that captured arrays of a
 static shape computed from the document (its mean token) gets them per
-document first, a row per sentence. Views chain: the map rebuilt over one
+document first, a row per sentence; one that read the document's tokens
+gets its mask computed per document, by a map over the documents. Views
+chain: the map rebuilt over one
 view replays the body, and takes a filter or slice of the view, replayed,
 as its own view (``ft.filter(p, doc[1:])``, ``ft.filter(p, doc)[1:]``).
 Where a body with counted
@@ -417,15 +419,33 @@ def filtered_element_result(xs: list[Any], params: Any, leaves: list[Any],
                          "filter")
     if mask is None:
         # (the predicate captured what the body computed from the element)
-        masks = _replayed_over_all(xs[k], [traced_mask], element, symbols,
-                                   "filter")
-        if masks is None:
+        mask = _mask_with_element_data(xs[k], traced_mask, element, symbols)
+        if mask is None:
             return None
-        mask = masks[0]
     return _element_view_result(
         xs, k, element, parts, view_parts, renames,
         lambda: element_filtered(xs[k], mask), params, leaves, depths,
         symbols, structure, what)
+
+
+def _mask_with_element_data(xs: Jagged, traced_mask: Array,
+                            element: list[Any], symbols: tuple[str, ...]
+                            ) -> Array | None:
+    """The mask of a filter of the *element* (traced as *traced_mask*, a
+    map over the element's elements) whose predicate captured arrays the
+    body computed from the element, over all elements of all elements of
+    *xs*: where those are of a static shape, a map over all of them with
+    those zipped in, a row each (:func:`_replayed_over_all`); where they
+    are of the element's size (its tokens, ``s @ doc.values.T``), the
+    mask computed per element by a map over *xs* (a map over each
+    element's elements that reads the element, which compiles as any
+    such), its values in order. None where neither builds."""
+    masks = _replayed_over_all(xs, [traced_mask], element, symbols, "filter")
+    if masks is not None:
+        return masks[0]
+    (per_element,) = _computed_per_element([xs], [element], [traced_mask],
+                                           "filter")
+    return per_element.values if isinstance(per_element, Jagged) else None
 
 
 def _replayed_over_all(xs: Jagged, traced: list[Any], element: list[Any],

@@ -804,16 +804,14 @@ def test_a_filter_reading_its_document(docs):
             nested_close(got.tolist(), [reference(d) for d in data])
 
 
-def test_a_filter_reading_its_documents_tokens_runs_on_the_host(docs):
-    # (a predicate reading the document's tokens themselves, an array of
-    # the document's size: not a row per sentence; the map stays on the
-    # host)
-    result = ft.map(lambda d: ft.filter(
-        lambda s: ft.sum(s @ d.values.T) > 0, d), docs)
-    f = compile_on_host(result, "")
-    data = documents("mixed", seed=15)
-
+def test_a_filter_reading_its_documents_tokens(docs):
+    # a predicate reading the document's tokens themselves, an array of
+    # the document's size: the mask is computed per document first (a map
+    # over its sentences that reads its tokens), its values in order;
+    # compiled
     def reference(doc):
         tokens = np.concatenate(doc + [np.zeros((0, H))])
-        return [s for s in doc if (s @ tokens.T).sum() > 0]
-    nested_close(f(docs=data).tolist(), [reference(d) for d in data])
+        return [s for s in doc if (s @ tokens.T).sum() > 0.25]
+    check_compiled_per_document(
+        ft.map(lambda d: ft.filter(lambda s: ft.sum(s @ d.values.T) > 0.25, d),
+               docs), reference, seed=15)

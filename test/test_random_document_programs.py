@@ -63,6 +63,10 @@ TRANSFORMS = {
     "keep_above_mean": lambda f, w: ft.map(lambda d: ft.filter(
         lambda s: ft.sum(s) > ft.sum(d.values) / ft.maximum(
             d.values.shape[0], 1) + 0.25, d), f),
+    # (and where they attend to their document's tokens: the mask per
+    # document first)
+    "keep_attending": lambda f, w: ft.map(lambda d: ft.filter(
+        lambda s: ft.sum(s @ d.values.T) > 0.25, d), f),
     "join": lambda f, w: ft.join(f, f[::-1]),
     # (each document's sentences but the second: one view of it, joined
     # slices, computed before the map)
