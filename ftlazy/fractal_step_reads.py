@@ -73,6 +73,7 @@ def _read_lists(loop: Scan, sources: list[tuple]) -> list[Any]:
     from ftlazy.fractal import map as ft_map
     from ftlazy.fractal_access import _checked, _select
     from ftlazy.fractal_tensor import Jagged
+    from ftlazy.transform.batch import batch_maps
     from ftlazy.transform.jagged_element_reads import BodyReplay
     params = loop.body.params
     first = loop.num_carries + loop.num_scanned
@@ -89,6 +90,12 @@ def _read_lists(loop: Scan, sources: list[tuple]) -> list[Any]:
             return BodyReplay({**dict(zip(scanned, rows)), **outer})(index)
 
         steps = ft_map(index_of, *loop.scanned)
+        try:
+            # (batched into dense nodes: the host that checks the indices
+            # computes them vectorized, not step by step)
+            steps = batch_maps(steps)
+        except NotImplementedError:
+            pass
         lists.append(_select(xs, _checked(steps, xs.length,
                                           "FractalTensor index")))
     return lists
