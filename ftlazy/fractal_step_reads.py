@@ -67,9 +67,11 @@ def _own_index(loop: Scan, index: Array) -> bool:
                for p, seq in zip(params, loop.scanned))
 
 
-def _read_lists(loop: Scan, sources: list[tuple]) -> list[Any]:
-    """For each read source ``(values, offsets, index)``, the list whose
-    element ``t`` the step ``t`` reads (see the module docs)."""
+def _read_list(loop: Scan, values: BodyParam, offsets: BodyParam,
+               index: Array) -> Any:
+    """The list whose element ``t`` the step ``t`` reads as
+    ``xs[index]``, *xs* the FractalTensor of the captured *values* and
+    *offsets* (see the module docs)."""
     from ftlazy.fractal import map as ft_map
     from ftlazy.fractal_access import _checked, _select
     from ftlazy.fractal_tensor import Jagged
@@ -77,74 +79,68 @@ def _read_lists(loop: Scan, sources: list[tuple]) -> list[Any]:
     from ftlazy.transform.jagged_element_reads import BodyReplay
     params = loop.body.params
     first = loop.num_carries + loop.num_scanned
-    scanned = params[loop.num_carries:first]
     outer = dict(zip(params[first:], loop.captured))
-    lists = []
-    for values, offsets, index in sources:
-        xs = Jagged(outer[values], (outer[offsets],))
-        if _own_index(loop, index) and sh.prove_equal(xs.length, loop.length):
-            lists.append(xs)
-            continue
+    xs = Jagged(outer[values], (outer[offsets],))
+    if _own_index(loop, index) and sh.prove_equal(xs.length, loop.length):
+        return xs
 
-        def index_of(*rows: Any, index: Array = index) -> Array:
-            return BodyReplay({**dict(zip(scanned, rows)), **outer})(index)
+    def index_of(*rows: Any) -> Array:
+        return BodyReplay({**dict(zip(params[loop.num_carries:first], rows)),
+                           **outer})(index)
 
-        steps = ft_map(index_of, *loop.scanned)
-        try:
-            # (batched into dense nodes: the host that checks the indices
-            # computes them vectorized, not step by step)
-            steps = batch_maps(steps)
-        except NotImplementedError:
-            pass
-        lists.append(_select(xs, _checked(steps, xs.length,
-                                          "FractalTensor index")))
-    return lists
+    steps = ft_map(index_of, *loop.scanned)
+    try:
+        # (batched into dense nodes: the host that checks the indices
+        # computes them vectorized, not step by step)
+        steps = batch_maps(steps)
+    except NotImplementedError:
+        pass
+    return _select(xs, _checked(steps, xs.length, "FractalTensor index"))
 
 
 def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
     """The results of *loop* (a ``scan``, ``fold`` or ``reduce``, as
     *what* names it, whose carries have *init_structure*) rebuilt as a loop
     over the FractalTensor elements its step reads, zipped with its
-    sequences (see the module docs); None where its step reads none."""
+    sequences (see the module docs); None where its step reads none, or
+    elements of two lists or at two indices."""
     from ftlazy.fractal_access import DerivedSize
     from ftlazy.fractal_element_views import SIZE_BINDING
     from ftlazy.jagged_scan_outer import jagged_scan
     from ftlazy.transform.jagged_element_reads import BodyReplay
     reads = _step_reads(loop)
-    sources = list(dict.fromkeys(reads.values()))
-    if len(sources) != 1:
+    if len(set(reads.values())) != 1:
         # (the elements of a loop over FractalTensors share their lengths:
         # two lists, or one at two indices, would need one each)
         return None
-    lists = _read_lists(loop, sources)
+    elements = _read_list(loop, *next(iter(reads.values())))
+    # (each read, and its length where the body uses it as a value)
+    lengths = {read: read.bindings.get(SIZE_BINDING + read.shape[0].name)
+               for read in reads}
+    lengths = {read: n.value for read, n in lengths.items()
+               if isinstance(n, DerivedSize)}
     params = loop.body.params
     carries = params[:loop.num_carries]
     first = loop.num_carries + loop.num_scanned
     # (sequences that the step reads besides the reads' indices)
-    used = {id(n) for n in topological_order(list(loop.body.outputs),
-                                             skip=set(reads))}
+    used = {id(n) for n in topological_order(
+        list(loop.body.outputs), skip=set(reads) | set(lengths.values()))}
     kept = [(p, seq) for p, seq in zip(params[loop.num_carries:first],
                                        loop.scanned) if id(p) in used]
 
     def step(carry: Any, x: tuple) -> Any:
-        elements, rows = x[:len(lists)], x[len(lists):]
+        element, rows = x[0], x[1:]
         replace: dict[Any, Any] = dict(zip(carries, tree_flatten(carry)[0]))
         replace.update((p, row) for (p, _), row in zip(kept, rows))
         replace.update(zip(params[first:], loop.captured))
-        renames = {}
-        for read, source in reads.items():
-            element = elements[sources.index(source)]
-            replace[read] = element
-            old, new = read.shape[0].name, element.shape[0].name
-            renames[old] = new
-            # (the read's length used as a value: the new element's)
-            length = read.bindings.get(SIZE_BINDING + old)
-            if isinstance(length, DerivedSize):
-                replace[length.value] = SizeParam(new)
-        replay = BodyReplay(replace, renames)
+        replace.update((read, element) for read in reads)
+        length = element.shape[0].name
+        replace.update((value, SizeParam(length)) for value in lengths.values())
+        replay = BodyReplay(replace, {read.shape[0].name: length
+                                      for read in reads})
         return tree_unflatten([replay(o) for o in loop.body.outputs],
                               init_structure)
 
     init = tree_unflatten(list(loop.inits), init_structure)
-    return jagged_scan(step, (*lists, *(seq for _, seq in kept)), init,
+    return jagged_scan(step, (elements, *(seq for _, seq in kept)), init,
                        loop.keep_all, what)
