@@ -151,7 +151,6 @@ class _HostValues:
             self.arrays = hoister.arrays
         self.input_nodes = input_nodes
         self.user_sizes = collect_size_names(nodes)
-        self.originals = nodes
         #: the maps whose results they read, run first on the device
         self.first_phase = FirstPhase(order)
         #: the generated names
@@ -166,7 +165,9 @@ class _HostValues:
             k: v for k, v in given.items() if k in user}, self.user_sizes)
         evaluator = NumpyEvaluator(env, arrays)
         self.first_phase.seed(evaluator._cache, given)
-        evaluator.bind_derived_sizes(self.originals)
+        # (in the order found when compiled: no walk of the DAG per call)
+        for size in self.sizes:
+            evaluator.rec(size)
         values: dict[str, Any] = {n.name: evaluator.env[n.name]
                                   for n in self.sizes}
         for name, node in self.arrays.items():
