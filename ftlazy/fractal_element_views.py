@@ -249,21 +249,21 @@ def _computed_per_element(xs: list[Any], elements: list[list[Any]],
 def _replayed_map(xs: list[Any], k: int, view: Jagged | Array | list,
                   params: Any, leaves: list[Any], depths: list[int],
                   structure: Any, what: str, replacements: Any,
-                  frontier: list[Array]) -> Any:
+                  frontier: list[Array], rows: tuple | None = None) -> Any:
     """The map over *xs* with input *k* replaced by *view* (or by the
     zipped views of a list), whose function replays the traced *leaves*
     (of *structure*) with the nodes and size names that
     ``replacements(*view_elements)`` gives (a dict of nodes and one of
     renames) and the other inputs' old parameters replaced by their new
-    elements. The *frontier* arrays are computed first by a map over *xs*
-    itself and zipped in, a row per element."""
+    elements. The *frontier* arrays are zipped in, a row per element:
+    *rows*, or where None computed first by a map over *xs* itself."""
     from ftlazy.fractal import tree_unflatten
     from ftlazy.fractal_tensor import jagged_map
     from ftlazy.ops import asarray
     from ftlazy.transform.jagged_element_reads import BodyReplay
     dense = [(old, j) for j in range(len(depths)) if j != k
              for old in _element_params(params, depths, j)]
-    per_element = _computed_per_element(
+    per_element = rows if rows is not None else _computed_per_element(
         xs, [_element_params(params, depths, j) for j in range(len(xs))],
         frontier, what) if frontier else ()
 

@@ -763,7 +763,9 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
         from ftlazy.fractal_element_views import (
             filtered_element_result, inner_rows_result, leaves_result,
             nested_map_result, sliced_element_result)
-        views = [sliced_element_result, filtered_element_result]
+        from ftlazy.fractal_list_reads import list_read_result
+        views = [sliced_element_result, filtered_element_result,
+                 list_read_result]
         if max(depths) >= 4:
             # (maps over depth 4 have no lowering of their own)
             views += [nested_map_result, inner_rows_result, leaves_result]

@@ -648,11 +648,99 @@ def test_a_join_of_a_captured_lists_slices_in_a_body():
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+def _question_encoding(q):
+    return ft.fold(lambda h, x: ft.tanh(h @ W + x), q, ft.zeros(H))
+
+
+QUESTION_BODIES = {
+    # (each document with its question: the question's token sum)
+    "token_sums": (
+        lambda d, q: ft.sum(d.values, axis=0) + ft.sum(q, axis=0),
+        lambda d, q: sum((s.sum(axis=0) for s in d), np.zeros(H))
+        + q.sum(axis=0)),
+    # (each sentence scored against the question's encoding)
+    "sentence_scores": (
+        lambda d, q: (lambda e: ft.map(lambda s: ft.sum(s @ e), d))(
+            _question_encoding(q)),
+        lambda d, q: [(s @ _rnn_over(q)).sum() for s in d]),
+    # (a recurrence over the sentences started from it, scaled by the
+    # question's length)
+    "started_fold": (
+        lambda d, q: ft.fold(lambda h, s: ft.tanh(h @ W + ft.sum(s, axis=0)),
+                             d, _question_encoding(q) * q.shape[0]),
+        lambda d, q: _rnn_over([s.sum(axis=0) for s in d],
+                               _rnn_over(q) * len(q))),
+}
+
+
+@pytest.mark.parametrize("index", ["own", "reversed"])
+@pytest.mark.parametrize("body", list(QUESTION_BODIES))
+def test_documents_read_their_questions(docs, body, index):
+    # a map over documents that reads another list's element at the
+    # document's index, through arrays of a static shape computed from it:
+    # those first, by a map over the read elements, zipped in; compiled
+    questions = ft.make_jagged_placeholder("questions", (H,), np.float64,
+                                           depth=2)
+    lazy, reference = QUESTION_BODIES[body]
+    n = docs.length
+    pick = (lambda i: i) if index == "own" else (lambda i: n - 1 - i)
+    result = ft.map(lambda d, i: lazy(d, questions[pick(i)]), docs,
+                    ft.arange(n))
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    rng = np.random.default_rng(16)
+    for key in DOCS:
+        data = documents(key, seed=16)
+        asked = [rng.standard_normal((k, H)) for k in rng.integers(0, 4, len(data))]
+        order = range(len(data)) if index == "own" else range(len(data))[::-1]
+        want = [reference(d, asked[j]) for d, j in zip(data, order)]
+        for got in (f(docs=data, questions=asked),
+                    ft.evaluate_numpy(result, docs=data, questions=asked)):
+            nested_close(got.tolist() if isinstance(got, ft.JaggedArray)
+                         else list(got), want)
+
+
+def test_questions_read_at_a_computed_index(docs):
+    # (an index each document computes: checked at run time)
+    questions = ft.make_jagged_placeholder("questions", (H,), np.float64,
+                                           depth=2)
+    picks = ft.make_placeholder("picks", (docs.length,), np.int64)
+    result = ft.map(lambda d, k: ft.sum(d.values, axis=0)
+                    + _question_encoding(questions[k]), docs, picks)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    data = documents("mixed", seed=17)
+    asked = [RNG.standard_normal((k, H)) for k in (2, 0)]
+    chosen = np.array([1, 0, -1, 0])
+    want = [sum((s.sum(axis=0) for s in d), np.zeros(H))
+            + _rnn_over(asked[j]) for d, j in zip(data, chosen)]
+    for run in (f, lambda **a: ft.evaluate_numpy(result, **a)):
+        np.testing.assert_allclose(run(docs=data, questions=asked,
+                                       picks=chosen), want, atol=1e-12)
+        with pytest.raises(IndexError, match="out of range"):
+            run(docs=data, questions=asked, picks=np.array([0, 2, 0, 0]))
+
+
+def test_sentences_attending_to_their_questions_tokens_run_on_the_host(docs):
+    # (the question's tokens themselves, of its own length, read by each
+    # sentence: not an array of a static shape; the map stays on the host)
+    questions = ft.make_jagged_placeholder("questions", (H,), np.float64,
+                                           depth=2)
+    result = ft.map(lambda d, i: ft.map(
+        lambda s: ft.sum(ft.tanh(s @ questions[i].T)), d), docs,
+        ft.arange(docs.length))
+    f = compile_on_host(result, "runs on the host")
+    data = documents("mixed", seed=18)
+    asked = [RNG.standard_normal((k, H)) for k in (1, 3, 0, 2)]
+    want = [[np.tanh(s @ q.T).sum() for s in d] for d, q in zip(data, asked)]
+    nested_close(f(docs=data, questions=asked).tolist(), want)
+
+
 def test_two_views_not_joined_run_on_the_host(docs):
     # (two slices read apart: two views of the document, left as they are)
     result = ft.map(lambda d: ft.sum(d[:1].values, axis=0)
                     - ft.sum(d[2:].values, axis=0), docs)
-    f = compile_on_host(result, "")
+    f = compile_on_host(result, "runs on the host")
     data = documents("mixed", seed=14)
     want = [sum((s.sum(axis=0) for s in d[:1]), np.zeros(H))
             - sum((s.sum(axis=0) for s in d[2:]), np.zeros(H)) for d in data]
