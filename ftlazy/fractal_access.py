@@ -78,6 +78,7 @@ and values directly.
 .. autoclass:: ElementRead
 .. autofunction:: derived_size
 .. autofunction:: element_read
+.. autofunction:: element_read_length
 .. autofunction:: check_body_results
 .. autofunction:: map_rows_as_lists
 .. autofunction:: getitem
@@ -109,7 +110,8 @@ from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = ["DerivedSize", "HostIndexArray", "ElementRead", "DERIVED_SIZE_PREFIX",
-           "derived_size", "element_read", "check_body_results",
+           "derived_size", "element_read", "element_read_length",
+           "check_body_results",
            "map_rows_as_lists", "getitem", "gather", "join",
            "product", "repeat", "filter"]
 
@@ -230,6 +232,14 @@ def element_read(node: Array) -> tuple[Array, Array, Array] | None:
     if len(checked) != 1 or not isinstance(checked[0], HostIndexArray):
         return None
     return node.bindings["_in0"], count.value.bindings["_in0"], checked[0].args[0]
+
+
+def element_read_length(node: Array) -> Array | None:
+    """The array a body computes with where it uses the length of the
+    element read *node* (``xs[i].shape[0]`` as a value, see
+    :func:`element_read`), or None."""
+    size = node.bindings.get(f"_ft_size_{node.shape[0].name}")
+    return size.value if isinstance(size, DerivedSize) else None
 
 
 def _check_range(indices: np.ndarray, n: int, what: str) -> None:

@@ -59,14 +59,9 @@ def _list_reads(parts: list[Node], params: set[int]) -> dict[Array, tuple]:
 def _length_values(reads: dict[Array, tuple]) -> dict[Array, Array]:
     """Each read's length as the array a body computes with
     (``ys[i].shape[0]``), where it has one."""
-    from ftlazy.fractal_access import DerivedSize
-    from ftlazy.fractal_element_views import SIZE_BINDING
-    found = {}
-    for read in reads:
-        size = read.bindings.get(SIZE_BINDING + read.shape[0].name)
-        if isinstance(size, DerivedSize):
-            found[read] = size.value
-    return found
+    from ftlazy.fractal_access import element_read_length
+    found = {read: element_read_length(read) for read in reads}
+    return {read: value for read, value in found.items() if value is not None}
 
 
 def _read_rows(parts: list[Node], reads: dict[Array, tuple],

@@ -104,8 +104,7 @@ def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
     over the FractalTensor elements its step reads, zipped with its
     sequences (see the module docs); None where its step reads none, or
     elements of two lists or at two indices."""
-    from ftlazy.fractal_access import DerivedSize
-    from ftlazy.fractal_element_views import SIZE_BINDING
+    from ftlazy.fractal_access import element_read_length
     from ftlazy.jagged_scan_outer import jagged_scan
     from ftlazy.transform.jagged_element_reads import BodyReplay
     reads = _step_reads(loop)
@@ -115,10 +114,8 @@ def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
         return None
     elements = _read_list(loop, *next(iter(reads.values())))
     # (each read, and its length where the body uses it as a value)
-    lengths = {read: read.bindings.get(SIZE_BINDING + read.shape[0].name)
-               for read in reads}
-    lengths = {read: n.value for read, n in lengths.items()
-               if isinstance(n, DerivedSize)}
+    lengths = {read: element_read_length(read) for read in reads}
+    lengths = {read: n for read, n in lengths.items() if n is not None}
     params = loop.body.params
     carries = params[:loop.num_carries]
     first = loop.num_carries + loop.num_scanned
