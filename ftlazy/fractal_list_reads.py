@@ -17,10 +17,14 @@ encoding ``encode(questions[i])``, its token count),
 :func:`list_read_result` computes those first, by a map over the read
 elements (``questions`` itself at the map's own index, else ``ft.gather``
 of the elements at the index each document computes, checked at run
-time), and rebuilds the map with them zipped in, a row per document. Both
-evaluators run the rebuilt graph. Bodies that use the read element
-otherwise (each sentence attending to the question's tokens), or read two
-lists, stay as they are.
+time), and rebuilds the map with them zipped in, a row per document. A
+body that returns one map over its document's sentences which reads the
+question whole (each sentence attending to the question's tokens) becomes
+that map over all sentences of all documents, each sentence reading the
+question at its document's index (a read that maps over depth 2 compile,
+see above), nested per document (:func:`_read_by_each_sentence`). Both
+evaluators run the rebuilt graph. Other bodies (per-token results reading
+the question, two lists read) stay as they are.
 
 .. autofunction:: list_read_result
 """
@@ -144,10 +148,11 @@ def list_read_result(xs: list[Any], params: Any, leaves: list[Any],
     if len(set(reads.values())) != 1:
         return None
     element = _element_params(params, depths, k)
+    elements = [_element_params(params, depths, j) for j in range(len(xs))]
     rows = _read_rows(parts, reads, element, set(symbols))
     if not rows:
-        return None
-    elements = [_element_params(params, depths, j) for j in range(len(xs))]
+        return _read_by_each_sentence(xs, k, elements, depths, symbols,
+                                      leaves, reads, structure, what)
     read_list = _read_list(xs, elements, depths, *next(iter(reads.values())),
                            what)
     dense = [(j, e[0]) for j, e in enumerate(elements) if j != k]
@@ -170,3 +175,70 @@ def list_read_result(xs: list[Any], params: Any, leaves: list[Any],
 
     return _replayed_map(xs, k, xs[k], params, leaves, depths, structure,
                          what, replacements, rows, tuple(per_element))
+
+
+def _read_by_each_sentence(xs: list[Any], k: int, elements: list[list[Any]],
+                           depths: list[int], symbols: tuple[str, ...],
+                           leaves: list[Any], reads: dict[Array, tuple],
+                           structure: Any, what: str) -> Any:
+    """The map over *xs* whose results *leaves* are the dense results of
+    one map over its element's elements (a document's sentences) that
+    captured the *reads* whole (each sentence attending to its document's
+    question), rebuilt as that map over all elements of all elements, each
+    reading the list's element at its own element's index (a read of a
+    depth-2 map, which compiles), nested per element; None where the
+    results or the map's captured arrays are otherwise."""
+    from ftlazy.fractal import LoopResult, tree_unflatten
+    from ftlazy.fractal_access import _host, element_read_length, getitem
+    from ftlazy.fractal_element_views import _names_used
+    from ftlazy.fractal_tensor import JaggedMap, _map_nesting, jagged_map
+    from ftlazy.transform.jagged_element_reads import BodyReplay
+    element, outer = elements[k], xs[k].offsets[0]
+    loops = {leaf.loop for leaf in leaves if isinstance(leaf, LoopResult)}
+    if len(loops) != 1 or not all(isinstance(leaf, LoopResult)
+                                  for leaf in leaves):
+        return None
+    loop = loops.pop()
+    if not (isinstance(loop, JaggedMap) and len(loop.depths) == 1
+            and not loop.counted
+            and all(a is e for a, e in zip(loop.mapped_parts()[0][1],
+                                           element))):
+        return None
+    # (what the map captured: outer arrays, or computed from the reads
+    # alone, ys[i].T: computed again in the new map from its read)
+    params = {id(p) for e in elements for p in e}
+    read_nodes = set(reads) | set(_length_values(reads).values())
+    for c in loop.captured:
+        for n in topological_order([c], skip=read_nodes):
+            if id(n) in params or _names_used(n) & set(symbols):
+                return None
+    values, offsets, index = next(iter(reads.values()))
+    read_list = _read_list(xs, elements, depths, values, offsets, index, what)
+    sentences = Jagged(xs[k].values, xs[k].offsets[1:])
+    # (each sentence's element: the segment ids of the elements' offsets)
+    owner = _host("segment_ids", outer, (sentences.length,))
+    body = loop.body
+    n_element = len(body.params) - len(loop.captured)
+
+    def replayed(sentence: Array, j: Array) -> tuple:
+        read = getitem(read_list, j)
+        new_reads: dict[Any, Any] = {r: read for r in reads}
+        new_reads.update((value, element_read_length(read))
+                         for value in _length_values(reads).values())
+        read_renames = {r.shape[0].name: read.shape[0].name for r in reads}
+        captured = BodyReplay(new_reads, read_renames)
+        replace: dict[Any, Any] = {body.params[0]: sentence}
+        replace.update((p, captured(c)) for p, c in
+                       zip(body.params[n_element:], loop.captured))
+        replay = BodyReplay(replace, {loop.symbols[0][0]:
+                                      sentence.shape[0].name, **read_renames})
+        return tuple(replay(body.outputs[leaf.index]) for leaf in leaves)
+
+    _map_nesting[0] += 1
+    try:
+        # (element i of the read list is element i's: each sentence's is
+        # at its element's index)
+        flat = jagged_map(replayed, sentences, owner, what=what)
+    finally:
+        _map_nesting[0] -= 1
+    return tree_unflatten([Jagged(r, (outer,)) for r in flat], structure)

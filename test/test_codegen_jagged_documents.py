@@ -670,6 +670,14 @@ QUESTION_BODIES = {
                              d, _question_encoding(q) * q.shape[0]),
         lambda d, q: _rnn_over([s.sum(axis=0) for s in d],
                                _rnn_over(q) * len(q))),
+    # (each sentence attending to the question's tokens themselves: the
+    # map over the sentences runs over all sentences, each reading its
+    # document's question)
+    "attending": (
+        lambda d, q: ft.map(lambda s: ft.sum(ft.tanh(s @ W @ q.T))
+                            / ft.maximum(q.shape[0], 1), d),
+        lambda d, q: [np.tanh(s @ W @ q.T).sum() / max(len(q), 1)
+                      for s in d]),
 }
 
 
@@ -677,8 +685,9 @@ QUESTION_BODIES = {
 @pytest.mark.parametrize("body", list(QUESTION_BODIES))
 def test_documents_read_their_questions(docs, body, index):
     # a map over documents that reads another list's element at the
-    # document's index, through arrays of a static shape computed from it:
-    # those first, by a map over the read elements, zipped in; compiled
+    # document's index, through arrays of a static shape computed from it
+    # (those first, by a map over the read elements, zipped in) or in a
+    # map over its sentences (each sentence reads it); compiled
     questions = ft.make_jagged_placeholder("questions", (H,), np.float64,
                                            depth=2)
     lazy, reference = QUESTION_BODIES[body]
@@ -721,18 +730,18 @@ def test_questions_read_at_a_computed_index(docs):
             run(docs=data, questions=asked, picks=np.array([0, 2, 0, 0]))
 
 
-def test_sentences_attending_to_their_questions_tokens_run_on_the_host(docs):
-    # (the question's tokens themselves, of its own length, read by each
-    # sentence: not an array of a static shape; the map stays on the host)
+def test_per_token_results_reading_the_question_run_on_the_host(docs):
+    # (per-token results of each sentence, attending to the question's
+    # tokens: not one row per sentence; the map stays on the host)
     questions = ft.make_jagged_placeholder("questions", (H,), np.float64,
                                            depth=2)
     result = ft.map(lambda d, i: ft.map(
-        lambda s: ft.sum(ft.tanh(s @ questions[i].T)), d), docs,
+        lambda s: ft.tanh(s @ questions[i].T) @ questions[i], d), docs,
         ft.arange(docs.length))
     f = compile_on_host(result, "runs on the host")
-    data = documents("mixed", seed=18)
+    data = documents("mixed", seed=19)
     asked = [RNG.standard_normal((k, H)) for k in (1, 3, 0, 2)]
-    want = [[np.tanh(s @ q.T).sum() for s in d] for d, q in zip(data, asked)]
+    want = [[np.tanh(s @ q.T) @ q for s in d] for d, q in zip(data, asked)]
     nested_close(f(docs=data, questions=asked).tolist(), want)
 
 

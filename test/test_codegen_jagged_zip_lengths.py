@@ -79,6 +79,16 @@ def test_reduction_over_the_other_elements_rows(xs, ys):
         compiled(xs=x, ys=y[:1])
 
 
+def test_the_other_elements_length_as_a_value(xs, ys):
+    # (xs[i].shape[0] as a value, the mean of its rows: the zipped
+    # element's own length; it sent the map to the host before)
+    out = ft.map(lambda y, i: y * xs[i].shape[0] + ft.sum(xs[i], axis=0)
+                 / ft.maximum(xs[i].shape[0], 1), ys, pair_index(ys))
+    compiled = check_all_pairs(
+        out, lambda x, y: y * len(x) + x.sum(axis=0) / max(len(x), 1))
+    assert compiled.host_evaluated == ()
+
+
 def test_dense_result_from_a_computed_fractal_tensor(xs, ys):
     # the element read is of a map's result (jagged like xs); a per-pair
     # dense result mixing a max over the target's and the source's rows

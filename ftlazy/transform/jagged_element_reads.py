@@ -52,7 +52,8 @@ from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy import shapes as sh
 from ftlazy.fractal_access import (
-    DerivedSize, HostIndexArray, _checked, _select, element_read)
+    DerivedSize, HostIndexArray, _checked, _select, element_read,
+    element_read_length)
 from ftlazy.fractal_tensor import Jagged, JaggedMap
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import TypeCast, index_var
@@ -204,13 +205,19 @@ def _zipped(jmap: JaggedMap, reads: dict[Array, _Source]) -> JaggedMap:
     params = jmap.body.params
     new_params: dict[Array, BodyParam] = {}
     renames: dict[str, str] = {}
+    lengths: dict[Array, Array] = {}
     for read, source in reads.items():
         k = sources.index(source)
         renames[read.shape[0].name] = symbols[k]
         new_params[read] = BodyParam(
             n_elements + k, (prim.Variable(symbols[k]),) + read.shape[1:],
             read.dtype)
-    rewriter = _BodyRewriter(new_params, len(sources), n_elements, renames)
+        # (its length used as a value, ys[i].shape[0]: the new symbol)
+        value = element_read_length(read)
+        if value is not None:
+            lengths[value] = SizeParam(symbols[k])
+    rewriter = _BodyRewriter({**new_params, **lengths}, len(sources),
+                             n_elements, renames)
     body_params = [rewriter(p) for p in params]
     body_params[n_elements:n_elements] = list(dict.fromkeys(new_params.values()))
     body = Body(tuple(body_params),
