@@ -14,7 +14,10 @@ Workloads:
   counted from the whole document);
 * ``sentence filter``: the sums of each document's sentences whose sum is
   positive (``ft.filter(p, doc)``, a filter of the document's sentences,
-  then a map over those kept).
+  then a map over those kept);
+* ``question attention`` (its own table): each document has a question of
+  1-12 tokens, read at the document's index; each sentence's tokens
+  attend to it (``tanh(s @ q.T).sum(axis=1)``).
 
 Each is timed as a call with nested lists of numpy arrays (what a user
 passes; converted to the packed form at every call) and with a
@@ -117,6 +120,38 @@ def main() -> None:
     print_table(["workload", "map", "ftlazy (lists)", "ftlazy (JaggedArray)",
                  "numpy loop", "loop / lists", "loop / JaggedArray"], rows,
                 "warm calls, best of 9")
+
+    # (each document with a question of its own length, read at the
+    # document's index: each sentence attends to the question's tokens)
+    rng = np.random.default_rng(2)
+    asked = [rng.standard_normal((int(k), h)).astype(np.float32)
+             for k in rng.integers(1, 13, len(data))]
+    questions = ft.make_jagged_placeholder("questions", (h,), np.float32,
+                                           depth=2)
+    attention = ft.map(lambda d, i: ft.map(
+        lambda s: ft.sum(ft.tanh(s @ questions[i].T), axis=1), d),
+        docs, ft.arange(docs.length))
+
+    def numpy_attention(data, asked):
+        return [[np.tanh(s @ q.T).sum(axis=1) for s in d]
+                for d, q in zip(data, asked)]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ft.HostEvaluationWarning)
+        f = ft.compile(attention)
+    q_offsets = np.zeros(len(asked) + 1, np.int64)
+    np.cumsum([len(q) for q in asked], out=q_offsets[1:])
+    packed_questions = JaggedArray(np.concatenate(asked), q_offsets)
+    ready = best_of(lambda: f(docs=packed_docs, questions=packed_questions),
+                    repeat=9)
+    loop = best_of(lambda: numpy_attention(data, asked), repeat=9)
+    print_table(["workload", "map", "ftlazy (JaggedArray)", "numpy loop",
+                 "loop / ftlazy"],
+                [["question attention", "on the host" if caught else
+                  "compiled", fmt_seconds(ready.best), fmt_seconds(loop.best),
+                  f"{loop.best / ready.best:.2f}x"]],
+                "each sentence attends to its document's question (1-12 "
+                "tokens), warm, best of 9")
 
     leaves = [s for d in data for s in d]
     convert = best_of(lambda: JaggedArray.coerce(data, 3, (h,), np.float32,

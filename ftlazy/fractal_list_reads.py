@@ -22,9 +22,10 @@ body that returns one map over its document's sentences which reads the
 question whole (each sentence attending to the question's tokens) becomes
 that map over all sentences of all documents, each sentence reading the
 question at its document's index (a read that maps over depth 2 compile,
-see above), nested per document (:func:`_read_by_each_sentence`). Both
-evaluators run the rebuilt graph. Other bodies (per-token results reading
-the question, two lists read) stay as they are.
+see above), nested per document (:func:`_read_by_each_sentence`; its
+results a row per sentence or per token). Both evaluators run the rebuilt
+graph. Other bodies (a question read besides such a map, two lists read)
+stay as they are.
 
 .. autofunction:: list_read_result
 """
@@ -32,6 +33,8 @@ the question, two lists read) stay as they are.
 from __future__ import annotations
 
 from typing import Any
+
+import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, SizeParam
@@ -188,15 +191,15 @@ def _read_by_each_sentence(xs: list[Any], k: int, elements: list[list[Any]],
     reading the list's element at its own element's index (a read of a
     depth-2 map, which compiles), nested per element; None where the
     results or the map's captured arrays are otherwise."""
-    from ftlazy.fractal import LoopResult, tree_unflatten
+    from ftlazy.fractal import tree_unflatten
     from ftlazy.fractal_access import _host, element_read_length, getitem
     from ftlazy.fractal_element_views import _names_used
     from ftlazy.fractal_tensor import JaggedMap, _map_nesting, jagged_map
     from ftlazy.transform.jagged_element_reads import BodyReplay
     element, outer = elements[k], xs[k].offsets[0]
-    loops = {leaf.loop for leaf in leaves if isinstance(leaf, LoopResult)}
-    if len(loops) != 1 or not all(isinstance(leaf, LoopResult)
-                                  for leaf in leaves):
+    results = [_sentence_map_result(leaf, element) for leaf in leaves]
+    loops = {r.loop for r in results if r is not None}
+    if len(loops) != 1 or None in results:
         return None
     loop = loops.pop()
     if not (isinstance(loop, JaggedMap) and len(loop.depths) == 1
@@ -232,7 +235,7 @@ def _read_by_each_sentence(xs: list[Any], k: int, elements: list[list[Any]],
                        zip(body.params[n_element:], loop.captured))
         replay = BodyReplay(replace, {loop.symbols[0][0]:
                                       sentence.shape[0].name, **read_renames})
-        return tuple(replay(body.outputs[leaf.index]) for leaf in leaves)
+        return tuple(replay(body.outputs[r.index]) for r in results)
 
     _map_nesting[0] += 1
     try:
@@ -241,4 +244,29 @@ def _read_by_each_sentence(xs: list[Any], k: int, elements: list[list[Any]],
         flat = jagged_map(replayed, sentences, owner, what=what)
     finally:
         _map_nesting[0] -= 1
-    return tree_unflatten([Jagged(r, (outer,)) for r in flat], structure)
+    return tree_unflatten([Jagged(r.values, (outer,) + r.offsets)
+                           if isinstance(r, Jagged) else Jagged(r, (outer,))
+                           for r in flat], structure)
+
+
+def _sentence_map_result(leaf: Any, element: list[Any]) -> Any:
+    """The result of a map over the *element*'s elements that *leaf* is:
+    itself (a row per element of the element), or the values of a
+    FractalTensor over the element's own offsets (rows of each element's
+    length); else None."""
+    from ftlazy.array import IndexLambda
+    from ftlazy.fractal import LoopResult
+    from ftlazy.scalar_expr import index_var
+    if isinstance(leaf, LoopResult):
+        return leaf
+    if not (isinstance(leaf, Jagged) and len(leaf.offsets) == 1
+            and isinstance(leaf.values, LoopResult) and len(element) == 2):
+        return None
+    offsets = leaf.offsets[0]
+    if offsets is element[1] or (
+            isinstance(offsets, IndexLambda)
+            and isinstance(offsets.expr, prim.Subscript)
+            and offsets.expr.index == index_var(0)
+            and offsets.bindings.get(offsets.expr.aggregate.name) is element[1]):
+        return leaf.values
+    return None

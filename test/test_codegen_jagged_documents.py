@@ -678,6 +678,10 @@ QUESTION_BODIES = {
                             / ft.maximum(q.shape[0], 1), d),
         lambda d, q: [np.tanh(s @ W @ q.T).sum() / max(len(q), 1)
                       for s in d]),
+    # (and a row per token: results of each sentence's length)
+    "attended_tokens": (
+        lambda d, q: ft.map(lambda s: ft.tanh(s @ q.T) @ q, d),
+        lambda d, q: [np.tanh(s @ q.T) @ q for s in d]),
 }
 
 
@@ -728,21 +732,6 @@ def test_questions_read_at_a_computed_index(docs):
                                        picks=chosen), want, atol=1e-12)
         with pytest.raises(IndexError, match="out of range"):
             run(docs=data, questions=asked, picks=np.array([0, 2, 0, 0]))
-
-
-def test_per_token_results_reading_the_question_run_on_the_host(docs):
-    # (per-token results of each sentence, attending to the question's
-    # tokens: not one row per sentence; the map stays on the host)
-    questions = ft.make_jagged_placeholder("questions", (H,), np.float64,
-                                           depth=2)
-    result = ft.map(lambda d, i: ft.map(
-        lambda s: ft.tanh(s @ questions[i].T) @ questions[i], d), docs,
-        ft.arange(docs.length))
-    f = compile_on_host(result, "runs on the host")
-    data = documents("mixed", seed=19)
-    asked = [RNG.standard_normal((k, H)) for k in (1, 3, 0, 2)]
-    want = [[np.tanh(s @ q.T) @ q for s in d] for d, q in zip(data, asked)]
-    nested_close(f(docs=data, questions=asked).tolist(), want)
 
 
 def test_two_views_not_joined_run_on_the_host(docs):
