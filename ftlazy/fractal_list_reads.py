@@ -184,18 +184,22 @@ def _read_by_each_sentence(xs: list[Any], k: int, elements: list[list[Any]],
                            depths: list[int], symbols: tuple[str, ...],
                            leaves: list[Any], reads: dict[Array, tuple],
                            structure: Any, what: str) -> Any:
-    """The map over *xs* whose results *leaves* are the dense results of
-    one map over its element's elements (a document's sentences) that
-    captured the *reads* whole (each sentence attending to its document's
-    question), rebuilt as that map over all elements of all elements, each
-    reading the list's element at its own element's index (a read of a
-    depth-2 map, which compiles), nested per element; None where the
-    results or the map's captured arrays are otherwise."""
+    """The map over *xs* (its FractalTensor of depth 3) whose results
+    *leaves* are those of one map over its element's elements (a
+    document's sentences: a row per sentence, or rows of its length) that
+    captured the *reads* whole or arrays computed from them alone (each
+    sentence attending to its document's question), rebuilt as that map
+    over all sentences of all documents, each reading the list's element
+    at its document's index (a read in a map over depth 2, which
+    compiles), nested per document; None where the results or the map's
+    captured arrays are otherwise."""
     from ftlazy.fractal import tree_unflatten
     from ftlazy.fractal_access import _host, element_read_length, getitem
     from ftlazy.fractal_element_views import _names_used
     from ftlazy.fractal_tensor import JaggedMap, _map_nesting, jagged_map
     from ftlazy.transform.jagged_element_reads import BodyReplay
+    if depths[k] != 3:
+        return None
     element, outer = elements[k], xs[k].offsets[0]
     results = [_sentence_map_result(leaf, element) for leaf in leaves]
     loops = {r.loop for r in results if r is not None}
