@@ -139,9 +139,7 @@ def main() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ft.HostEvaluationWarning)
         f = ft.compile(attention)
-    q_offsets = np.zeros(len(asked) + 1, np.int64)
-    np.cumsum([len(q) for q in asked], out=q_offsets[1:])
-    packed_questions = JaggedArray(np.concatenate(asked), q_offsets)
+    packed_questions = JaggedArray.from_list(asked, (h,), np.float32, depth=2)
     ready = best_of(lambda: f(docs=packed_docs, questions=packed_questions),
                     repeat=9)
     loop = best_of(lambda: numpy_attention(data, asked), repeat=9)

@@ -42,9 +42,7 @@ def main() -> None:
     lengths = rng.integers(0, 64, args.sequences)
     data = [rng.standard_normal((int(k), h)).astype(np.float32)
             for k in lengths]
-    offsets = np.zeros(len(data) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    packed = ft.JaggedArray(np.concatenate(data), offsets)
+    packed = ft.JaggedArray.from_list(data, (h,), np.float32, depth=2)
     w = (rng.standard_normal((h, h)) * 0.1).astype(np.float32)
     print(f"{len(data)} sequences, {int(lengths.sum())} rows, H={h}, float32")
 

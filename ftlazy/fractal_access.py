@@ -79,6 +79,8 @@ and values directly.
 .. autofunction:: derived_size
 .. autofunction:: element_read
 .. autofunction:: element_read_length
+.. autofunction:: read_replacements
+.. autofunction:: elements_at
 .. autofunction:: check_body_results
 .. autofunction:: map_rows_as_lists
 .. autofunction:: getitem
@@ -111,7 +113,7 @@ from ftlazy.shapes import Shape, ShapeComponent
 
 __all__ = ["DerivedSize", "HostIndexArray", "ElementRead", "DERIVED_SIZE_PREFIX",
            "derived_size", "element_read", "element_read_length",
-           "check_body_results",
+           "read_replacements", "elements_at", "check_body_results",
            "map_rows_as_lists", "getitem", "gather", "join",
            "product", "repeat", "filter"]
 
@@ -240,6 +242,29 @@ def element_read_length(node: Array) -> Array | None:
     :func:`element_read`), or None."""
     size = node.bindings.get(f"_ft_size_{node.shape[0].name}")
     return size.value if isinstance(size, DerivedSize) else None
+
+
+def read_replacements(reads: Any, new: Array) -> tuple[dict, dict]:
+    """What a replay of a body (see
+    :class:`ftlazy.transform.jagged_element_reads.BodyReplay`) that read
+    elements as the nodes *reads* (:func:`element_read`) puts in their
+    place to read *new* instead (an element of a new loop, or another
+    read): each read and each read's length used as a value, and the
+    renames of the reads' length names to *new*'s."""
+    length = element_read_length(new) if isinstance(new, IndexLambda) else None
+    if length is None:
+        length = SizeParam(new.shape[0].name)
+    replace: dict[Any, Any] = {read: new for read in reads}
+    replace.update((value, length) for read in reads
+                   if (value := element_read_length(read)) is not None)
+    return replace, {read.shape[0].name: new.shape[0].name for read in reads}
+
+
+def elements_at(xs: Jagged, indices: Array) -> Jagged:
+    """The elements *indices* (1-D int64) of *xs*'s outer list, as ``xs[i]``
+    reads one: negative ones count from the end, and one out of range
+    raises :class:`IndexError` at run time."""
+    return _select(xs, _checked(indices, xs.length, "FractalTensor index"))
 
 
 def _check_range(indices: np.ndarray, n: int, what: str) -> None:

@@ -37,7 +37,7 @@ from typing import Any
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, SizeParam
+from ftlazy.array import Array
 from ftlazy.fractal_tensor import Jagged, jagged_parts
 from ftlazy.node import Node, iter_children, topological_order
 
@@ -115,7 +115,7 @@ def _read_list(xs: list[Any], elements: list[list[Any]], depths: list[int],
                what: str) -> Jagged:
     """The list whose element ``i`` the map's element ``i`` reads as the
     element *index* of the FractalTensor of *values* and *offsets*."""
-    from ftlazy.fractal_access import _checked, _select
+    from ftlazy.fractal_access import elements_at
     from ftlazy.fractal_element_views import _computed_per_element
     from ftlazy.transform.jagged_element_reads import _is_own_index
     listed = Jagged(values, (offsets,))
@@ -125,8 +125,7 @@ def _read_list(xs: list[Any], elements: list[list[Any]], depths: list[int],
     if own and sh.prove_equal(listed.length, n):
         return listed
     (indices,) = _computed_per_element(xs, elements, [index], what)
-    return _select(listed, _checked(indices, listed.length,
-                                    "FractalTensor index"))
+    return elements_at(listed, indices)
 
 
 def list_read_result(xs: list[Any], params: Any, leaves: list[Any],
@@ -138,6 +137,7 @@ def list_read_result(xs: list[Any], params: Any, leaves: list[Any],
     list's element through arrays of a static shape alone, rebuilt with
     those computed first (see the module docs); None where it does not
     apply."""
+    from ftlazy.fractal_access import read_replacements
     from ftlazy.fractal_element_views import (
         _element_params, _replayed_map, _result_parts)
     from ftlazy.fractal_tensor import jagged_map
@@ -163,11 +163,9 @@ def list_read_result(xs: list[Any], params: Any, leaves: list[Any],
     def computed(read: Array, *inputs: Any) -> tuple:
         replace: dict[Any, Any] = {old: new for (_, old), new
                                    in zip(dense, inputs)}
-        replace.update((r, read) for r in reads)
-        length = read.shape[0].name
-        replace.update((value, SizeParam(length))
-                       for value in _length_values(reads).values())
-        replay = BodyReplay(replace, {r.shape[0].name: length for r in reads})
+        read_replace, renames = read_replacements(reads, read)
+        replace.update(read_replace)
+        replay = BodyReplay(replace, renames)
         return tuple(replay(a) for a in rows)
 
     per_element = jagged_map(computed, read_list, *(xs[j] for j, _ in dense),
@@ -194,7 +192,7 @@ def _read_by_each_sentence(xs: list[Any], k: int, elements: list[list[Any]],
     compiles), nested per document; None where the results or the map's
     captured arrays are otherwise."""
     from ftlazy.fractal import tree_unflatten
-    from ftlazy.fractal_access import _host, element_read_length, getitem
+    from ftlazy.fractal_access import _host, getitem, read_replacements
     from ftlazy.fractal_element_views import _names_used
     from ftlazy.fractal_tensor import JaggedMap, _map_nesting, jagged_map
     from ftlazy.transform.jagged_element_reads import BodyReplay
@@ -228,11 +226,8 @@ def _read_by_each_sentence(xs: list[Any], k: int, elements: list[list[Any]],
     n_element = len(body.params) - len(loop.captured)
 
     def replayed(sentence: Array, j: Array) -> tuple:
-        read = getitem(read_list, j)
-        new_reads: dict[Any, Any] = {r: read for r in reads}
-        new_reads.update((value, element_read_length(read))
-                         for value in _length_values(reads).values())
-        read_renames = {r.shape[0].name: read.shape[0].name for r in reads}
+        new_reads, read_renames = read_replacements(
+            reads, getitem(read_list, j))
         captured = BodyReplay(new_reads, read_renames)
         replace: dict[Any, Any] = {body.params[0]: sentence}
         replace.update((p, captured(c)) for p, c in

@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, SizeParam
+from ftlazy.array import Array
 from ftlazy.fractal import BodyParam, Scan, tree_flatten, tree_unflatten
 from ftlazy.node import topological_order
 
@@ -73,7 +73,7 @@ def _read_list(loop: Scan, values: BodyParam, offsets: BodyParam,
     ``xs[index]``, *xs* the FractalTensor of the captured *values* and
     *offsets* (see the module docs)."""
     from ftlazy.fractal import map as ft_map
-    from ftlazy.fractal_access import _checked, _select
+    from ftlazy.fractal_access import elements_at
     from ftlazy.fractal_tensor import Jagged
     from ftlazy.transform.batch import batch_maps
     from ftlazy.transform.jagged_element_reads import BodyReplay
@@ -95,7 +95,7 @@ def _read_list(loop: Scan, values: BodyParam, offsets: BodyParam,
         steps = batch_maps(steps)
     except NotImplementedError:
         pass
-    return _select(xs, _checked(steps, xs.length, "FractalTensor index"))
+    return elements_at(xs, steps)
 
 
 def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
@@ -104,7 +104,7 @@ def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
     over the FractalTensor elements its step reads, zipped with its
     sequences (see the module docs); None where its step reads none, or
     elements of two lists or at two indices."""
-    from ftlazy.fractal_access import element_read_length
+    from ftlazy.fractal_access import element_read_length, read_replacements
     from ftlazy.jagged_scan_outer import jagged_scan
     from ftlazy.transform.jagged_element_reads import BodyReplay
     reads = _step_reads(loop)
@@ -130,11 +130,9 @@ def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
         replace: dict[Any, Any] = dict(zip(carries, tree_flatten(carry)[0]))
         replace.update((p, row) for (p, _), row in zip(kept, rows))
         replace.update(zip(params[first:], loop.captured))
-        replace.update((read, element) for read in reads)
-        length = element.shape[0].name
-        replace.update((value, SizeParam(length)) for value in lengths.values())
-        replay = BodyReplay(replace, {read.shape[0].name: length
-                                      for read in reads})
+        read_replace, renames = read_replacements(reads, element)
+        replace.update(read_replace)
+        replay = BodyReplay(replace, renames)
         return tree_unflatten([replay(o) for o in loop.body.outputs],
                               init_structure)
 

@@ -330,6 +330,10 @@ def test_element_views_need_lists_of_lists():
     with pytest.raises(ValueError, match=r"element_slices needs a "
                        r"FractalTensor of depth >= 3, got .*depth=2"):
         element_slices(xs, slice(1, None))
+    docs = ft.make_jagged_placeholder("docs", (2,), np.float64, depth=3)
+    with pytest.raises(ValueError, match="element_slices needs at least "
+                       "one slice"):
+        element_slices(docs)
     with pytest.raises(ValueError, match=r"element_leaves needs a "
                        r"FractalTensor of depth >= 3, got .*depth=2"):
         element_leaves(xs)

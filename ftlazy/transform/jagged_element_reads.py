@@ -50,10 +50,9 @@ import pymbolic.primitives as prim
 
 from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult
-from ftlazy import shapes as sh
 from ftlazy.fractal_access import (
-    DerivedSize, HostIndexArray, _checked, _select, element_read,
-    element_read_length)
+    DerivedSize, HostIndexArray, element_read, element_read_length,
+    elements_at)
 from ftlazy.fractal_tensor import Jagged, JaggedMap
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import TypeCast, index_var
@@ -262,9 +261,7 @@ def _read_list(values: Array, offsets: Array, indices: Array | None
     raises it)."""
     if indices is None:
         return values, offsets
-    n = sh.sub(offsets.shape[0], 1)
-    picked = _select(Jagged(values, (offsets,)),
-                     _checked(indices, n, "FractalTensor index"))
+    picked = elements_at(Jagged(values, (offsets,)), indices)
     return picked.values, picked.offsets[0]
 
 
