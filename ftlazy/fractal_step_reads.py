@@ -22,13 +22,20 @@ other index computed from the step's elements and arrays captured from
 outside (``ft.maximum(t - 1, 0)``, ``perm[t]``), it is ``ft.gather(xs,
 J)``, ``J`` the index computed for every step first by a map over the
 loop's sequences. An index out of range raises :class:`IndexError` at run
-time, as the reference does. A step that reads elements of two lists, or
-of one list at two indices, reads elements of different lengths, which the
-elements of one loop over FractalTensors cannot have (they share their
-sizes); such steps, reads whose index uses a carry or a size or index
-computed in the body, and reads of depth-3 FractalTensors (whose element
-is a FractalTensor) are left as they are (a loop that runs on the host
-when compiled).
+time, as the reference does.
+
+A step that reads elements of two lists, or of one list at two indices,
+reads elements of different lengths, which the elements of one loop over
+FractalTensors cannot have (they share their sizes). Where the step uses
+all but one of them only through arrays of a static shape computed from
+them (and from its sequences and captured arrays, not from its carries:
+``ft.sum(ys[t], axis=0)``, an attention of ``ys[t]`` to a fixed query),
+those arrays are computed first, for every step, by a map over the
+elements read (:func:`_rows_per_step`), and the loop is rebuilt over the
+one element left with them zipped as dense sequences. Other such steps,
+reads whose index uses a carry or a size or index computed in the body,
+and reads of depth-3 FractalTensors (whose element is a FractalTensor)
+are left as they are (a loop that runs on the host when compiled).
 
 .. autofunction:: zipped_step_reads
 """
@@ -40,7 +47,7 @@ from typing import Any
 from ftlazy import shapes as sh
 from ftlazy.array import Array
 from ftlazy.fractal import BodyParam, Scan, tree_flatten, tree_unflatten
-from ftlazy.node import topological_order
+from ftlazy.node import Node, iter_children, topological_order
 
 __all__ = ["zipped_step_reads"]
 
@@ -98,21 +105,141 @@ def _read_list(loop: Scan, values: BodyParam, offsets: BodyParam,
     return elements_at(xs, steps)
 
 
+def _grouped(reads: dict[Array, tuple]) -> dict[tuple, list[Array]]:
+    """The *reads* by what they read: ``(values, offsets, index)`` -> the
+    nodes that read it."""
+    groups: dict[tuple, list[Array]] = {}
+    for read, found in reads.items():
+        groups.setdefault(found, []).append(read)
+    return groups
+
+
+def _names_in_bodies(n: Node) -> set[str]:
+    """The sizes that the nodes of *n*'s loop bodies (nested ones too) use
+    by name."""
+    from ftlazy.fractal_element_views import _names_used
+    names: set[str] = set()
+    for field in getattr(n, "_body_fields", ()):
+        for m in topological_order(list(getattr(n, field).outputs)):
+            names |= _names_used(m) | _names_in_bodies(m)
+    return names
+
+
+def _static_rows(loop: Scan, groups: dict[tuple, list[Array]],
+                 kept: tuple) -> dict[tuple, list[Array]] | None:
+    """For each group of reads but *kept*: the arrays of a static shape
+    computed from its reads alone (with the step's sequences and captured
+    arrays) that the rest of the step reads, or returns. None where a
+    group's reads, or their lengths, are used otherwise (with a carry,
+    with another group's reads, in a shape)."""
+    from ftlazy.fractal_access import (
+        DERIVED_SIZE_PREFIX, DerivedSize, element_read_length)
+    from ftlazy.fractal_element_views import _names_used
+    carries = {id(p) for p in loop.body.params[:loop.num_carries]}
+    source: dict[Node, Any] = {}
+    lengths: dict[str, Any] = {}
+    for key, nodes in groups.items():
+        for read in nodes:
+            source[read] = key
+            lengths[read.shape[0].name] = key
+            value = element_read_length(read)
+            if value is not None:
+                source[value] = key
+    outputs = list(loop.body.outputs)
+    # (what each node is computed from: groups, and the carries as None)
+    origin: dict[Node, frozenset] = {}
+    for n in topological_order(outputs):
+        if n in source:
+            origin[n] = frozenset({source[n]})
+            continue
+        found = {lengths[name] for name in (_names_used(n)
+                                            | _names_in_bodies(n)) & set(lengths)}
+        if id(n) in carries:
+            found.add(None)
+        for c in iter_children(n):
+            found |= origin[c]
+        origin[n] = frozenset(found)
+    rows: dict[tuple, list[Array]] = {key: [] for key in groups if key != kept}
+    for n in topological_order(outputs):
+        users = [c for c in iter_children(n) if len(origin[n]) > 1]
+        for c in users + [o for o in outputs if o is n]:
+            (key,) = origin[c] if len(origin[c]) == 1 else (None,)
+            if key in rows and c not in rows[key]:
+                rows[key].append(c)
+    for key, found in rows.items():
+        for f in found:
+            if (f in source or not isinstance(f, Array)
+                    or isinstance(f, DerivedSize)
+                    or any(name.startswith(DERIVED_SIZE_PREFIX)
+                           for name in sh.shape_size_param_names(f.shape))):
+                return None
+        if not found:
+            return None
+    return rows
+
+
+def _rows_per_step(loop: Scan, key: tuple, reads: list[Array],
+                   rows: list[Array], what: str) -> tuple[Array, ...]:
+    """The arrays *rows*, computed from the *reads* of the element *key*,
+    for every step at once: a map over the elements the steps read, zipped
+    with the loop's sequences; each ``(n, *row.shape)``."""
+    from ftlazy.fractal_access import read_replacements
+    from ftlazy.fractal_tensor import jagged_map
+    from ftlazy.transform.jagged_element_reads import BodyReplay
+    params = loop.body.params
+    first = loop.num_carries + loop.num_scanned
+
+    def computed(element: Array, *steps: Any) -> tuple:
+        replace: dict[Any, Any] = dict(zip(params[loop.num_carries:first],
+                                           steps))
+        replace.update(zip(params[first:], loop.captured))
+        read_replace, renames = read_replacements(reads, element)
+        replace.update(read_replace)
+        replay = BodyReplay(replace, renames)
+        return tuple(replay(r) for r in rows)
+
+    return tuple(jagged_map(computed, _read_list(loop, *key), *loop.scanned,
+                            what=what))
+
+
+def _split_reads(loop: Scan, reads: dict[Array, tuple]
+                 ) -> tuple[tuple, dict[tuple, list[Array]]] | None:
+    """The element the rebuilt loop zips (one of the *reads*' keys, see
+    :func:`_grouped`) and, for each other, the arrays of a static shape
+    the step computes from its reads (see :func:`_static_rows`), or None."""
+    groups = _grouped(reads)
+    for kept in groups:
+        rows = _static_rows(loop, groups, kept)
+        if rows is not None:
+            return kept, rows
+    return None
+
+
 def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
     """The results of *loop* (a ``scan``, ``fold`` or ``reduce``, as
     *what* names it, whose carries have *init_structure*) rebuilt as a loop
     over the FractalTensor elements its step reads, zipped with its
     sequences (see the module docs); None where its step reads none, or
-    elements of two lists or at two indices."""
+    elements of two lists or at two indices used other than through arrays
+    of a static shape."""
     from ftlazy.fractal_access import element_read_length, read_replacements
     from ftlazy.jagged_scan_outer import jagged_scan
     from ftlazy.transform.jagged_element_reads import BodyReplay
-    reads = _step_reads(loop)
-    if len(set(reads.values())) != 1:
+    all_reads = _step_reads(loop)
+    if not all_reads:
+        return None
+    split = _split_reads(loop, all_reads)
+    if split is None:
         # (the elements of a loop over FractalTensors share their lengths:
         # two lists, or one at two indices, would need one each)
         return None
-    elements = _read_list(loop, *next(iter(reads.values())))
+    kept, rows = split
+    reads = {read: found for read, found in all_reads.items() if found == kept}
+    elements = _read_list(loop, *kept)
+    # (the other reads' arrays, computed for every step first)
+    computed = [(old, new) for key, found in rows.items()
+                for old, new in zip(found, _rows_per_step(
+                    loop, key, _grouped(all_reads)[key], found, what))]
     # (each read, and its length where the body uses it as a value)
     lengths = {read: element_read_length(read) for read in reads}
     lengths = {read: n for read, n in lengths.items() if n is not None}
@@ -121,15 +248,18 @@ def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
     first = loop.num_carries + loop.num_scanned
     # (sequences that the step reads besides the reads' indices)
     used = {id(n) for n in topological_order(
-        list(loop.body.outputs), skip=set(reads) | set(lengths.values()))}
-    kept = [(p, seq) for p, seq in zip(params[loop.num_carries:first],
-                                       loop.scanned) if id(p) in used]
+        list(loop.body.outputs), skip=set(reads) | set(lengths.values())
+        | {old for old, _ in computed})}
+    kept_seqs = [(p, seq) for p, seq in zip(params[loop.num_carries:first],
+                                            loop.scanned) if id(p) in used]
 
     def step(carry: Any, x: tuple) -> Any:
-        element, rows = x[0], x[1:]
+        element = x[0]
+        others, rows_now = x[1:1 + len(computed)], x[1 + len(computed):]
         replace: dict[Any, Any] = dict(zip(carries, tree_flatten(carry)[0]))
-        replace.update((p, row) for (p, _), row in zip(kept, rows))
+        replace.update((p, row) for (p, _), row in zip(kept_seqs, rows_now))
         replace.update(zip(params[first:], loop.captured))
+        replace.update((old, row) for (old, _), row in zip(computed, others))
         read_replace, renames = read_replacements(reads, element)
         replace.update(read_replace)
         replay = BodyReplay(replace, renames)
@@ -137,5 +267,6 @@ def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
                               init_structure)
 
     init = tree_unflatten(list(loop.inits), init_structure)
-    return jagged_scan(step, (elements, *(seq for _, seq in kept)), init,
+    return jagged_scan(step, (elements, *(new for _, new in computed),
+                              *(seq for _, seq in kept_seqs)), init,
                        loop.keep_all, what)

@@ -119,18 +119,89 @@ def test_steps_reading_at_a_permutation(xs):
                xs=_lists(lengths, k), perm=order)
 
 
-def test_steps_reading_two_lists_run_on_the_host(xs):
+def _sums(s):
+    return s.sum(axis=0)
+
+
+#: steps reading elements of two lists, or of one list at two indices:
+#: (lazy step of (h, t, xs, ys, n), reference step of (h, t, x, y)), all
+#: but one read used through arrays of a static shape
+TWO_READS = {
+    # (ys[t] through its sum; xs[t] with the carry)
+    "sum_of_the_other": (
+        lambda h, t, xs, ys, n: _rnn(h, xs[t]) - ft.sum(ys[t], axis=0),
+        lambda h, t, x, y: _step(h, x[t]) - _sums(y[t])),
+    # (the other list read with the carry, xs[t] through its sum)
+    "other_with_the_carry": (
+        lambda h, t, xs, ys, n: _rnn(h, ys[t]) * ft.sum(xs[t] ** 2),
+        lambda h, t, x, y: _step(h, y[t]) * (x[t] ** 2).sum()),
+    # (one list at two indices; the row reads the step's index and W)
+    "previous_element": (
+        lambda h, t, xs, ys, n: _rnn(h, xs[t]) + ft.sum(
+            xs[ft.maximum(t - 1, 0)] @ W, axis=0) * t.astype(np.float64),
+        lambda h, t, x, y: _step(h, x[t]) + _sums(x[max(t - 1, 0)] @ W) * t),
+    # (the other element's mean, its length as a value; three reads)
+    "mean_and_a_third": (
+        lambda h, t, xs, ys, n: _rnn(h, xs[t]) * ft.sum(ys[t], axis=0)
+        / ft.maximum(ys[t].shape[0], 1) + ft.sum(ys[n - 1 - t], axis=0),
+        lambda h, t, x, y: _step(h, x[t]) * _sums(y[t]) / max(len(y[t]), 1)
+        + _sums(y[-1 - t])),
+}
+
+
+@pytest.mark.parametrize("body", list(TWO_READS))
+@pytest.mark.parametrize("keep_all", [False, True])
+def test_steps_reading_two_elements(xs, body, keep_all):
+    # (all but one element read through arrays of a static shape: those
+    # computed for every step first, a loop over the other element)
+    lazy, reference = TWO_READS[body]
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    loop = ft.scan if keep_all else ft.fold
+    result = loop(lambda h, t: lazy(h, t, xs, ys, xs.length),
+                  ft.arange(xs.length), ft.zeros(H))
+
+    def want(xs, ys):
+        h, states = np.zeros(H), []
+        for t in range(len(xs)):
+            h = reference(h, t, xs, ys)
+            states.append(h)
+        return np.array(states).reshape(-1, H) if keep_all else h
+
+    for k, (lengths, others) in enumerate([([3, 0, 2], [1, 4, 0]), ([1], [2]),
+                                           ([], []), ([0, 0], [0, 3])]):
+        inputs = {"xs": _lists(lengths, k), "ys": _lists(others, k + 7)}
+        if body == "previous_element":
+            _check(result, lambda xs: want(xs, None), xs=inputs["xs"])
+        else:
+            _check(result, want, **inputs)
+
+
+def test_a_second_list_shorter_than_the_loop_raises(xs):
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    result = ft.fold(lambda h, t: _rnn(h, xs[t]) - ft.sum(ys[t], axis=0),
+                     ft.arange(xs.length), ft.zeros(H))
+    for run in (_compiled(result), lambda **a: ft.evaluate_numpy(result, **a)):
+        with pytest.raises(IndexError, match="index 2 is out of range"):
+            run(xs=_lists([1, 2, 3], 0), ys=_lists([1, 1], 1))
+
+
+@pytest.mark.parametrize("body", [
+    # (both elements read with the carry: each row times h)
+    lambda h, t, xs, ys: ft.tanh(h + ft.sum(xs[t] @ h) + ft.sum(ys[t] @ h)),
+    # (the two elements in one array: two lengths in one shape)
+    lambda h, t, xs, ys: _rnn(h, ft.concatenate([xs[t], ys[t]])),
+])
+def test_steps_reading_two_elements_with_the_carry_run_on_the_host(xs, body):
     # (elements of two lists per step have two lengths, which one loop over
     # FractalTensors cannot give its elements: the loop stays, on the host)
     ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
-    both = ft.fold(lambda h, t: _rnn(h, xs[t]) - ft.sum(ys[t], axis=0),
-                   ft.arange(xs.length), ft.zeros(H))
+    both = ft.fold(lambda h, t: body(h, t, xs, ys), ft.arange(xs.length),
+                   ft.zeros(H))
     f = compile_on_host(both, "data-dependent size")
     data, other = _lists([3, 0, 2], 1), _lists([1, 4, 0], 2)
-    want = np.zeros(H)
-    for s, y in zip(data, other):
-        want = _step(want, s) - y.sum(axis=0)
-    np.testing.assert_allclose(f(xs=data, ys=other), want, atol=1e-12)
+    np.testing.assert_allclose(f(xs=data, ys=other),
+                               ft.evaluate_numpy(both, xs=data, ys=other),
+                               atol=1e-12)
 
 
 def test_a_sequence_of_indices_and_bundled_carries(xs):

@@ -67,15 +67,23 @@ class _ScalarEvaluator(ExprMapper):
         self.env = env
         self.axis_of: dict[str, int] = {}
         self.extent: list[int] = []
+        #: (index name, number of axes) -> its grid (a reduction's names
+        #: are bound to one extent while it runs; outer grids gain axes)
+        self._grids: dict[tuple[str, int], np.ndarray] = {}
         for i, n in enumerate(out_shape):
             self.axis_of[f"_{i}"] = i
             self.extent.append(n)
 
     def _grid(self, name: str) -> np.ndarray:
-        axis = self.axis_of[name]
-        shape = [1] * len(self.extent)
-        shape[axis] = self.extent[axis]
-        return np.arange(self.extent[axis], dtype=np.int64).reshape(shape)
+        key = (name, len(self.extent))
+        grid = self._grids.get(key)
+        if grid is None:
+            axis = self.axis_of[name]
+            shape = [1] * len(self.extent)
+            shape[axis] = self.extent[axis]
+            grid = np.arange(self.extent[axis], dtype=np.int64).reshape(shape)
+            self._grids[key] = grid
+        return grid
 
     def map_constant(self, expr: Any) -> Any:
         return expr
@@ -96,7 +104,13 @@ class _ScalarEvaluator(ExprMapper):
         if array.size == 0:
             shape = np.broadcast_shapes(*[i.shape for i in idx]) if idx else ()
             return np.zeros(shape, array.dtype)
-        # out-of-range reads only happen in If branches that are not taken
+        # out-of-range reads only happen in If branches that are not taken:
+        # clipped ("clip" modes: one C call each, not numpy.clip's wrapper)
+        if len(idx) == 1 and array.ndim == 1:
+            return array.take(idx[0], mode="clip")
+        if len(idx) == array.ndim:
+            return array.take(np.ravel_multi_index(idx, array.shape,
+                                                   mode="clip"))
         idx = [np.clip(i, 0, n - 1) for i, n in zip(idx, array.shape)]
         return array[tuple(idx)]
 
@@ -219,6 +233,9 @@ class _ScalarEvaluator(ExprMapper):
             for name, _, _ in expr.bounds:
                 del self.axis_of[name]
             del self.extent[outer_ndim:]
+            # (another reduction may bind these names to other extents)
+            self._grids = {k: g for k, g in self._grids.items()
+                           if k[1] <= outer_ndim}
 
 
 def _slice(idx: NormalizedSlice, env: Mapping[str, int]) -> slice:
