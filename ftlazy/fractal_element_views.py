@@ -70,7 +70,7 @@ import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
-from ftlazy.fractal_slice_views import element_slices, element_view
+from ftlazy.fractal_slice_views import element_slices, element_views
 from ftlazy.fractal_tensor import Jagged, is_element, jagged_parts
 from ftlazy.node import LeakedArrayError, Node, iter_children, topological_order
 from ftlazy.scalar_expr import get_variable_names, index_var
@@ -93,19 +93,19 @@ def _element_params(params: Any, depths: list[int], k: int) -> list[Any]:
     return list(params[pos:pos + (depths[k] - 1 if depths[k] >= 3 else 1)])
 
 
-def _the_slice(parts: list[Array], element: list[Any],
-               symbols: tuple[str, ...]) -> tuple | None:
-    """The one slice view of the traced *element* (its flat parameters)
-    that the result *parts* read (see :func:`.fractal_slice_views.element_view`):
-    its pieces, its parts by part number, and the renames of its sizes to
-    the element's *symbols*. None where they read none, or two different
-    views."""
-    found = element_view(parts, element)
-    if found is None:
-        return None
-    pieces, view_parts = found
-    renames = _part_renames(view_parts, symbols)
-    return None if renames is None else (pieces, view_parts, renames)
+def _slices(parts: list[Array], element: list[Any],
+            symbols: tuple[str, ...]) -> list[tuple]:
+    """The slice views of the traced *element* (its flat parameters) that
+    the result *parts* read (see
+    :func:`.fractal_slice_views.element_views`): each one's pieces, its
+    parts by part number, and the renames of its sizes to the element's
+    *symbols* (those whose sizes are names)."""
+    found = []
+    for pieces, view_parts in element_views(parts, element).items():
+        renames = _part_renames(view_parts, symbols)
+        if renames is not None:
+            found.append((pieces, view_parts, renames))
+    return found
 
 
 def _part_renames(view_parts: dict[Array, int], symbols: tuple[str, ...]
@@ -324,15 +324,18 @@ def sliced_element_result(xs: list[Any], params: Any, leaves: list[Any],
     if single is None:
         return None
     k, element, parts = single
-    found = _the_slice(parts, element, symbols)
-    if found is None:
-        return None
-    pieces, view_parts, renames = found
-    return _element_view_result(
-        xs, k, element, parts, view_parts, renames,
-        lambda: element_slices(xs[k], *(slice(*p) for p in pieces)), params,
-        leaves, depths,
-        symbols, structure, what)
+    # (one view as the new map's element; what the body computes from the
+    # others, in arrays of a static shape, by a map over the elements
+    # first, whose body reads one view less)
+    for pieces, view_parts, renames in _slices(parts, element, symbols):
+        result = _element_view_result(
+            xs, k, element, parts, view_parts, renames,
+            lambda pieces=pieces: element_slices(
+                xs[k], *(slice(*p) for p in pieces)),
+            params, leaves, depths, symbols, structure, what)
+        if result is not None:
+            return result
+    return None
 
 
 def _element_view_result(xs: list[Any], k: int, element: list[Any],

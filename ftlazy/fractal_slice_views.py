@@ -13,14 +13,14 @@ marks the parts of a slice of a traced element with :class:`ElementSlice`
 join of two such views of one element as one selection of the element,
 marked with the joined pieces (:func:`joined_element_slices`), whose
 sizes are names, as a slice's are (a concatenation's would be sums).
-:func:`element_view` finds the one view of an element that a body's
-results read, and :func:`element_slices` selects it from every element of
-a FractalTensor.
+:func:`element_views` finds the views of an element that a body's
+results read, and :func:`element_slices` selects one from every element
+of a FractalTensor.
 
 .. autoclass:: ElementSlice
 .. autofunction:: mark_element_slice
 .. autofunction:: joined_element_slices
-.. autofunction:: element_view
+.. autofunction:: element_views
 .. autofunction:: element_slices
 """
 
@@ -38,7 +38,7 @@ from ftlazy.fractal_tensor import Jagged
 from ftlazy.node import Node, iter_children
 from ftlazy.scalar_expr import index_var
 
-__all__ = ["ElementSlice", "element_slices", "element_view",
+__all__ = ["ElementSlice", "element_slices", "element_views",
            "joined_element_slices", "mark_element_slice"]
 
 _INT64 = np.dtype(np.int64)
@@ -166,13 +166,12 @@ def joined_element_slices(xs: Any, ys: Any) -> Jagged | None:
     return _marked(_select(source, _lam(entry, (n,), _INT64, {})), pieces)
 
 
-def element_view(parts: list[Node], element: list[Any]
-                 ) -> tuple[tuple[Piece, ...], dict[Array, int]] | None:
-    """The one view of the traced *element* (its flat parameters) that the
-    result *parts* read: its pieces and its parts (by part number, see
-    :class:`ElementSlice`). None where they read none, or two different
-    views."""
-    found: dict[Array, ElementSlice] = {}
+def element_views(parts: list[Node], element: list[Any]
+                  ) -> dict[tuple[Piece, ...], dict[Array, int]]:
+    """The views of the traced *element* (its flat parameters) that the
+    result *parts* read: each one's pieces -> its parts (by part number,
+    see :class:`ElementSlice`), in the order first found."""
+    found: dict[tuple[Piece, ...], dict[Array, int]] = {}
     stack, seen = list(parts), set()
     while stack:
         n = stack.pop()
@@ -182,13 +181,10 @@ def element_view(parts: list[Node], element: list[Any]
         tag = next(iter(n.tags_of_type(ElementSlice)), None) if isinstance(
             n, Array) else None
         if tag is not None and _sliced_source(n) is element[tag.part]:
-            found[n] = tag
+            found.setdefault(tag.pieces, {})[n] = tag.part
             continue
         stack.extend(iter_children(n))
-    keys = {t.pieces for t in found.values()}
-    if len(keys) != 1:
-        return None
-    return keys.pop(), {n: t.part for n, t in found.items()}
+    return found
 
 
 def element_slices(xs: Jagged, *indices: slice) -> Jagged:

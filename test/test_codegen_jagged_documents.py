@@ -734,14 +734,54 @@ def test_questions_read_at_a_computed_index(docs):
             run(docs=data, questions=asked, picks=np.array([0, 2, 0, 0]))
 
 
-def test_two_views_not_joined_run_on_the_host(docs):
-    # (two slices read apart: two views of the document, left as they are)
-    result = ft.map(lambda d: ft.sum(d[:1].values, axis=0)
-                    - ft.sum(d[2:].values, axis=0), docs)
+def _summed(sentences):
+    return sum((s.sum(axis=0) for s in sentences), np.zeros(H))
+
+
+def _folded_over(sentences, h):
+    for s in sentences:
+        h = np.tanh(h @ W + s.sum(axis=0))
+    return h
+
+
+#: bodies reading two slices of the document apart: (lazy, reference)
+TWO_SLICES = {
+    "sums": (lambda d: ft.sum(d[:1].values, axis=0)
+             - ft.sum(d[2:].values, axis=0),
+             lambda d: _summed(d[:1]) - _summed(d[2:])),
+    # (a fold over one slice, started from the other's sum)
+    "fold_from_the_head": (
+        lambda d: ft.fold(lambda h, s: ft.tanh(h @ W + ft.sum(s, axis=0)),
+                          d[2:], ft.sum(d[:2].values, axis=0)),
+        lambda d: _folded_over(d[2:], _summed(d[:2]))),
+    # (a list counted from one slice, shifted by the other's token sum)
+    "encodings_of_the_tail": (
+        lambda d: ft.map(lambda s: ft.sum(s, axis=0)
+                         + ft.sum(d[:-1].values, axis=0), d[-1:]),
+        lambda d: [s.sum(axis=0) + _summed(d[:-1]) for s in d[-1:]]),
+    # (three slices, one reversed)
+    "three": (lambda d: ft.sum(d[:1].values, axis=0)
+              * ft.sum(d[::-1][:2].values, axis=0) + d[1:].length,
+              lambda d: _summed(d[:1]) * _summed(d[::-1][:2]) + len(d[1:])),
+}
+
+
+@pytest.mark.parametrize("body", list(TWO_SLICES))
+def test_two_views_read_apart(docs, body):
+    # (one slice as the rebuilt map's element; what the body computes from
+    # the others, of a static shape, per document first)
+    lazy, reference = TWO_SLICES[body]
+    check_compiled_per_document(ft.map(lazy, docs), reference, seed=14)
+
+
+def test_two_views_in_one_array_run_on_the_host(docs):
+    # (two slices' tokens in one array: a shape of both views' sizes,
+    # left as they are)
+    result = ft.map(lambda d: ft.sum(ft.concatenate(
+        [d[:1].values, d[2:].values]) @ W, axis=0), docs)
     f = compile_on_host(result, "runs on the host")
     data = documents("mixed", seed=14)
-    want = [sum((s.sum(axis=0) for s in d[:1]), np.zeros(H))
-            - sum((s.sum(axis=0) for s in d[2:]), np.zeros(H)) for d in data]
+    want = [(_summed(d[:1]) + _summed(d[2:])) @ W for d in data]
     np.testing.assert_allclose(f(docs=data), want, rtol=1e-12, atol=1e-12)
 
 

@@ -72,6 +72,10 @@ TRANSFORMS = {
     # slices, computed before the map)
     "drop_second": lambda f, w: ft.map(lambda d: ft.join(d[:1], d[2:]), f),
     "gather": lambda f, w: ft.gather(f, ft.asarray(np.array([1, 0, 1]))),
+    # (each document's sentences but the first, less its first sentence's
+    # token sum: two slices read apart, the sum per document first)
+    "less_the_head": lambda f, w: ft.map(lambda d: ft.map(
+        lambda s: s - ft.sum(d[:1].values, axis=0), d[1:]), f),
 }
 
 RESULTS = {
@@ -95,6 +99,11 @@ RESULTS = {
     "kept_encodings": lambda f, w: ft.map(lambda d: ft.filter(
         lambda e: ft.sum(e) > 0, ft.map(
             lambda s: ft.tanh(ft.sum(s, axis=0) @ w), d)), f),
+    # (a fold over the sentences after the first two, from their token
+    # sum: two slices read apart)
+    "fold_from_the_head": lambda f, w: ft.map(lambda d: ft.fold(
+        lambda h, s: ft.tanh(h @ w + ft.sum(s, axis=0)), d[2:],
+        ft.sum(d[:2].values, axis=0)), f),
     # (the rows of each document's last sentence: picked, then mapped)
     "last_sentence_states": lambda f, w: ft.map(lambda d: ft.scan(
         lambda h, x: ft.tanh(h @ w + x), d[-1], ft.zeros(H)), f),
