@@ -797,12 +797,18 @@ def map(f: Callable, *xs: Any) -> Any:
     body, captured, out_structure = _trace(
         f, [[(a.shape[1:], a.dtype) for a in group] for group in groups],
         structures, "map")
+    loop = Map(body, tuple(arrays) + tuple(captured), len(arrays))
+    from ftlazy.fractal_step_reads import zipped_step_reads
+    zipped = zipped_step_reads(loop, out_structure, "map")
+    if zipped is not None:
+        # (a map reading a FractalTensor's element by index, xs[i]: a map
+        # over the elements it reads)
+        return zipped
     from ftlazy.fractal_access import map_rows_as_lists
     as_lists = map_rows_as_lists(f, xs, body)
     if as_lists is not None:
         # (results of a length computed per row: FractalTensors)
         return as_lists
-    loop = Map(body, tuple(arrays) + tuple(captured), len(arrays))
     return _loop_results(loop, out_structure)
 
 

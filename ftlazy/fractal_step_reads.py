@@ -1,20 +1,23 @@
 # SPDX-License-Identifier: MIT
-"""A scan's or fold's step reading a FractalTensor's element at the step's
-index, as a zip with the elements it reads.
+"""A scan's, fold's or map's step reading a FractalTensor's element at the
+step's index, as a zip with the elements it reads.
 
 Users of JAX's ``fori_loop`` write a loop over a list by index::
 
     ft.fold(lambda h, t: step(h, xs[t]), ft.arange(xs.length), h0)
+    ft.map(lambda i: encode(xs[i]), ft.arange(xs.length))
 
 ``xs[t]`` has a data-dependent length, defined in the step's body per
 step, which a compiled program cannot compute (it would run on the host).
 The step reads one element per step, so the loop is a loop over those
 elements: :func:`zipped_step_reads` rebuilds it, when ``ft.scan``,
-``ft.fold`` or ``ft.reduce`` is traced, as the same loop over a list of
-the read elements zipped with its sequences (a loop over the outer list
-of a FractalTensor, :mod:`ftlazy.jagged_scan_outer`), whose step replays
-the traced body with the read element replaced by the new element (and
-its length by the new element's). Both evaluators run the rebuilt loop.
+``ft.fold``, ``ft.reduce`` or ``ft.map`` is traced, as the same loop over
+a list of the read elements zipped with its sequences (a loop over the
+outer list of a FractalTensor, :mod:`ftlazy.jagged_scan_outer`, or a map
+over it), whose step replays the traced body with the read element
+replaced by the new element (and its length by the new element's). Both
+evaluators run the rebuilt loop. (A map's results of the element's length,
+``xs[i] * 2``, are then FractalTensors, as a map over the list gives.)
 
 The list is ``xs`` itself where the index is the step's own (the loop is
 over ``ft.arange(n)``, ``n`` proved equal to ``xs``'s length); for any
@@ -42,17 +45,45 @@ are left as they are (a loop that runs on the host when compiled).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ftlazy import shapes as sh
 from ftlazy.array import Array
-from ftlazy.fractal import BodyParam, Scan, tree_flatten, tree_unflatten
+from ftlazy.fractal import (
+    Body, BodyParam, Map, Scan, tree_flatten, tree_unflatten)
 from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.shapes import ShapeComponent
 
 __all__ = ["zipped_step_reads"]
 
 
-def _step_reads(loop: Scan) -> dict[Array, tuple[BodyParam, BodyParam, Array]]:
+@dataclass(frozen=True)
+class _Steps:
+    """A scan (or fold) or a map, as this module reads it: a map is a loop
+    with no carries whose sequences are the mapped arrays."""
+
+    loop: Scan | Map
+    body: Body
+    num_carries: int
+    scanned: tuple[Array, ...]
+    captured: tuple[Array, ...]
+    length: ShapeComponent
+
+    @staticmethod
+    def of(loop: Scan | Map) -> "_Steps":
+        if isinstance(loop, Scan):
+            return _Steps(loop, loop.body, loop.num_carries, loop.scanned,
+                          loop.captured, loop.length)
+        return _Steps(loop, loop.body, 0, loop.mapped, loop.captured,
+                      loop.length)
+
+    @property
+    def num_scanned(self) -> int:
+        return len(self.scanned)
+
+
+def _step_reads(loop: _Steps) -> dict[Array, tuple[BodyParam, BodyParam, Array]]:
     """The element reads in *loop*'s body (its top scope) of a depth-2
     FractalTensor the loop captured, at an index computed without its
     carries or the body's host values: read -> (values param, offsets
@@ -64,7 +95,7 @@ def _step_reads(loop: Scan) -> dict[Array, tuple[BodyParam, BodyParam, Array]]:
             if not any(id(n) in carries for n in topological_order([found[2]]))}
 
 
-def _own_index(loop: Scan, index: Array) -> bool:
+def _own_index(loop: _Steps, index: Array) -> bool:
     """Whether *index* is the step's element of a sequence that is
     ``arange(n)`` (the step's own index)."""
     from ftlazy.transform.jagged_element_reads import _is_own_index
@@ -74,7 +105,7 @@ def _own_index(loop: Scan, index: Array) -> bool:
                for p, seq in zip(params, loop.scanned))
 
 
-def _read_list(loop: Scan, values: BodyParam, offsets: BodyParam,
+def _read_list(loop: _Steps, values: BodyParam, offsets: BodyParam,
                index: Array) -> Any:
     """The list whose element ``t`` the step ``t`` reads as
     ``xs[index]``, *xs* the FractalTensor of the captured *values* and
@@ -125,7 +156,7 @@ def _names_in_bodies(n: Node) -> set[str]:
     return names
 
 
-def _static_rows(loop: Scan, groups: dict[tuple, list[Array]],
+def _static_rows(loop: _Steps, groups: dict[tuple, list[Array]],
                  kept: tuple) -> dict[tuple, list[Array]] | None:
     """For each group of reads but *kept*: the arrays of a static shape
     computed from its reads alone (with the step's sequences and captured
@@ -178,7 +209,7 @@ def _static_rows(loop: Scan, groups: dict[tuple, list[Array]],
     return rows
 
 
-def _rows_per_step(loop: Scan, key: tuple, reads: list[Array],
+def _rows_per_step(loop: _Steps, key: tuple, reads: list[Array],
                    rows: list[Array], what: str) -> tuple[Array, ...]:
     """The arrays *rows*, computed from the *reads* of the element *key*,
     for every step at once: a map over the elements the steps read, zipped
@@ -202,7 +233,7 @@ def _rows_per_step(loop: Scan, key: tuple, reads: list[Array],
                             what=what))
 
 
-def _split_reads(loop: Scan, reads: dict[Array, tuple]
+def _split_reads(loop: _Steps, reads: dict[Array, tuple]
                  ) -> tuple[tuple, dict[tuple, list[Array]]] | None:
     """The element the rebuilt loop zips (one of the *reads*' keys, see
     :func:`_grouped`) and, for each other, the arrays of a static shape
@@ -215,58 +246,63 @@ def _split_reads(loop: Scan, reads: dict[Array, tuple]
     return None
 
 
-def zipped_step_reads(loop: Scan, init_structure: Any, what: str) -> Any:
-    """The results of *loop* (a ``scan``, ``fold`` or ``reduce``, as
-    *what* names it, whose carries have *init_structure*) rebuilt as a loop
-    over the FractalTensor elements its step reads, zipped with its
-    sequences (see the module docs); None where its step reads none, or
-    elements of two lists or at two indices used other than through arrays
-    of a static shape."""
+def zipped_step_reads(loop: Scan | Map, structure: Any, what: str) -> Any:
+    """The results of *loop* (a ``scan``, ``fold`` or ``reduce``, whose
+    carries have *structure*, or a ``map``, whose results have it; *what*
+    names it) rebuilt as a loop over the FractalTensor elements its step
+    reads, zipped with its sequences (see the module docs); None where its
+    step reads none, or elements of two lists or at two indices used other
+    than through arrays of a static shape."""
     from ftlazy.fractal_access import element_read_length, read_replacements
+    from ftlazy.fractal_tensor import jagged_map
     from ftlazy.jagged_scan_outer import jagged_scan
     from ftlazy.transform.jagged_element_reads import BodyReplay
-    all_reads = _step_reads(loop)
+    steps = _Steps.of(loop)
+    all_reads = _step_reads(steps)
     if not all_reads:
         return None
-    split = _split_reads(loop, all_reads)
+    split = _split_reads(steps, all_reads)
     if split is None:
         # (the elements of a loop over FractalTensors share their lengths:
         # two lists, or one at two indices, would need one each)
         return None
     kept, rows = split
     reads = {read: found for read, found in all_reads.items() if found == kept}
-    elements = _read_list(loop, *kept)
+    elements = _read_list(steps, *kept)
     # (the other reads' arrays, computed for every step first)
     computed = [(old, new) for key, found in rows.items()
                 for old, new in zip(found, _rows_per_step(
-                    loop, key, _grouped(all_reads)[key], found, what))]
+                    steps, key, _grouped(all_reads)[key], found, what))]
     # (each read, and its length where the body uses it as a value)
     lengths = {read: element_read_length(read) for read in reads}
     lengths = {read: n for read, n in lengths.items() if n is not None}
-    params = loop.body.params
-    carries = params[:loop.num_carries]
-    first = loop.num_carries + loop.num_scanned
+    params = steps.body.params
+    carries = params[:steps.num_carries]
+    first = steps.num_carries + steps.num_scanned
     # (sequences that the step reads besides the reads' indices)
     used = {id(n) for n in topological_order(
-        list(loop.body.outputs), skip=set(reads) | set(lengths.values())
+        list(steps.body.outputs), skip=set(reads) | set(lengths.values())
         | {old for old, _ in computed})}
-    kept_seqs = [(p, seq) for p, seq in zip(params[loop.num_carries:first],
-                                            loop.scanned) if id(p) in used]
+    kept_seqs = [(p, seq) for p, seq in zip(params[steps.num_carries:first],
+                                            steps.scanned) if id(p) in used]
 
-    def step(carry: Any, x: tuple) -> Any:
+    def replayed(carry_leaves: list, x: tuple) -> Any:
         element = x[0]
         others, rows_now = x[1:1 + len(computed)], x[1 + len(computed):]
-        replace: dict[Any, Any] = dict(zip(carries, tree_flatten(carry)[0]))
+        replace: dict[Any, Any] = dict(zip(carries, carry_leaves))
         replace.update((p, row) for (p, _), row in zip(kept_seqs, rows_now))
-        replace.update(zip(params[first:], loop.captured))
+        replace.update(zip(params[first:], steps.captured))
         replace.update((old, row) for (old, _), row in zip(computed, others))
         read_replace, renames = read_replacements(reads, element)
         replace.update(read_replace)
         replay = BodyReplay(replace, renames)
-        return tree_unflatten([replay(o) for o in loop.body.outputs],
-                              init_structure)
+        return tree_unflatten([replay(o) for o in steps.body.outputs],
+                              structure)
 
-    init = tree_unflatten(list(loop.inits), init_structure)
-    return jagged_scan(step, (elements, *(new for _, new in computed),
-                              *(seq for _, seq in kept_seqs)), init,
-                       loop.keep_all, what)
+    sequences = (elements, *(new for _, new in computed),
+                 *(seq for _, seq in kept_seqs))
+    if isinstance(loop, Map):
+        return jagged_map(lambda *x: replayed([], x), *sequences, what=what)
+    init = tree_unflatten(list(loop.inits), structure)
+    return jagged_scan(lambda carry, x: replayed(tree_flatten(carry)[0], x),
+                       sequences, init, loop.keep_all, what)

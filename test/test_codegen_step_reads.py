@@ -266,3 +266,56 @@ def test_an_index_computed_from_the_carry_runs_on_the_host(xs):
     f = compile_on_host(result, "data-dependent size")
     data = _lists([3, 0, 2], 4)
     np.testing.assert_allclose(f(xs=data), _folded(data), atol=1e-12)
+
+
+# {{{ maps over indices
+
+def _nested(got):
+    return got.tolist() if isinstance(got, ft.JaggedArray) else list(got)
+
+
+MAPS = {
+    # (a row per element: a dense stack)
+    "sums": (lambda xs, ys, i: ft.sum(xs[i], axis=0) @ W,
+             lambda xs, ys, i: xs[i].sum(axis=0) @ W),
+    # (each element scaled: a FractalTensor, the elements read in order)
+    "elements": (lambda xs, ys, i: xs[i] * 2.0 + ft.sum(ys[i], axis=0),
+                 lambda xs, ys, i: xs[i] * 2.0 + ys[i].sum(axis=0)),
+    # (a scan over each element read)
+    "scans": (lambda xs, ys, i: ft.scan(lambda h, r: ft.tanh(h @ W + r), xs[i],
+                                        ft.zeros(H)),
+              lambda xs, ys, i: _folded([r[None] for r in xs[i]],
+                                        keep_all=True)),
+}
+
+
+@pytest.mark.parametrize("body", list(MAPS))
+@pytest.mark.parametrize("order", ["own", "reversed", "picked"])
+def test_maps_reading_an_element_by_index(xs, body, order):
+    # (ft.map over indices reading xs[i]: a map over the elements read,
+    # xs itself at the map's own index, else gathered)
+    lazy, reference = MAPS[body]
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    picks = ft.make_placeholder("picks", (ft.make_size_param("k"),), np.int64)
+    indices = {"own": ft.arange(xs.length),
+               "reversed": xs.length - 1 - ft.arange(xs.length),
+               "picked": picks}[order]
+    result = ft.map(lambda i: lazy(xs, ys, i), indices)
+    reads_ys = body == "elements"
+    f = _compiled(result)
+    for k, lengths in enumerate(LENGTHS):
+        data, other = _lists(lengths, k), _lists(lengths[::-1], k + 3)
+        chosen = {"own": np.arange(len(data)),
+                  "reversed": np.arange(len(data))[::-1],
+                  "picked": np.array([j % max(len(data), 1) for j in
+                                      range(3 * bool(data))], np.int64)}[order]
+        inputs = {"xs": data} | ({"ys": other} if reads_ys else {}) | (
+            {"picks": chosen} if order == "picked" else {})
+        want = [reference(data, other, i) for i in chosen]
+        for got in (f(**inputs), ft.evaluate_numpy(result, **inputs)):
+            got = _nested(got)
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+# }}}
