@@ -153,9 +153,16 @@ class Jagged(Node):
     def __le__(self, other: Any) -> Jagged: return _op("less_equal", self, other)
     def __gt__(self, other: Any) -> Jagged: return _op("greater", self, other)
     def __ge__(self, other: Any) -> Jagged: return _op("greater_equal", self, other)
+    def __and__(self, other: Any) -> Jagged: return _op("bitwise_and", self, other)
+    def __rand__(self, other: Any) -> Jagged: return _op("bitwise_and", other, self)
+    def __or__(self, other: Any) -> Jagged: return _op("bitwise_or", self, other)
+    def __ror__(self, other: Any) -> Jagged: return _op("bitwise_or", other, self)
+    def __xor__(self, other: Any) -> Jagged: return _op("bitwise_xor", self, other)
+    def __rxor__(self, other: Any) -> Jagged: return _op("bitwise_xor", other, self)
     def __neg__(self) -> Jagged: return self.with_values(-self.values)
     def __pos__(self) -> Jagged: return self
     def __abs__(self) -> Jagged: return self.with_values(abs(self.values))
+    def __invert__(self) -> Jagged: return self.with_values(~self.values)
 
     def __matmul__(self, other: Any) -> Jagged:
         from ftlazy.ops import asarray

@@ -248,3 +248,24 @@ def test_dense_result_of_one_map_zipped_into_another(xs):
         np.testing.assert_allclose(got, yy + xx.sum(axis=0))
     with pytest.raises(ValueError, match="2 elements.*'ys'.* has 3"):
         f(xs=batch((2, 1)), ys=y)
+
+
+@pytest.mark.parametrize("body, row", [
+    # (a row of the list's length, of a size parameter, of the flat rows)
+    (lambda xs, y: lambda s: ft.sum(s) * ft.lengths(xs), lambda n, m, t: n),
+    (lambda xs, y: lambda s: y @ ft.sum(s, axis=0), lambda n, m, t: m),
+    (lambda xs, y: lambda s: ft.sum(s) + ft.flatten(xs)[:, 0],
+     lambda n, m, t: t),
+])
+def test_rows_of_symbolic_shape_over_an_empty_batch(xs, body, row):
+    # (no element gives the rows' shape: it is evaluated from the sizes)
+    m = ft.make_size_param("m")
+    y = ft.make_placeholder("y", (m, H), np.float64)
+    result = ft.map(body(xs, y), xs)
+    reads_y = "y" in {n.name for n in ft.analysis.get_inputs(result)}
+    for data in ([], batch([2, 0, 1])):
+        inputs = {"xs": data} | ({"y": np.ones((4, H))} if reads_y else {})
+        want = (len(data), row(len(data), 4, sum(len(s) for s in data)))
+        for got in (ft.compile(result)(**inputs),
+                    ft.evaluate_numpy(result, **inputs)):
+            assert got.shape == want

@@ -619,6 +619,26 @@ def test_size_param_arithmetic_makes_shapes():
     assert ft.evaluate_numpy((n * 3 + 1) // 2, n=5) == 8
 
 
+@pytest.mark.parametrize("name", ["equal", "not_equal", "less", "less_equal",
+                                  "greater", "greater_equal"])
+def test_a_symbolic_size_compared_with_python_scalars(name):
+    # (numpy's loops for Python scalars alone are object ones: a size is
+    # compared as int64, as numpy compares the number, and compiles)
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n,), np.float64)
+    compare = getattr(ft, name)
+    for other in (1, 1.5):
+        picked = ft.where(compare(x.shape[0], other), x, -x)
+        assert compare(x.shape[0], other).dtype == np.bool_
+        f = ft.compile(picked)
+        for size in (0, 1, 3):
+            data = np.arange(size, dtype=np.float64) + 1
+            want = np.where(getattr(np, name)(size, other), data, -data)
+            np.testing.assert_array_equal(f(x=data), want)
+            np.testing.assert_array_equal(ft.evaluate_numpy(picked, x=data),
+                                          want)
+
+
 def test_symbolic_shapes_bound_at_evaluation():
     n = ft.make_size_param("n")
     m = ft.make_size_param("m")

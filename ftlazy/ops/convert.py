@@ -321,6 +321,11 @@ def resolve_ufunc(ufunc: np.ufunc, operands: Sequence[Operand], name: str
     the output dtype. Raises :class:`TypeError` naming *name* and the dtypes
     when numpy has no loop."""
     args = tuple(_ufunc_dtype_arg(x) for x in operands)
+    if not any(isinstance(a, np.dtype) for a in args):
+        # (only Python scalars, a symbolic size among them: numpy computes
+        # on them as arrays of its default dtypes; its comparison loops for
+        # Python types alone would be object ones)
+        args = tuple(np.dtype(a) for a in args)
     try:
         loop = ufunc.resolve_dtypes(args + (None,) * ufunc.nout)
     except TypeError as e:

@@ -15,6 +15,7 @@ from ftlazy.array import Placeholder
 from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
+from ftlazy.shapes import evaluate_shape
 
 
 def jagged_parts(inputs: Iterable[Node]) -> dict[str, dict[str, Placeholder]]:
@@ -189,13 +190,14 @@ def evaluate_jagged_map(expr: JaggedMap, rec: Callable[[Node], Any],
             if parts:
                 results.append(np.concatenate(parts, axis=0))
             else:
-                results.append(np.empty((0,) + tuple(
-                    int(c) for c in out.shape[1:]), out.dtype))
+                results.append(np.empty((0,) + evaluate_shape(
+                    out.shape[1:], env), out.dtype))
         elif parts:
             results.append(np.stack(parts))
         else:
-            shape = tuple(int(c) for c in out.shape)  # static, or not jagged
-            results.append(np.empty((0,) + shape, out.dtype))
+            # (no element: the shape of the outer sizes, ft.lengths(xs)'s)
+            results.append(np.empty((0,) + evaluate_shape(out.shape, env),
+                                    out.dtype))
     return tuple(results)
 
 
