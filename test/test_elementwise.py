@@ -239,6 +239,21 @@ def test_binary_ops_match_numpy(name, dt1, dt2):
     assert_same(getattr(ft, name)(x, y), expected, a=a, b=b)
 
 
+@pytest.mark.parametrize("name", ["equal", "not_equal", "less", "less_equal",
+                                  "greater", "greater_equal"])
+@pytest.mark.parametrize("flip", [False, True])
+def test_unsigned_compared_with_signed_exactly(name, flip):
+    # (numpy 2 compares uint64 with int64 exactly: -1 is below every
+    # uint64, not 2**64 - 1 after a cast)
+    u = np.array([0, 2**64 - 1, 5, 7, 2**63], np.uint64)
+    i = np.array([-1, -1, 5, 9, -2**63], np.int64)
+    a, b = (i, u) if flip else (u, i)
+    lazy = getattr(ft, name)(placeholder_for("a", a), placeholder_for("b", b))
+    expected = getattr(np, name)(a, b)
+    assert_same(lazy, expected, a=a, b=b)
+    np.testing.assert_array_equal(ft.compile(lazy)(a=a, b=b), expected)
+
+
 @pytest.mark.parametrize("name", BINARY)
 @pytest.mark.parametrize("dt", SMALL_DTYPES)
 def test_binary_ops_small_dtypes(name, dt):

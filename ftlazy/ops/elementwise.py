@@ -18,6 +18,7 @@ import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy.array import Array, IndexLambda, normalize_dtype
+from ftlazy.scalar_expr import TypeCast
 from ftlazy.ops.convert import (
     ArrayLike,
     asarray,
@@ -441,7 +442,13 @@ def _compare(ufunc: np.ufunc, op: str, x1: ArrayLike, x2: ArrayLike) -> Result:
     if isinstance(x1, Jagged) or isinstance(x2, Jagged):
         return apply_leafwise(lambda a, b: _compare(ufunc, op, a, b), x1, x2)
     operands = [prepare(x1), prepare(x2)]
-    (dtype, _), _ = resolve_ufunc(ufunc, operands, ufunc.__name__)
+    (dtype, other), _ = resolve_ufunc(ufunc, operands, ufunc.__name__)
+    if dtype != other:
+        # (numpy's exact loop for uint64 against int64)
+        folded = fold_constants(ufunc, operands)
+        return folded if folded is not None else elementwise(
+            operands, [dtype, other], np.dtype(bool),
+            lambda a, b: _mixed_sign_comparison(a, op, b, dtype, other))
     for i in (0, 1):
         value = operands[i]
         if (dtype.kind in "iu" and is_weak_scalar(value)
@@ -458,6 +465,20 @@ def _compare(ufunc: np.ufunc, op: str, x1: ArrayLike, x2: ArrayLike) -> Result:
         return folded
     return elementwise(operands, [dtype, dtype], np.dtype(bool),
                        lambda a, b: prim.Comparison(a, op, b))
+
+
+def _mixed_sign_comparison(a: Any, op: str, b: Any, dtype_a: np.dtype,
+                           dtype_b: np.dtype) -> Any:
+    """``a op b`` for an unsigned and a signed integer of the same width,
+    exactly, as numpy compares them: a negative signed value is below every
+    unsigned one; otherwise both compare as unsigned."""
+    if dtype_a.kind == "i":
+        return _mixed_sign_comparison(b, _FLIPPED[op], a, dtype_b, dtype_a)
+    negative = prim.Comparison(b, "<", np.zeros((), dtype_b)[()])
+    exact = prim.Comparison(a, op, TypeCast(dtype_a, b))
+    if op in (">", ">=", "!="):
+        return prim.LogicalOr((negative, exact))
+    return prim.LogicalAnd((prim.LogicalNot(negative), exact))
 
 
 def _compare_built(array: Any, op: str, bound: int, dtype: np.dtype,
