@@ -767,8 +767,13 @@ def join(xs: Any, ys: Any) -> Array | Jagged:
     if joined is not None:
         return joined
     offsets = []
-    for level, (ox, oy) in enumerate(zip(xs.offsets, ys.offsets)):
-        shift = _lam(_scalar_expr(_level_total(xs, level)), (), _INT64, {})
+    for ox, oy in zip(xs.offsets, ys.offsets):
+        # (ys's entries after xs's: shifted by xs's last offset, its count
+        # of the next level, which a program reading only the offsets
+        # cannot infer from a shape)
+        last = _scalar_expr(sh.sub(ox.shape[0], 1))
+        shift = _lam(_guarded(prim.Variable("_in0")[last], last, ox.shape[0],
+                              _INT64), (), _INT64, {"_in0": ox})
         offsets.append(concatenate([ox, oy[1:] + shift]))
     return Jagged(concatenate([xs.values, ys.values]), tuple(offsets))
 

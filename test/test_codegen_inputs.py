@@ -147,3 +147,32 @@ def test_pack_kernels_copy_in_chunks():
     for k in range(count):
         want[10 * k:10 * k + k % 4 + 1] = k
     np.testing.assert_array_equal(packed.get(), want)
+
+
+def test_device_arrays_of_another_context_are_refused_by_name():
+    # (a buffer of another OpenCL context cannot be read by the compiled
+    # program's kernels: a ValueError naming the input, not pyopencl's
+    # INVALID_CONTEXT from the launch; 40 inputs travel packed)
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    from ftlazy.target.loopy.device import default_queue
+
+    default = default_queue()
+    other = cl.CommandQueue(cl.Context(default.context.devices))
+    p = ft.make_placeholder("p", (2, 3), np.float32)
+    data = np.ones((2, 3), np.float32)
+    foreign = cla.to_device(other, data)
+    with pytest.raises(ValueError, match="input 'p' is a pyopencl array of "
+                       "another OpenCL context"):
+        ft.compile(p + 1)(p=foreign)
+    with pytest.raises(ValueError, match="ft.make_data_wrapper"):
+        ft.compile(ft.make_data_wrapper(foreign) * 2)()
+    lazy, inputs, _ = _many_small_inputs(40)
+    name = sorted(inputs)[3]
+    with pytest.raises(ValueError, match=f"input '{name}' is a pyopencl"):
+        ft.compile(lazy)(**inputs | {name: cla.to_device(other, inputs[name])})
+    # (compiled for that context, it runs)
+    got = ft.compile(p + 1, queue=other)(p=foreign)
+    np.testing.assert_array_equal(got.get() if hasattr(got, "get") else got,
+                                  data + 1)

@@ -316,6 +316,20 @@ def test_join_depth3_with_a_slice(prepare, ds):
         same(prog(ds=data), data[1:] + data)
 
 
+def test_lengths_of_a_join_read_only_offsets(prepare, xs, ds):
+    # (the second list's offsets shift by the first's last offset: no size
+    # of the values, which the program does not read, is needed)
+    ys = ft.make_jagged_placeholder("ys", (2,), np.float64, depth=2)
+    prog = prepare(ft.lengths(ft.join(xs, ys)))
+    for a, b in [([3, 0], [1, 4]), ([], [2]), ([2], []), ([], [])]:
+        np.testing.assert_array_equal(
+            prog(xs=seqs(a, seed=1), ys=seqs(b, seed=2)), a + b)
+    twice = prepare(ft.lengths(ft.join(ds, ds)[1:]))
+    for doc_lengths in DOCS:
+        want = [len(d) for d in doc_lengths * 2][1:]
+        np.testing.assert_array_equal(twice(ds=docs(doc_lengths)), want)
+
+
 def test_join_arrays(prepare):
     x = ft.make_placeholder("x", (ft.make_size_param("n"), 2), np.float64)
     prog = prepare(ft.join(x, x[::-1]))

@@ -546,6 +546,21 @@ def _aligned_empty(shape: int | tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
+def _check_context(value: Any, queue: cl.CommandQueue, what: str) -> None:
+    """:class:`ValueError` naming *what* if *value* is a device array of
+    another OpenCL context than *queue*'s (its buffers cannot be read
+    there)."""
+    if isinstance(value, cla.Array) and value.context != queue.context:
+        def names(context: cl.Context) -> str:
+            return ", ".join(d.name.strip() for d in context.devices)
+        raise ValueError(
+            f"{what} is a pyopencl array of another OpenCL context "
+            f"({names(value.context)}) than the compiled program's "
+            f"({names(queue.context)}): compile with ft.compile(..., "
+            "queue=a queue of its context), or pass it as a numpy array "
+            "(array.get())")
+
+
 def _host_buffer(queue: cl.CommandQueue, value: np.ndarray, alignment: int,
                  writable: bool = False) -> cl.Buffer | None:
     """A buffer over *value*'s own host memory (``CL_MEM_USE_HOST_PTR``;
@@ -859,6 +874,7 @@ class BoundProgram:
             value = inputs[user]
             if not hasattr(value, "dtype"):
                 value = np.asarray(value)
+            _check_context(value, queue, f"input {user!r}")
             if name in packed:
                 values[name] = value
                 continue
@@ -870,6 +886,8 @@ class BoundProgram:
             values[name] = _to_kernel_form(value, queue)
         for name, data in self.canon.data.items():
             if name in self._kernel_args:
+                _check_context(data, queue, "an array captured by "
+                               "ft.make_data_wrapper")
                 values[name] = _to_kernel_form(data, queue)
         for pack, members in self.artifact.packs.items():
             values[pack] = _pack([values.pop(name) for name, _, _ in members],
