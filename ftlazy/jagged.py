@@ -500,7 +500,8 @@ class JaggedArray:
         fshape = first["shape"][0]
         fdtype = first["dtype"][0]
         if rows:
-            values = np.concatenate([r.astype(fdtype, copy=False) for r in rows])
+            values = np.concatenate([_cast_exactly(r, np.dtype(fdtype), "a leaf")
+                                     for r in rows])
         else:
             values = np.empty((0, *fshape), dtype=fdtype)
         return cls(values, *(np.asarray(o, dtype=np.int64) for o in offs))
@@ -547,7 +548,8 @@ class JaggedArray:
                 raise TypeError(
                     f"{what} has dtype {value.dtype}, expected {dt} (no "
                     f"'same_kind' cast from {value.dtype} to {dt})")
-            values = value.values.astype(dt)  # (a device array stays there)
+            # (a device array stays there)
+            values = _cast_exactly(value.values, dt, what)
             if not value.on_device:
                 values = np.ascontiguousarray(values)
             return cls._trusted(values, value.offsets)
@@ -566,6 +568,27 @@ class JaggedArray:
             raise type(e)(f"{what}: {e}") from None
 
     # }}}
+
+
+def _cast_exactly(values: Any, dt: np.dtype, what: str) -> Any:
+    """*values* (numpy or device array) cast to *dt*; where both are
+    integer dtypes and *dt* cannot hold every value of the other
+    (``uint64`` to ``int64``), a value out of *dt*'s range raises
+    :class:`ValueError` naming *what*, instead of wrapping around."""
+    src = np.dtype(values.dtype)
+    if (src.kind in "iu" and dt.kind in "iu" and values.size
+            and not np.can_cast(src, dt, "safe")):
+        if isinstance(values, np.ndarray):
+            low, high = values.min(), values.max()
+        else:
+            import pyopencl.array as cla
+            low, high = cla.min(values).get(), cla.max(values).get()
+        info = np.iinfo(dt)
+        for v in (low, high):
+            if not info.min <= int(v) <= info.max:
+                raise ValueError(f"{what} holds the value {int(v)}, which "
+                                 f"{dt} cannot hold (cast from {src})")
+    return values.astype(dt)
 
 
 def _packed_numpy_lists(nested: list | tuple, es: tuple[int, ...],

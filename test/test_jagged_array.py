@@ -359,6 +359,24 @@ def test_coerce_rejects_jagged_array_of_other_kind():
         J.coerce(jc, 2, (), np.float32, "x")
 
 
+@pytest.mark.parametrize("src, dst, bad", [
+    (np.uint64, np.int64, 2**63 + 5), (np.int64, np.int32, -2**40),
+    (np.uint16, np.int8, 300)])
+def test_coerce_refuses_integers_the_cast_would_wrap(src, dst, bad):
+    # (same_kind allows uint64 -> int64, which wraps values past 2**63 - 1:
+    # those raise, naming the value; values in range are cast)
+    fits = [np.array([5, 7], src), np.zeros(0, src)]
+    for value in (J.from_list(fits), fits):
+        got = J.coerce(value, 2, (), dst, "x")
+        assert got.dtype == dst
+        np.testing.assert_array_equal(got.values, [5, 7])
+    wraps = [np.array([1, bad], src)]
+    for value in (J.from_list(wraps), wraps):
+        with pytest.raises(ValueError, match=f"'x'.* holds the value {bad}, "
+                           f"which {np.dtype(dst)} cannot hold"):
+            J.coerce(value, 2, (), dst, "x")
+
+
 def test_coerce_rejects_jagged_array_of_other_depth_or_elem_shape():
     ja = J.from_list([[_seq(2, (3,))], []])  # depth 3
     with pytest.raises(ValueError,
