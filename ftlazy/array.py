@@ -292,6 +292,104 @@ class Array(Node):
         from ftlazy import ops
         return ops.all(self, axis=axis, keepdims=keepdims)
 
+    def var(self, axis: Any = None, dtype: Any = None, ddof: int = 0,
+            keepdims: bool = False) -> Array:
+        from ftlazy import ops
+        return ops.var(self, axis=axis, dtype=dtype, ddof=ddof,
+                       keepdims=keepdims)
+
+    def std(self, axis: Any = None, dtype: Any = None, ddof: int = 0,
+            keepdims: bool = False) -> Array:
+        from ftlazy import ops
+        return ops.std(self, axis=axis, dtype=dtype, ddof=ddof,
+                       keepdims=keepdims)
+
+    def argmax(self, axis: Any = None, keepdims: bool = False) -> Array:
+        from ftlazy import ops
+        return ops.argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis: Any = None, keepdims: bool = False) -> Array:
+        from ftlazy import ops
+        return ops.argmin(self, axis=axis, keepdims=keepdims)
+
+    def cumsum(self, axis: Any = None, dtype: Any = None) -> Array:
+        from ftlazy import ops
+        return ops.cumsum(self, axis=axis, dtype=dtype)
+
+    def cumprod(self, axis: Any = None, dtype: Any = None) -> Array:
+        from ftlazy import ops
+        return ops.cumprod(self, axis=axis, dtype=dtype)
+
+    def clip(self, min: Any = None, max: Any = None) -> Array:
+        from ftlazy import ops
+        return ops.clip(self, min, max)
+
+    def round(self, decimals: int = 0) -> Array:
+        from ftlazy import ops
+        return ops.round(self, decimals)
+
+    def conj(self) -> Array:
+        from ftlazy import ops
+        return ops.conj(self)
+
+    conjugate = conj
+
+    @property
+    def real(self) -> Array:
+        from ftlazy import ops
+        return ops.real(self)
+
+    @property
+    def imag(self) -> Array:
+        from ftlazy import ops
+        return ops.imag(self)
+
+    def dot(self, b: Any) -> Array:
+        from ftlazy import ops
+        return ops.dot(self, b)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1,
+              dtype: Any = None) -> Array:
+        from ftlazy import ops
+        return ops.trace(self, offset, axis1, axis2, dtype)
+
+    def take(self, indices: Any, axis: Any = None) -> Array:
+        from ftlazy import ops
+        return ops.take(self, indices, axis=axis)
+
+    def sort(self, axis: Any = -1) -> Array:
+        """The sorted array (a new node: arrays are immutable, so unlike
+        numpy's in-place method this returns the result)."""
+        from ftlazy import ops
+        return ops.sort(self, axis=axis)
+
+    def argsort(self, axis: Any = -1) -> Array:
+        from ftlazy import ops
+        return ops.argsort(self, axis=axis)
+
+    def squeeze(self, axis: Any = None) -> Array:
+        from ftlazy import ops
+        return ops.squeeze(self, axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Array:
+        from ftlazy import ops
+        return ops.swapaxes(self, axis1, axis2)
+
+    def ravel(self, order: str = "C") -> Array:
+        from ftlazy import ops
+        return ops.ravel(self, order=order)
+
+    flatten = ravel
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> Any:
+        """``size * itemsize`` (symbolic where the shape is)."""
+        return self.size * self.itemsize
+
     def __getitem__(self, index: Any) -> Array:
         from ftlazy import ops
         return ops.getitem(self, index)

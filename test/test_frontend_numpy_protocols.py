@@ -50,6 +50,8 @@ def test_sum_in_a_map_body():
      lambda v: np.mean(v, axis=0, keepdims=True)),
     (lambda a: np.var(a, ddof=1), lambda v: np.var(v, ddof=1)),
     (lambda a: np.var(a, correction=1), lambda v: np.var(v, ddof=1)),
+    (lambda a: np.std(a, axis=0, ddof=1), lambda v: np.std(v, axis=0, ddof=1)),
+    (lambda a: np.std(a, correction=1), lambda v: np.std(v, ddof=1)),
     (lambda a: np.prod(a, axis=1), lambda v: np.prod(v, axis=1)),
     (lambda a: np.any(a > 0, axis=0), lambda v: np.any(v > 0, axis=0)),
     (lambda a: np.reshape(a, (3, 2), order="F"),

@@ -242,6 +242,8 @@ def _translations() -> dict[Any, _Translation]:
         np.mean: t("mean", _REDUCE_DTYPE),
         np.var: t("var", {**_REDUCE_DTYPE, "ddof": "ddof",
                           "correction": "ddof"}),
+        np.std: t("std", {**_REDUCE_DTYPE, "ddof": "ddof",
+                          "correction": "ddof"}),
         np.reshape: t("reshape", {"a": "a", "shape": "newshape",
                                   "order": "order"}, frozenset({"copy"})),
         np.ravel: t("ravel", _same("a", "order")),

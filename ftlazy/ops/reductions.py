@@ -21,7 +21,7 @@ from ftlazy.ops.convert import ArrayLike, asarray, cast, constant_value, is_scal
 from ftlazy.scalar_expr import Reduce, TypeCast, index_var, reduction_var
 
 __all__ = ["sum", "prod", "amax", "amin", "max", "min", "any", "all", "mean",
-           "var"]
+           "var", "std"]
 
 #: numpy's names of the reductions without an identity, by Reduce op
 _NO_IDENTITY = {"max": "maximum", "min": "minimum", "maximum": "maximum",
@@ -351,9 +351,26 @@ def var(a: ArrayLike, axis: AxisLike = None, dtype: Any = None, ddof: int = 0,
     input)."""
     if is_scalar(a):
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    return _spread("var", a, axis, dtype, ddof, keepdims)
+
+
+def std(a: ArrayLike, axis: AxisLike = None, dtype: Any = None, ddof: int = 0,
+        keepdims: bool = False) -> Result:
+    """Standard deviation: the square root of :func:`var` (same arguments
+    and dtypes)."""
+    if is_scalar(a):
+        return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    return _spread("std", a, axis, dtype, ddof, keepdims)
+
+
+def _spread(what: str, a: ArrayLike, axis: AxisLike, dtype: Any, ddof: int,
+            keepdims: bool) -> Array:
+    """The variance (*what* ``"var"``) or its square root (``"std"``),
+    computed in the accumulation dtype, then cast to numpy's result
+    dtype."""
     from ftlazy.ops import elementwise as ew
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)):
-        raise TypeError(f"var: ddof must be an int, got {type(ddof).__name__}")
+        raise TypeError(f"{what}: ddof must be an int, got {type(ddof).__name__}")
     ddof = int(ddof)
     a = asarray(a)
     acc, out = _mean_dtypes(a.dtype, dtype)
@@ -375,6 +392,8 @@ def var(a: ArrayLike, axis: AxisLike = None, dtype: Any = None, ddof: int = 0,
         divisor = TypeCast(real_acc, count)
     result = IndexLambda(prim.Quotient(_read_all(total), divisor), total.shape,
                          real_acc, {"_in0": total})
+    if what == "std":
+        result = ew.sqrt(result)
     out_real = np.empty((), out).real.dtype
     return result.astype(out_real) if result.dtype != out_real else result
 
