@@ -244,6 +244,37 @@ def element_read_length(node: Array) -> Array | None:
     return size.value if isinstance(size, DerivedSize) else None
 
 
+def element_length_read(node: Array) -> tuple[Array, Array] | None:
+    """``(offsets, index)`` if *node* is the length of element ``index``
+    of a depth-2 FractalTensor with *offsets*, as ``xs[i].shape[0]`` used
+    as a value computes it (see :func:`element_read_length`), else None."""
+    if not (isinstance(node, IndexLambda) and node.shape == ()
+            and node.dtype == _INT64 and "_in0" in node.bindings):
+        return None
+    checked = [b for b in node.bindings.values()
+               if isinstance(b, DerivedSize) and isinstance(b.value, HostIndexArray)
+               and b.value.op == "checked_index"]
+    if len(checked) != 1:
+        return None
+    offsets, k = prim.Variable("_in0"), prim.Variable(checked[0].name)
+    # (as _select_range builds it for one element)
+    if node.expr != offsets[k + 1] - offsets[k]:
+        return None
+    return node.bindings["_in0"], checked[0].value.args[0]
+
+
+def element_lengths_at(offsets: Array, indices: Array) -> Array:
+    """The lengths of the elements *indices* (1-D int64) of a depth-2
+    FractalTensor with *offsets*, as ``xs[i].shape[0]`` reads one: negative
+    ones count from the end, and one out of range raises
+    :class:`IndexError` at run time."""
+    checked = _checked(indices, sh.sub(offsets.shape[0], 1),
+                       "FractalTensor index")
+    old, k = prim.Variable("_in0"), prim.Variable("_in1")[index_var(0)]
+    return _lam(old[k + 1] - old[k], indices.shape, _INT64,
+                {"_in0": offsets, "_in1": checked})
+
+
 def read_replacements(reads: Any, new: Array) -> tuple[dict, dict]:
     """What a replay of a body (see
     :class:`ftlazy.transform.jagged_element_reads.BodyReplay`) that read

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""A scan's, fold's or map's step reading a FractalTensor's element at the
-step's index, as a zip with the elements it reads.
+"""A scan's, fold's or map's step reading a FractalTensor's element (or
+its length) at the step's index, as a zip with the elements it reads.
 
 Users of JAX's ``fori_loop`` write a loop over a list by index::
 
@@ -35,7 +35,10 @@ them (and from its sequences and captured arrays, not from its carries:
 ``ft.sum(ys[t], axis=0)``, an attention of ``ys[t]`` to a fixed query),
 those arrays are computed first, for every step, by a map over the
 elements read (:func:`_rows_per_step`), and the loop is rebuilt over the
-one element left with them zipped as dense sequences. Other such steps,
+one element left with them zipped as dense sequences. A length read
+alone (``xs[t].shape[0]`` as a value, the element itself not read) is such
+an array too, computed from the offsets for every step; a step that reads
+only lengths becomes a dense loop over them. Other such steps,
 reads whose index uses a carry or a size or index computed in the body,
 and reads of depth-3 FractalTensors (whose element is a FractalTensor)
 are left as they are (a loop that runs on the host when compiled).
@@ -48,11 +51,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pymbolic.primitives as prim
+
 from ftlazy import shapes as sh
 from ftlazy.array import Array
 from ftlazy.fractal import (
     Body, BodyParam, Map, Scan, tree_flatten, tree_unflatten)
 from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.scalar_expr import index_var
 from ftlazy.shapes import ShapeComponent
 
 __all__ = ["zipped_step_reads"]
@@ -83,16 +90,33 @@ class _Steps:
         return len(self.scanned)
 
 
-def _step_reads(loop: _Steps) -> dict[Array, tuple[BodyParam, BodyParam, Array]]:
+def _step_reads(loop: _Steps) -> dict[Array, tuple]:
     """The element reads in *loop*'s body (its top scope) of a depth-2
     FractalTensor the loop captured, at an index computed without its
     carries or the body's host values: read -> (values param, offsets
-    param, index)."""
-    from ftlazy.transform.jagged_element_reads import captured_element_reads
+    param, index); and the reads of an element's length alone
+    (``xs[t].shape[0]`` as a value, the element itself not read): length
+    -> (None, offsets param, index)."""
+    from ftlazy.fractal_access import element_length_read, element_read_length
+    from ftlazy.transform.jagged_element_reads import (
+        _reads_host_values, captured_element_reads)
     carries = {id(p) for p in loop.body.params[:loop.num_carries]}
-    return {node: found for node, found in captured_element_reads(
-                loop.body, loop.num_carries + loop.num_scanned).items()
-            if not any(id(n) in carries for n in topological_order([found[2]]))}
+    first = loop.num_carries + loop.num_scanned
+
+    def carry_free(index: Array) -> bool:
+        return not any(id(n) in carries for n in topological_order([index]))
+
+    reads: dict[Array, tuple] = {
+        node: found for node, found in captured_element_reads(
+            loop.body, first).items() if carry_free(found[2])}
+    covered = {element_read_length(read) for read in reads}
+    captured = set(loop.body.params[first:])
+    for n in topological_order(list(loop.body.outputs)):
+        found = element_length_read(n) if isinstance(n, Array) else None
+        if (found is not None and n not in covered and found[0] in captured
+                and carry_free(found[1]) and not _reads_host_values(found[1])):
+            reads[n] = (None, *found)
+    return reads
 
 
 def _own_index(loop: _Steps, index: Array) -> bool:
@@ -105,22 +129,21 @@ def _own_index(loop: _Steps, index: Array) -> bool:
                for p, seq in zip(params, loop.scanned))
 
 
-def _read_list(loop: _Steps, values: BodyParam, offsets: BodyParam,
-               index: Array) -> Any:
-    """The list whose element ``t`` the step ``t`` reads as
-    ``xs[index]``, *xs* the FractalTensor of the captured *values* and
-    *offsets* (see the module docs)."""
+def _outer(loop: _Steps) -> dict[BodyParam, Array]:
+    """The arrays the loop captured, by their parameters in its body."""
+    first = loop.num_carries + loop.num_scanned
+    return dict(zip(loop.body.params[first:], loop.captured))
+
+
+def _indices_per_step(loop: _Steps, index: Array) -> Array:
+    """*index* (computed in the step from its sequences and captured
+    arrays) for every step, by a map over the loop's sequences."""
     from ftlazy.fractal import map as ft_map
-    from ftlazy.fractal_access import elements_at
-    from ftlazy.fractal_tensor import Jagged
     from ftlazy.transform.batch import batch_maps
     from ftlazy.transform.jagged_element_reads import BodyReplay
     params = loop.body.params
     first = loop.num_carries + loop.num_scanned
-    outer = dict(zip(params[first:], loop.captured))
-    xs = Jagged(outer[values], (outer[offsets],))
-    if _own_index(loop, index) and sh.prove_equal(xs.length, loop.length):
-        return xs
+    outer = _outer(loop)
 
     def index_of(*rows: Any) -> Array:
         return BodyReplay({**dict(zip(params[loop.num_carries:first], rows)),
@@ -130,10 +153,37 @@ def _read_list(loop: _Steps, values: BodyParam, offsets: BodyParam,
     try:
         # (batched into dense nodes: the host that checks the indices
         # computes them vectorized, not step by step)
-        steps = batch_maps(steps)
+        return batch_maps(steps)
     except NotImplementedError:
-        pass
-    return elements_at(xs, steps)
+        return steps
+
+
+def _read_list(loop: _Steps, values: BodyParam, offsets: BodyParam,
+               index: Array) -> Any:
+    """The list whose element ``t`` the step ``t`` reads as
+    ``xs[index]``, *xs* the FractalTensor of the captured *values* and
+    *offsets* (see the module docs)."""
+    from ftlazy.fractal_access import elements_at
+    from ftlazy.fractal_tensor import Jagged
+    outer = _outer(loop)
+    xs = Jagged(outer[values], (outer[offsets],))
+    if _own_index(loop, index) and sh.prove_equal(xs.length, loop.length):
+        return xs
+    return elements_at(xs, _indices_per_step(loop, index))
+
+
+def _lengths_per_step(loop: _Steps, offsets: BodyParam, index: Array
+                      ) -> Array:
+    """The length of the element that step ``t`` reads as
+    ``xs[index].shape[0]``, for every step: ``(n,)``."""
+    from ftlazy.fractal_access import _lam, element_lengths_at
+    o = _outer(loop)[offsets]
+    if _own_index(loop, index) and sh.prove_equal(sh.sub(o.shape[0], 1),
+                                                  loop.length):
+        p, old = index_var(0), prim.Variable("_in0")
+        return _lam(old[p + 1] - old[p], (loop.length,), np.int64,
+                    {"_in0": o})
+    return element_lengths_at(o, _indices_per_step(loop, index))
 
 
 def _grouped(reads: dict[Array, tuple]) -> dict[tuple, list[Array]]:
@@ -169,14 +219,22 @@ def _static_rows(loop: _Steps, groups: dict[tuple, list[Array]],
     carries = {id(p) for p in loop.body.params[:loop.num_carries]}
     source: dict[Node, Any] = {}
     lengths: dict[str, Any] = {}
+    elements = set()
     for key, nodes in groups.items():
         for read in nodes:
             source[read] = key
+            if key[0] is None:
+                continue    # (a length alone)
+            elements.add(read)
             lengths[read.shape[0].name] = key
             value = element_read_length(read)
             if value is not None:
                 source[value] = key
     outputs = list(loop.body.outputs)
+    # (the names of lengths read alone, in shapes: ft.ones(xs[t].shape[0]))
+    lengths.update((n.name, source[n.value])
+                   for n in topological_order(outputs)
+                   if isinstance(n, DerivedSize) and n.value in source)
     # (what each node is computed from: groups, and the carries as None)
     origin: dict[Node, frozenset] = {}
     for n in topological_order(outputs):
@@ -199,7 +257,7 @@ def _static_rows(loop: _Steps, groups: dict[tuple, list[Array]],
                 rows[key].append(c)
     for key, found in rows.items():
         for f in found:
-            if (f in source or not isinstance(f, Array)
+            if (f in elements or not isinstance(f, Array)
                     or isinstance(f, DerivedSize)
                     or any(name.startswith(DERIVED_SIZE_PREFIX)
                            for name in sh.shape_size_param_names(f.shape))):
@@ -217,6 +275,7 @@ def _rows_per_step(loop: _Steps, key: tuple, reads: list[Array],
     from ftlazy.fractal_access import read_replacements
     from ftlazy.fractal_tensor import jagged_map
     from ftlazy.transform.jagged_element_reads import BodyReplay
+    from ftlazy.fractal import map as ft_map
     params = loop.body.params
     first = loop.num_carries + loop.num_scanned
 
@@ -224,11 +283,19 @@ def _rows_per_step(loop: _Steps, key: tuple, reads: list[Array],
         replace: dict[Any, Any] = dict(zip(params[loop.num_carries:first],
                                            steps))
         replace.update(zip(params[first:], loop.captured))
-        read_replace, renames = read_replacements(reads, element)
-        replace.update(read_replace)
-        replay = BodyReplay(replace, renames)
+        if key[0] is None:
+            # (the length read alone: the element's length, a row)
+            replace.update((read, element) for read in reads)
+            replay = BodyReplay(replace, {})
+        else:
+            read_replace, renames = read_replacements(reads, element)
+            replace.update(read_replace)
+            replay = BodyReplay(replace, renames)
         return tuple(replay(r) for r in rows)
 
+    if key[0] is None:
+        return tuple(ft_map(computed, _lengths_per_step(loop, *key[1:]),
+                            *loop.scanned))
     return tuple(jagged_map(computed, _read_list(loop, *key), *loop.scanned,
                             what=what))
 
@@ -239,7 +306,7 @@ def _split_reads(loop: _Steps, reads: dict[Array, tuple]
     :func:`_grouped`) and, for each other, the arrays of a static shape
     the step computes from its reads (see :func:`_static_rows`), or None."""
     groups = _grouped(reads)
-    for kept in groups:
+    for kept in [key for key in groups if key[0] is not None] or [None]:
         rows = _static_rows(loop, groups, kept)
         if rows is not None:
             return kept, rows
@@ -268,7 +335,6 @@ def zipped_step_reads(loop: Scan | Map, structure: Any, what: str) -> Any:
         return None
     kept, rows = split
     reads = {read: found for read, found in all_reads.items() if found == kept}
-    elements = _read_list(steps, *kept)
     # (the other reads' arrays, computed for every step first)
     computed = [(old, new) for key, found in rows.items()
                 for old, new in zip(found, _rows_per_step(
@@ -286,23 +352,36 @@ def zipped_step_reads(loop: Scan | Map, structure: Any, what: str) -> Any:
     kept_seqs = [(p, seq) for p, seq in zip(params[steps.num_carries:first],
                                             steps.scanned) if id(p) in used]
 
-    def replayed(carry_leaves: list, x: tuple) -> Any:
-        element = x[0]
-        others, rows_now = x[1:1 + len(computed)], x[1 + len(computed):]
+    def replayed(carry_leaves: list, element: Any, x: tuple) -> Any:
+        others, rows_now = x[:len(computed)], x[len(computed):]
         replace: dict[Any, Any] = dict(zip(carries, carry_leaves))
         replace.update((p, row) for (p, _), row in zip(kept_seqs, rows_now))
         replace.update(zip(params[first:], steps.captured))
         replace.update((old, row) for (old, _), row in zip(computed, others))
-        read_replace, renames = read_replacements(reads, element)
-        replace.update(read_replace)
+        renames: dict = {}
+        if element is not None:
+            read_replace, renames = read_replacements(reads, element)
+            replace.update(read_replace)
         replay = BodyReplay(replace, renames)
         return tree_unflatten([replay(o) for o in steps.body.outputs],
                               structure)
 
-    sequences = (elements, *(new for _, new in computed),
+    sequences = (*(new for _, new in computed),
                  *(seq for _, seq in kept_seqs))
+    if kept is None:
+        # (only lengths read: a dense loop over them)
+        from ftlazy.fractal import _scan_node, map as ft_map
+        if isinstance(loop, Map):
+            return ft_map(lambda *x: replayed([], None, x), *sequences)
+        init = tree_unflatten(list(loop.inits), structure)
+        return _scan_node(lambda carry, x: replayed(
+            tree_flatten(carry)[0], None, x), sequences, init, loop.keep_all,
+            what)
+    elements = _read_list(steps, *kept)
     if isinstance(loop, Map):
-        return jagged_map(lambda *x: replayed([], x), *sequences, what=what)
+        return jagged_map(lambda e, *x: replayed([], e, x), elements,
+                          *sequences, what=what)
     init = tree_unflatten(list(loop.inits), structure)
-    return jagged_scan(lambda carry, x: replayed(tree_flatten(carry)[0], x),
-                       sequences, init, loop.keep_all, what)
+    return jagged_scan(lambda carry, x: replayed(tree_flatten(carry)[0], x[0],
+                                                 x[1:]),
+                       (elements, *sequences), init, loop.keep_all, what)

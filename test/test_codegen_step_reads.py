@@ -319,3 +319,68 @@ def test_maps_reading_an_element_by_index(xs, body, order):
                 np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
 
 # }}}
+
+
+# {{{ lengths read alone
+
+LENGTH_LOOPS = {
+    # (a count: a dense fold over the lengths each step reads)
+    "count": (lambda xs, ys, n: ft.fold(lambda c, t: c + xs[t].shape[0] * 2,
+                                        ft.arange(n), ft.zeros((), np.int64)),
+              lambda xs, ys: 2 * sum(len(s) for s in xs)),
+    # (a scan scaled by the reversed element's length)
+    "scaled": (lambda xs, ys, n: ft.scan(
+        lambda h, t: ft.tanh(h @ W * xs[n - 1 - t].shape[0] + 1.0),
+        ft.arange(n), ft.ones(H)),
+        lambda xs, ys: _scaled(xs)),
+    # (a map of lengths over indices)
+    "map": (lambda xs, ys, n: ft.map(lambda i: xs[i].shape[0] + 1, ft.arange(n)),
+            lambda xs, ys: np.array([len(s) + 1 for s in xs], np.int64)),
+    # (one list's element read, the other's length alone)
+    "with_an_element": (
+        lambda xs, ys, n: ft.fold(
+            lambda h, t: _rnn(h, xs[t]) * ys[t].shape[0], ft.arange(n),
+            ft.zeros(H)),
+        lambda xs, ys: _weighted(xs, ys)),
+}
+
+
+def _scaled(xs):
+    h, states = np.ones(H), []
+    for s in xs[::-1]:
+        h = np.tanh(h @ W * len(s) + 1.0)
+        states.append(h)
+    return np.array(states).reshape(-1, H)
+
+
+def _weighted(xs, ys):
+    h = np.zeros(H)
+    for s, y in zip(xs, ys):
+        h = _step(h, s) * len(y)
+    return h
+
+
+@pytest.mark.parametrize("body", list(LENGTH_LOOPS))
+def test_loops_reading_an_elements_length_alone(xs, body):
+    # (xs[t].shape[0] as a value, the element not read: the lengths for
+    # every step first, a loop over them)
+    lazy, reference = LENGTH_LOOPS[body]
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    result = lazy(xs, ys, xs.length)
+    reads_ys = body == "with_an_element"
+    for k, lengths in enumerate(LENGTHS):
+        inputs = {"xs": _lists(lengths, k)} | (
+            {"ys": _lists(lengths[::-1], k + 1)} if reads_ys else {})
+        _check(result, reference if reads_ys
+               else (lambda xs: reference(xs, None)), **inputs)
+
+
+def test_a_length_read_out_of_range_raises(xs):
+    m = ft.make_size_param("m")
+    result = ft.map(lambda i: xs[i].shape[0], ft.arange(m))
+    for run in (_compiled(result), lambda **a: ft.evaluate_numpy(result, **a)):
+        with pytest.raises(IndexError, match="out of range"):
+            run(xs=_lists([1, 2], 0), m=3)
+        np.testing.assert_array_equal(run(xs=_lists([1, 2], 0), m=2), [1, 2])
+
+# }}}

@@ -524,8 +524,8 @@ def test_loop_bodies_shaped_by_a_derived_size_alone(prepare, xs, loop):
     else:
         result = ft.map(lambda t: ft.sum(ft.arange(xs[t].shape[0])), steps)
     if prepare is compiled_program:
-        # (a step that reads an element's length alone is not rebuilt as a
-        # loop over the elements: its loop runs on the host)
+        # (an array of an element's length alone: built per step, by a map
+        # over the lengths the steps read, which runs on the host)
         with pytest.warns(ft.HostEvaluationWarning, match="data-dependent size"):
             prog = prepare(result)
     else:
