@@ -70,6 +70,16 @@ class ForceValueArgTag(Tag):
     0-d ones included, by buffer) and does not read this tag."""
 
 
+@tag_dataclass
+class ShapeRequirement(UniqueTag):
+    """Set by ftlazy's operations on a node whose shape is negative exactly
+    when an input is too short for them (``ft.slide`` over a sequence
+    shorter than one window): :attr:`message` says what they need, and the
+    :class:`ValueError` that evaluators raise for that shape says it."""
+
+    message: str
+
+
 __all__ = ["Tag", "UniqueTag", "ImplementationStrategy", "ImplStored",
            "ImplInlined", "Named", "PrefixNamed", "AssumeNonNegative",
-           "ForceValueArgTag"]
+           "ForceValueArgTag", "ShapeRequirement"]

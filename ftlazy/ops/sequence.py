@@ -43,6 +43,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda
 from ftlazy.ops.shape_ops import as_array
 from ftlazy.scalar_expr import RESERVED_PREFIX, index_var
+from ftlazy.tags import ShapeRequirement
 from ftlazy.shapes import ShapeComponent
 
 __all__ = ["slide", "shifted_slide", "dilated_map"]
@@ -200,8 +201,13 @@ def slide(seq: Any, size: int, stride: int = 1, dilation: int = 1,
         # every evaluator refuses before computing anything. (It binds the
         # sequence, unread too, so that in a map body it stays in the body
         # with the element's length rather than being hoisted out of it.)
-        bindings["_fits"] = IndexLambda(np.int8(0), (room, 0), np.int8,
-                                        {"_seq": a})
+        needed = span - 2 * padding
+        bindings["_fits"] = IndexLambda(
+            np.int8(0), (room, 0), np.int8, {"_seq": a}).tagged(
+            ShapeRequirement(
+                f"ft.slide: a sequence of fewer than {needed} rows holds no "
+                f"window of size {size} (dilation {dilation}, padding "
+                f"{padding})"))
     return IndexLambda(expr, (count, size) + tuple(a.shape[1:]), a.dtype,
                        bindings)
 

@@ -14,6 +14,7 @@ import numpy as np
 from ftlazy import shapes as sh
 from ftlazy.array import Array, DataWrapper, Placeholder, SizeParam
 from ftlazy.node import Node, iter_children, topological_order
+from ftlazy.tags import ShapeRequirement
 
 
 def collect_inputs(roots: Iterable[Node]) -> list[Array]:
@@ -189,13 +190,25 @@ def _infer_size_params(shaped: list, env: dict[str, int]) -> None:
                                      f"not fit {sh.shape_str(shape)}: {e}") from None
 
 
-def negative_shape_message(kind: str, shape: Any, values: tuple[int, ...],
+def negative_shape_message(kind: str | ShapeRequirement, shape: Any,
+                           values: tuple[int, ...],
                            env: Mapping[str, int]) -> str:
     """The message of the :class:`ValueError` for a shape that the size
-    parameters *env* make negative."""
+    parameters *env* make negative; *kind* names the node's kind, or is
+    what the operation that built it requires (see :func:`node_kind`)."""
+    if isinstance(kind, ShapeRequirement):
+        return (f"{kind.message} (for size parameters {dict(env)}, a shape "
+                f"{sh.shape_str(shape)} is {values})")
     return (f"for size parameters {dict(env)}, the shape {sh.shape_str(shape)} "
             f"of {kind} is {values}, which is negative: an index or slice "
             "assumed a longer axis")
+
+
+def node_kind(node: Any) -> str | ShapeRequirement:
+    """How a message about *node*'s negative shape names it: the
+    requirement its operation tagged it with, else its kind."""
+    tags = node.tags_of_type(ShapeRequirement) if isinstance(node, Array) else ()
+    return next(iter(tags), None) or type(node).__name__
 
 
 def check_shape_nonnegative(node: Array, env: Mapping[str, int]) -> tuple[int, ...]:
@@ -203,7 +216,7 @@ def check_shape_nonnegative(node: Array, env: Mapping[str, int]) -> tuple[int, .
     params make an entry negative (e.g. ``x[1:-1]`` on a length-1 axis)."""
     shape = sh.evaluate_shape(node.shape, env)
     if any(s < 0 for s in shape):
-        raise ValueError(negative_shape_message(type(node).__name__, node.shape,
+        raise ValueError(negative_shape_message(node_kind(node), node.shape,
                                                 shape, env))
     return shape
 
@@ -227,7 +240,7 @@ class SizeChecks:
 
     #: ``(node kind, shape, guards)``: shapes that may evaluate negative,
     #: each distinct shape once, in evaluation order
-    shapes: tuple[tuple[str, sh.Shape, sh.Shape], ...] = ()
+    shapes: tuple[tuple[Any, sh.Shape, sh.Shape], ...] = ()
     #: ``(reduction, extent, guards)``: extents of reductions without an
     #: identity (max, min) that may be 0
     extrema: tuple[tuple[str, Any, sh.Shape], ...] = ()
@@ -297,7 +310,7 @@ def collect_size_checks(roots: Iterable[Node]) -> SizeChecks:
     from ftlazy.fractal import Loop
     from ftlazy.scalar_expr import Reduce, iter_subexpressions
     from ftlazy.fractal_tensor import JaggedMap
-    shapes: list[tuple[str, sh.Shape, sh.Shape]] = []
+    shapes: list[tuple[Any, sh.Shape, sh.Shape]] = []
     extrema: list[tuple[str, Any, sh.Shape]] = []
     seen_shapes: set[tuple] = set()
     seen_extents: set[tuple] = set()
@@ -309,7 +322,7 @@ def collect_size_checks(roots: Iterable[Node]) -> SizeChecks:
             if (shape, guards) not in seen_shapes and any(
                     _may_be_below(c, 0) for c in shape):
                 seen_shapes.add((shape, guards))
-                shapes.append((type(n).__name__, shape, guards))
+                shapes.append((node_kind(n), shape, guards))
             if isinstance(n, IndexLambda):
                 for e in iter_subexpressions(n.expr):
                     if not isinstance(e, Reduce) or e.op not in _NO_IDENTITY:

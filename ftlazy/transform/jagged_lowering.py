@@ -76,6 +76,7 @@ from ftlazy.array import AdvancedIndex, Array, IndexLambda, Placeholder, SizePar
 from ftlazy.fractal import BodyParam, Gather, LoopResult, Map, Scan
 from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
+from ftlazy.tags import ShapeRequirement
 from ftlazy.scalar_expr import (
     ExprIdentityMapper, Reduce, index_var, linear_combination)
 from ftlazy.target.loopy.padding import UnreadPadding
@@ -131,6 +132,11 @@ class HostDerivations:
     #: placeholder name -> ``(2, n)``: the elements by descending extent,
     #: then each element's place in that order (see ``RaggedScan.order``)
     row_orders: dict[str, tuple[Array, tuple[int, int]]] = field(
+        default_factory=dict)
+    #: (offsets node, extent) -> what an operation requires of the
+    #: elements whose arrays of that extent would have negative rows
+    #: (:class:`~ftlazy.tags.ShapeRequirement`), for the message
+    requirements: dict[tuple[Array, tuple[int, int]], str] = field(
         default_factory=dict)
     #: (offsets node, extent, reduction op): max/min reductions that need
     #: every element's extent to be positive
@@ -549,6 +555,7 @@ class _MapLowering:
                 values[node] = (self.outer(self._lengths(node.name)), _DENSE)
             elif isinstance(node, IndexLambda):
                 values[node] = self._index_lambda(node, values)
+                self._note_requirement(node, values[node][1])
             elif isinstance(node, Gather):
                 values[node] = self._gather(node, values)
             elif isinstance(node, Scan):
@@ -568,6 +575,14 @@ class _MapLowering:
             else:
                 values[node] = (node, _HOISTED)
         return values
+
+    def _note_requirement(self, node: IndexLambda, kind: _Kind) -> None:
+        """Records what the operation that built *node* requires of the
+        elements (see :attr:`HostDerivations.requirements`)."""
+        for tag in node.tags_of_type(ShapeRequirement):
+            if kind.what == "packed":
+                self.host.requirements[(self.offsets_of(kind.symbol),
+                                        kind.form)] = tag.message
 
     def _lengths(self, symbol: str) -> Array:
         """Each element's length *symbol* (``(n,)``)."""

@@ -503,7 +503,8 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         ext = extents(offsets, form)
         if ext.size and ext.min() < 0:
             # (checked also where no kernel reads the ids)
-            raise ValueError(_negative_message(ext, form))
+            raise ValueError(_negative_message(
+                ext, form, host.requirements.get((offsets, form))))
         if name not in underived:
             resolve(name)
     for name in (*host.max_extents, *host.step_counts):
@@ -540,10 +541,15 @@ def _row_order(extents: np.ndarray) -> np.ndarray:
     return np.stack([order, place]).astype(np.int64, copy=False)
 
 
-def _negative_message(extents: np.ndarray, form: tuple[int, int]) -> str:
+def _negative_message(extents: np.ndarray, form: tuple[int, int],
+                      requirement: str | None = None) -> str:
     i = int(np.argmin(extents))
     const, coeff = form
+    rows = (f"{extents[i]} rows ({coeff}*L + {const} with L = "
+            f"{(extents[i] - const) // coeff if coeff else '?'})")
+    if requirement is not None:
+        return (f"map over a FractalTensor, element {i}: {requirement} (an "
+                f"array of the body has {rows})")
     return (f"map over a FractalTensor, element {i}: an array of the body has "
-            f"{extents[i]} rows ({coeff}*L + {const} with L = "
-            f"{(extents[i] - const) // coeff if coeff else '?'}), which is negative: "
-            "an index or slice assumed a longer element")
+            f"{rows}, which is negative: an index or slice assumed a longer "
+            "element")
