@@ -13,6 +13,16 @@ Run by hand: ``python benchmarks/bench_step_reads.py [--sequences 2000]
 * ``by the previous index``: ``xs[ft.maximum(t - 1, 0)]`` (the elements
   gathered first, their indices checked on the host).
 
+A second table times maps over every pair of sequences
+(:mod:`ftlazy.fractal_pair_maps`), ``ft.map(lambda a: ft.map(lambda b:
+score(a, b), xs), xs)`` over ``--pairs`` sequences of 0-32 rows, against
+the numpy loop over the pairs:
+
+* ``attention``: ``sum(tanh(a @ W @ b.T))`` (``a @ W`` once per sequence,
+  each pair reading both sequences' rows);
+* ``mean similarity``: ``mean(a) @ mean(b)`` (both means once per
+  sequence: the pairs are a dense map).
+
 Nothing here asserts on a time.
 """
 
@@ -35,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sequences", type=int, default=2000)
     parser.add_argument("--hidden", type=int, default=32)
+    parser.add_argument("--pairs", type=int, default=100)
     args = parser.parse_args()
     h = args.hidden
     print_header("folds over a list by index")
@@ -84,6 +95,50 @@ def main() -> None:
                      f"{loop.best / warm.best:.1f}x"])
     print_table(["fold", "loop", "ftlazy", "numpy loop", "loop / ftlazy"],
                 rows, "warm calls with a JaggedArray, best of 9")
+    _pairs(ft, rng, args.pairs, h, w)
+
+
+def _pairs(ft, rng, count: int, h: int, w: np.ndarray) -> None:
+    """The table of maps over every pair of *count* sequences."""
+    data = [rng.standard_normal((int(k), h)).astype(np.float32)
+            for k in rng.integers(0, 33, count)]
+    packed = ft.JaggedArray.from_list(data, (h,), np.float32, depth=2)
+    xs = ft.make_jagged_placeholder("xs", (h,), np.float32, depth=2)
+    wp = ft.make_placeholder("W", (h, h), np.float32)
+
+    def mean(s):
+        return ft.sum(s, axis=0) / ft.maximum(s.shape[0], 1)
+
+    def numpy_mean(s):
+        return s.sum(axis=0) / max(len(s), 1)
+
+    programs = {
+        "attention": (
+            ft.map(lambda a: ft.map(
+                lambda b: ft.sum(ft.tanh(a @ wp @ b.T)), xs), xs),
+            lambda: np.array([[np.tanh(a @ w @ b.T).sum() for b in data]
+                              for a in data], np.float32)),
+        "mean similarity": (
+            ft.map(lambda a: ft.map(lambda b: mean(a) @ mean(b), xs), xs),
+            lambda: np.array([[numpy_mean(a) @ numpy_mean(b) for b in data]
+                              for a in data], np.float32)),
+    }
+    rows = []
+    for name, (result, reference) in programs.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ft.HostEvaluationWarning)
+            f = ft.compile(result)
+        inputs = {"xs": packed} | ({"W": w} if name == "attention" else {})
+        np.testing.assert_allclose(f(**inputs), reference(), rtol=1e-3,
+                                   atol=1e-3)
+        warm = best_of(lambda: f(**inputs), repeat=5)
+        loop = best_of(reference, repeat=5)
+        rows.append([name, "on the host" if caught else "compiled",
+                     fmt_seconds(warm.best), fmt_seconds(loop.best),
+                     f"{loop.best / warm.best:.1f}x"])
+    print_table(["pairs", "map", "ftlazy", "numpy loop", "loop / ftlazy"],
+                rows, f"maps over all {count * count} pairs of {count} "
+                "sequences of 0-32 rows, warm, best of 5")
 
 
 if __name__ == "__main__":

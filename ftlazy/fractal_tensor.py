@@ -765,6 +765,13 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
                             for leaf in traced_leaves[1]):
         # (the function returns its element: the map is its input)
         return tree_unflatten([xs[0]] * len(traced_leaves[1]), out_kinds[0])
+    if max(depths) == 2:
+        # (a map over another list in the body: every pair first)
+        from ftlazy.fractal_pair_maps import pair_map_result
+        rebuilt = pair_map_result(list(xs), *traced_leaves, depths,
+                                  first_symbols, out_kinds[0], what)
+        if rebuilt is not None:
+            return rebuilt
     if max(depths) >= 3:
         # (the element read through one view: a map over the views)
         from ftlazy.fractal_element_views import (
