@@ -22,8 +22,9 @@ as a row per element in place of the inner map's results. Both evaluators
 run the rebuilt graph.
 
 It applies to a map over one depth-2 FractalTensor (dense arrays zipped
-along) whose result reads one such inner map over a depth-2 FractalTensor
-computed outside it; inner results whose shape depends on an element's
+along), outside any loop body, whose result reads one such inner map over
+a depth-2 FractalTensor computed outside it that captured something of
+the outer element; inner results whose shape depends on an element's
 length (a row per token of ``a``) and other bodies stay as they are.
 
 .. autofunction:: pair_map_result
@@ -59,9 +60,12 @@ def _inner_list_map(parts: list[Node], params: Any) -> JaggedMap | None:
 
     found = {n.loop for n in topological_order(parts)
              if isinstance(n, LoopResult) and isinstance(n.loop, JaggedMap)}
+    # (one that captured nothing of the outer element is the same map for
+    # every element: computed once, outside, as any loop-invariant array)
     inner = [loop for loop in found if loop.depths == (2,)
              and not loop.counted and not loop.element_index
-             and all(outside(a) for a in loop.inputs[:2])]
+             and all(outside(a) for a in loop.inputs[:2])
+             and not all(outside(c) for c in loop.captured)]
     return inner[0] if len(inner) == 1 else None
 
 
@@ -146,8 +150,11 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
     from ftlazy.fractal_tensor import map as ft_map
     from ftlazy.ops import take
     from ftlazy.transform.jagged_element_reads import BodyReplay
+    from ftlazy.fractal_tensor import _map_nesting
     jagged = [k for k, d in enumerate(depths) if d >= 2]
-    if len(jagged) != 1 or depths[jagged[0]] != 2:
+    if len(jagged) != 1 or depths[jagged[0]] != 2 or _map_nesting[0]:
+        # (in a loop body the number of pairs would be a size computed in
+        # the body, which the host computes: not rebuilt there)
         return None
     k = jagged[0]
     loop = _inner_list_map(_result_parts(leaves), params)
