@@ -217,3 +217,25 @@ def test_nested_calls_are_cut_sooner() -> None:
     else:
         assert len(set(re.findall(r"\b_ft_p\d+\b", f.source))) >= 5
     np.testing.assert_allclose(f(x=XV), value, rtol=1e-12)
+
+
+@pytest.mark.parametrize("tag", [ImplStored(), ImplInlined(), Named("out")])
+@pytest.mark.parametrize("loop", ["scan", "fold", "reduce"])
+def test_tags_on_loop_results_change_no_result(tag, loop):
+    # (a tagged scan result was looked up untagged when its code was
+    # emitted: garbage as the output, an internal error as an operand)
+    x = ft.make_placeholder("x", (3, 2), np.float64)
+    build = {"scan": lambda: ft.scan(lambda h, r: h + r, x, ft.zeros(2)),
+             "fold": lambda: ft.fold(lambda h, r: h * 0.5 + r, x, ft.zeros(2)),
+             "reduce": lambda: ft.reduce(lambda a, b: a + b, x, ft.zeros(2))}
+    tagged = build[loop]().tagged(tag)
+    data = np.arange(6.0).reshape(3, 2)
+    for program in (tagged, tagged + 1, ft.exp(tagged) * tagged):
+        np.testing.assert_allclose(ft.compile(program)(x=data),
+                                   ft.evaluate_numpy(program, x=data),
+                                   rtol=1e-12)
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    inside = ft.map(lambda s: ft.sum(ft.scan(lambda h, r: h + r, s, ft.zeros(
+        2)).tagged(tag), axis=0), xs)
+    batch = [np.ones((3, 2)), np.ones((0, 2))]
+    np.testing.assert_allclose(ft.compile(inside)(xs=batch), [[6, 6], [0, 0]])

@@ -17,6 +17,7 @@ import pymbolic.primitives as prim
 
 from ftlazy.array import (
     Array, DataWrapper, DictOfNamedArrays, NormalizedSlice, Placeholder, SizeParam)
+from ftlazy.fractal import LoopResult
 from ftlazy.node import FrozenDict, Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce
 from ftlazy.shapes import size_param_names
@@ -93,6 +94,10 @@ class _Canonicalizer(CopyMapper):
         # validates them together (a reshape's new shape against its input)
         changes = self.mapped_fields(expr)
         changes.update(self._rename_fields(expr))
+        if isinstance(expr, LoopResult) and expr.tags:
+            # (a loop's results are found by the loop and the index alone
+            # when its code is emitted; their tags ask nothing of it)
+            changes["tags"] = frozenset()
         return expr.copy(**changes) if changes else expr
 
 
