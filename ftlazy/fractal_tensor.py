@@ -111,6 +111,22 @@ class Jagged(Node):
         """The number of elements of the outer list (symbolic)."""
         return sh.sub(self.offsets[0].shape[0], 1)
 
+    def __len__(self) -> int:
+        if not isinstance(self.length, int):
+            raise TypeError(f"len() of a FractalTensor with a symbolic number "
+                            f"of elements {self.length}; use ft.map or "
+                            "ft.fold over its elements, or .length")
+        return self.length
+
+    def __iter__(self) -> Iterator[Any]:
+        # (without it Python would index xs[0], xs[1], ... for ever)
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of a lazy FractalTensor is unknown "
+                        "until it is evaluated")
+
     def with_values(self, values: Array) -> Jagged:
         """The same structure with other leaves (``(nnz, *new_elem_shape)``)."""
         if not sh.prove_equal(values.shape[0], self.values.shape[0]):

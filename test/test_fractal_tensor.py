@@ -1793,3 +1793,20 @@ def test_lengths_adding_an_outer_size_parameter_are_refused_clearly():
                 ft.compile(result)(xs=data, fixed=fv)):
         for g, x in zip(got.tolist(), data, strict=True):
             np.testing.assert_array_equal(g, np.concatenate([x, fv]))
+
+
+def test_len_iteration_and_truth_of_a_fractal_tensor():
+    # (without __iter__, list(xs) indexed xs[0], xs[1], ... for ever)
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    for use in (list, len, lambda v: 3 in v, lambda v: [s for s in v]):
+        with pytest.raises(TypeError, match="symbolic number of elements xs_n0"):
+            use(xs)
+    with pytest.raises(TypeError, match="truth value"):
+        bool(xs)
+    # (a static number of elements: iterated, as a dense array is)
+    picked = ft.gather(xs, np.array([1, 0, 1]))
+    assert len(picked) == 3
+    data = [np.ones((2, 2)), np.zeros((0, 2))]
+    for element, k in zip(picked, [1, 0, 1]):
+        np.testing.assert_array_equal(ft.evaluate_numpy(element, xs=data),
+                                      data[k])
