@@ -291,6 +291,27 @@ def check_carries(inits: Any, outputs: Any, what: str) -> None:
                             f"from {init.dtype} to {new.dtype}")
 
 
+def check_captured_params(body: Body, captured: tuple, what: str,
+                          per_element: frozenset[int] = frozenset()) -> None:
+    """:class:`ValueError` unless the last parameters of *body* have the
+    shapes and dtypes of the *captured* arrays that a loop passes to them
+    whole (a transform that replaced one by an array of another shape);
+    the captured arrays at the positions *per_element* are read an entry
+    per element instead, and not checked."""
+    if len(captured) > len(body.params):
+        raise ValueError(f"{what}: body has {len(body.params)} parameters for "
+                         f"{len(captured)} captured arrays")
+    params = body.params[len(body.params) - len(captured):]
+    for k, (p, a) in enumerate(zip(params, captured)):
+        if k in per_element:
+            continue
+        if not sh.shapes_equal(p.shape, a.shape) or p.dtype != a.dtype:
+            raise ValueError(f"{what}: body parameter {p.index} has shape "
+                             f"{sh.shape_str(p.shape)} and dtype {p.dtype}, the "
+                             f"array it captured {sh.shape_str(a.shape)} and "
+                             f"{a.dtype}")
+
+
 def _check_params(body: Body, shapes: list, dtypes: list, what: str) -> None:
     if len(body.params) != len(shapes):
         raise ValueError(f"{what}: body has {len(body.params)} parameters for "

@@ -496,6 +496,10 @@ class JaggedMap(Loop):
             tuple(c) for c in self.counted))
         object.__setattr__(self, "element_index", tuple(
             tuple(c) for c in self.element_index))
+        from ftlazy.fractal import check_captured_params
+        first = len(self.inputs) - len(self.captured)
+        check_captured_params(self.body, self.captured, self.what, frozenset(
+            k - first for _, k in self.element_index))
         for k, out in enumerate(self.body.outputs):
             if any(self._element_symbols & sh.size_param_names(c)
                    for c in out.shape[1:]):

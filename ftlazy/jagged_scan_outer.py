@@ -91,6 +91,8 @@ class JaggedScan(CarryLoop):
                     f"{sh.shape_str(init.shape)} of its init (reduce over the "
                     "element inside the body)")
         check_carries(self.inits, self.body.outputs, self.what)
+        from ftlazy.fractal import check_captured_params
+        check_captured_params(self.body, self.captured, self.what)
 
     def mapped_parts(self) -> list[tuple[int, tuple[Array, ...]]]:
         """``(depth, arrays)`` of each scanned input."""

@@ -127,3 +127,24 @@ def test_map_and_copy_and_deep_chain():
     assert visited == [x]
     assert isinstance(y2, IndexLambda)
     np.testing.assert_allclose(ft.evaluate_numpy(y2, x_new=np.ones(2)), 1.0)
+
+
+def test_a_rewrite_breaking_a_loops_captured_shape_is_refused():
+    # (the dense map checked its body against its inputs; maps and folds
+    # over FractalTensors computed with the wrong shape)
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    w = ft.make_placeholder("W", (2, 2), np.float64)
+
+    class Widen(CopyMapper):
+        def map_placeholder(self, expr):
+            if expr.name == "W":
+                return ft.make_placeholder("W", (3, 3), np.float64)
+            return expr
+
+    for loop, what in ((ft.map(lambda s: ft.sum(s @ w, axis=0), xs), "map"),
+                       (ft.fold(lambda h, s: h @ w + ft.sum(s, axis=0), xs,
+                                ft.zeros(2)), "fold")):
+        with pytest.raises(ValueError, match=f"{what} over a FractalTensor: "
+                           r"body parameter \d+ has shape \(2, 2\).*captured "
+                           r"\(3, 3\)"):
+            Widen()(loop)
