@@ -110,3 +110,22 @@ def test_size_param_named_result():
 def test_result_is_positional_only():
     with pytest.raises(TypeError, match="positional"):
         ft.evaluate_numpy(result=x)
+
+
+def test_a_plain_dict_of_results_as_compile_takes_it():
+    # (a fold with a dict carry returns one)
+    x = ft.make_placeholder("x", (3, 2), np.float64)
+    data = np.arange(6.0).reshape(3, 2)
+    folded = ft.fold(lambda c, row: {"s": c["s"] + row, "n": c["n"] + 1}, x,
+                     {"s": ft.zeros(2), "n": ft.zeros((), np.int64)})
+    for run in (lambda r: ft.evaluate_numpy(r, x=data),
+                lambda r: ft.compile(r)(x=data)):
+        got = run(folded)
+        np.testing.assert_array_equal(got["s"], data.sum(axis=0))
+        assert got["n"] == 3
+        assert set(run({"a": x * 2, "b": ft.sum(x)})) == {"a", "b"}
+    with pytest.raises(TypeError, match="evaluate_numpy: result 'a' is not "
+                       "an array"):
+        ft.evaluate_numpy({"a": 3}, x=data)
+    # (ft.compile's functions all say which loops run on the host)
+    assert ft.compile(x * 2).host_evaluated == ()

@@ -486,8 +486,11 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
         declared dtype), and optionally size parameters by name (others are
         inferred from the input shapes).
     :returns: a :class:`numpy.ndarray`, or a :class:`dict` of them for a
-        :class:`~ftlazy.DictOfNamedArrays`.
+        :class:`~ftlazy.DictOfNamedArrays` (or a plain ``dict`` of named
+        arrays, as :func:`~ftlazy.compile` takes it).
     """
+    from ftlazy.target.loopy.arguments import as_result
+    result = as_result(result, "evaluate_numpy")
     if isinstance(result, DictOfNamedArrays):
         roots = list(result.values())
     elif isinstance(result, Jagged):

@@ -1146,6 +1146,13 @@ class CompiledFunction:
         return self.program.from_cache
 
     @property
+    def host_evaluated(self) -> tuple[str, ...]:
+        """The loops that run on the host at each call: none in a program
+        without FractalTensors (see
+        :attr:`ftlazy.target.loopy.jagged_program.JaggedCompiledFunction.host_evaluated`)."""
+        return ()
+
+    @property
     def plan(self) -> KernelPlan:
         """The plan the kernel was emitted from (see :class:`BoundProgram`)."""
         return self.program.plan
