@@ -279,3 +279,18 @@ def test_deep_chain_of_100k_front_end_adds():
 # }}}
 
 # vim: foldmethod=marker
+
+
+def test_analyses_of_a_fractal_tensor():
+    # (a map over a FractalTensor returns one: its inputs, size and users)
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    w = ft.make_placeholder("W", (2, 2), np.float64)
+    mapped = ft.map(lambda s: ft.tanh(s @ w), xs)
+    assert {n.name for n in get_inputs(mapped)} == {
+        "xs_values", "xs_offsets0", "W"}
+    assert get_num_nodes(mapped) > get_num_nodes(ft.tanh(xs)) > 1
+    users = get_users(ft.tanh(xs))
+    assert any(isinstance(n, ft.Jagged) for n in users)
+    with pytest.raises(TypeError, match="get_inputs expects an Array, a "
+                       "FractalTensor or a DictOfNamedArrays, got list"):
+        get_inputs([w])

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Analyses of a DAG: its inputs, its users and its size.
 
-Every function takes an :class:`~ftlazy.Array` or a
-:class:`~ftlazy.DictOfNamedArrays` and walks the DAG with the iterative
-mapper bases of :mod:`ftlazy.transform`, so chains of 10^5 nodes need no
-recursion.
+Every function takes an :class:`~ftlazy.Array`, a FractalTensor (a
+:class:`~ftlazy.Jagged`) or a :class:`~ftlazy.DictOfNamedArrays` and
+walks the DAG with the iterative mapper bases of :mod:`ftlazy.transform`,
+so chains of 10^5 nodes need no recursion.
 
 *Scopes.* The bodies of :class:`~ftlazy.fractal.Map` and
 :class:`~ftlazy.fractal.Scan` are separate scopes: a body reads only its
@@ -44,9 +44,10 @@ _INPUT_TYPES = (Placeholder, SizeParam, DataWrapper)
 
 
 def _check_expr(expr: object, what: str) -> None:
-    if not isinstance(expr, (Array, DictOfNamedArrays)):
-        raise TypeError(f"{what} expects an Array or a DictOfNamedArrays, got "
-                        f"{type(expr).__name__} {expr!r}")
+    from ftlazy.fractal_tensor import Jagged
+    if not isinstance(expr, (Array, DictOfNamedArrays, Jagged)):
+        raise TypeError(f"{what} expects an Array, a FractalTensor or a "
+                        f"DictOfNamedArrays, got {type(expr).__name__} {expr!r}")
 
 
 def _is_counted(n: Node) -> bool:
