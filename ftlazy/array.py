@@ -36,7 +36,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pymbolic.primitives as prim
-from pytools.tag import Tag, normalize_tags
+from pytools.tag import Tag, check_tag_uniqueness, normalize_tags
 
 from ftlazy import shapes as sh
 from ftlazy.node import FrozenDict, IdentityKey, Node, node
@@ -79,14 +79,29 @@ def normalize_dtype(dtype: Any) -> np.dtype:
     return dt
 
 
+def checked_tags(tags: Any) -> frozenset[Tag]:
+    """*tags* (a tag, an iterable of tags or None) as a frozenset:
+    :class:`TypeError` for anything but tags (a string is not an iterable
+    of tags), :class:`pytools.tag.NonUniqueTagError` (a
+    :class:`ValueError`) for two tags of one :class:`~pytools.tag.UniqueTag`
+    kind, as pytato refuses them."""
+    if isinstance(tags, (str, bytes)):
+        raise TypeError(f"tags must be Tag instances, got the string {tags!r}")
+    tags = normalize_tags(tags)
+    return check_tag_uniqueness(tags) if tags else tags
+
+
 @dataclass(frozen=True)
 class Axis:
     """Metadata for one array axis (its tags)."""
 
     tags: frozenset[Tag] = frozenset()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tags", checked_tags(self.tags))
+
     def tagged(self, tags: Any) -> Axis:
-        return Axis(self.tags | normalize_tags(tags))
+        return Axis(self.tags | checked_tags(tags))
 
 
 _DEFAULT_AXIS = Axis()
@@ -123,8 +138,8 @@ class Array(Node):
         if self._child_fields:
             check_direct_input_names(self)
         tags = self.tags
-        if not isinstance(tags, frozenset) or not all(isinstance(t, Tag) for t in tags):
-            object.__setattr__(self, "tags", normalize_tags(tags))
+        if tags or not isinstance(tags, frozenset):
+            object.__setattr__(self, "tags", checked_tags(tags))
         axes = self.axes
         if axes is None:
             object.__setattr__(self, "axes", (_DEFAULT_AXIS,) * len(self.shape))
@@ -220,7 +235,7 @@ class Array(Node):
 
     def tagged(self, tags: Any) -> Array:
         """This array with *tags* (a tag or an iterable of tags) added."""
-        return self.copy(tags=normalize_tags(self.tags | normalize_tags(tags)))
+        return self.copy(tags=self.tags | checked_tags(tags))
 
     def tags_of_type(self, tag_t: type) -> frozenset:
         """The tags of this array that are instances of *tag_t* (as

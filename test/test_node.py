@@ -97,3 +97,25 @@ def test_array_has_no_truth_value():
     x = ft.make_placeholder("x", (3,), np.float64)
     with pytest.raises(TypeError, match="truth value"):
         bool(x)
+
+
+def test_tags_must_be_tags_and_unique_tags_unique():
+    # (as pytato refuses them: two strategies, two names; a string is not
+    # an iterable of tags)
+    from pytools.tag import NonUniqueTagError
+
+    from ftlazy.tags import ImplInlined, ImplStored, Named
+    x = ft.make_placeholder("x", (3,), np.float64)
+    with pytest.raises(NonUniqueTagError, match="ImplementationStrategy"):
+        (x * 2).tagged(ImplStored()).tagged(ImplInlined())
+    with pytest.raises(NonUniqueTagError):
+        (x * 2).tagged(Named("a")).tagged(Named("b"))
+    with pytest.raises(TypeError, match="got the string 'foo'"):
+        (x * 2).tagged("foo")
+    with pytest.raises(TypeError, match="not an instance of pytools.tag.Tag"):
+        ft.make_placeholder("y", (2,), np.float64, tags=[3])
+    with pytest.raises(TypeError, match="got the string"):
+        x.with_tagged_axis(0, "ab")
+    # (the same tag twice is one tag)
+    assert (x * 2).tagged(ImplStored()).tagged(ImplStored()).tags == {
+        ImplStored()}
