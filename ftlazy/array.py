@@ -45,6 +45,15 @@ from ftlazy.scalar_expr import (
 from ftlazy.shapes import Shape, ShapeComponent
 
 
+def check_result_value(name: str, value: Any) -> None:
+    """:class:`TypeError` naming the result *name* unless *value* is an
+    array or a FractalTensor."""
+    from ftlazy.fractal_tensor import Jagged
+    if not isinstance(value, (Array, Jagged)):
+        raise TypeError(f"result {name!r} is not an array or a FractalTensor: "
+                        f"{type(value).__name__}")
+
+
 def check_user_name(name: Any, what: str) -> str:
     """Validate a user-given name: a C identifier, not reserved."""
     check_identifier(name, what)
@@ -937,7 +946,9 @@ class AdvancedIndex(Array):
 
 @node(children=("data",))
 class DictOfNamedArrays(Node):
-    """Several named results computed by one program."""
+    """Several named results computed by one program: arrays, and
+    FractalTensors (:class:`~ftlazy.Jagged`), which evaluate to
+    :class:`~ftlazy.JaggedArray` s."""
 
     data: Mapping[str, Array]
 
@@ -946,8 +957,7 @@ class DictOfNamedArrays(Node):
             object.__setattr__(self, "data", FrozenDict(self.data))
         for name, value in self.data.items():
             check_user_name(name, "result")
-            if not isinstance(value, Array):
-                raise TypeError(f"result {name!r} is not an Array: {value!r}")
+            check_result_value(name, value)
 
     def __getitem__(self, name: str) -> Array:
         return self.data[name]

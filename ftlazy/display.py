@@ -134,7 +134,7 @@ def node_repr(n: Node) -> str:
                 f"outputs=[{', '.join(type_str(o) for o in n.outputs)}], "
                 f"nodes={count_nodes(n)})")
     if isinstance(n, DictOfNamedArrays):
-        items = ", ".join(f"{name!r}: {type_str(a)}" for name, a in n.items())
+        items = ", ".join(f"{name!r}: {result_str(a)}" for name, a in n.items())
         return f"DictOfNamedArrays({{{items}}}, nodes={count_nodes(n)})"
     if isinstance(n, Jagged):
         from ftlazy.shapes import shape_str
@@ -294,19 +294,20 @@ def _inputs_of(result: Any) -> list[str]:
     return list(found.values())
 
 
+def result_str(a: Any) -> str:
+    """A result's type: ``float64[n, 3]``, or ``FractalTensor(depth=2,
+    float64[3])``."""
+    from ftlazy.fractal_tensor import Jagged
+    if isinstance(a, Jagged):
+        return f"FractalTensor(depth={a.depth}, {a.dtype}{list(a.elem_shape)})"
+    return type_str(a)
+
+
 def _outputs_of(result: Any) -> list[str]:
     from ftlazy.array import DictOfNamedArrays
-    from ftlazy.fractal_tensor import Jagged
-
-    def one(a: Any) -> str:
-        if isinstance(a, Jagged):
-            return (f"FractalTensor(depth={a.depth}, {a.dtype}"
-                    f"{list(a.elem_shape)})")
-        return type_str(a)
-
     if isinstance(result, DictOfNamedArrays):
-        return [f"{name}: {one(a)}" for name, a in result.items()]
-    return [one(result)]
+        return [f"{name}: {result_str(a)}" for name, a in result.items()]
+    return [result_str(result)]
 
 # }}}
 
@@ -410,7 +411,7 @@ def node_html(n: Node) -> str:
         rows.append(("outputs", _esc(", ".join(type_str(o) for o in n.outputs))))
     elif isinstance(n, DictOfNamedArrays):
         for name, a in n.items():
-            rows.append((_esc(name), _esc(type_str(a))))
+            rows.append((_esc(name), _esc(result_str(a))))
     elif isinstance(n, Jagged):
         rows += [("name", _esc(n.name or "")), ("depth", _esc(n.depth)),
                  ("elem shape", _esc(shape_str(n.elem_shape))),

@@ -11,7 +11,7 @@ from pytools.tag import normalize_tags
 from ftlazy import shapes as sh
 from ftlazy.array import (
     Array, Axis, DataWrapper, DictOfNamedArrays, Placeholder, SizeParam,
-    check_user_name, normalize_dtype)
+    check_result_value, check_user_name, normalize_dtype)
 
 
 def make_size_param(name: str, tags: Any = frozenset()) -> SizeParam:
@@ -56,8 +56,12 @@ def make_data_wrapper(data: Any, name: str | None = None, shape: Any = None,
 
 
 def make_dict_of_named_arrays(data: Mapping[str, Array]) -> DictOfNamedArrays:
-    """Several results, by name, computed by one program."""
+    """Several results, by name, computed by one program (arrays and
+    FractalTensors)."""
     if not isinstance(data, Mapping):
         raise TypeError(f"expected a mapping of names to arrays, got "
                         f"{type(data).__name__}")
+    for name, value in data.items():
+        # (before the dict is hashed: a numpy array is not hashable)
+        check_result_value(name, value)
     return DictOfNamedArrays(dict(data))

@@ -308,15 +308,17 @@ class _Verifier:
 
     def check_result_names(self, expr: Any) -> None:
         from ftlazy.array import Array
+        from ftlazy.fractal_tensor import Jagged
         stmt = Statement(-1, expr, None, 0, "the DictOfNamedArrays of the "
                          "results")
         for name, value in expr.data.items():
             problem = _name_problem(name, user=True)
             if problem:
                 self.fail("names", stmt, f"result name {name!r} {problem}")
-            if not isinstance(value, Array):
+            if not isinstance(value, (Array, Jagged)):
                 self.fail("node", stmt, f"result {name!r} is a "
-                          f"{type(value).__name__}, not an array")
+                          f"{type(value).__name__}, not an array or a "
+                          "FractalTensor")
 
     def check_input_names(self, expr: Node) -> None:
         from ftlazy.analysis import check_unique_input_names

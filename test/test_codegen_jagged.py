@@ -269,3 +269,40 @@ def test_rows_of_symbolic_shape_over_an_empty_batch(xs, body, row):
         for got in (ft.compile(result)(**inputs),
                     ft.evaluate_numpy(result, **inputs)):
             assert got.shape == want
+
+
+def test_dict_results_hold_fractal_tensors(xs):
+    # (an LSTM's h and c per sequence from one program, next to arrays; a
+    # FractalTensor 'h' beside a result named 'h_values')
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    states = ft.map(lambda s: ft.scan(lambda c, r: ft.tanh(c + r), s,
+                                      ft.zeros(H)), xs)
+    result = ft.make_dict_of_named_arrays({
+        "h": states, "c": ft.tanh(xs) * 2, "lengths": ft.lengths(xs),
+        "h_values": ft.sum(ft.flatten(xs), axis=0), "doubled": docs * 2.0})
+    data = batch([3, 0, 2])
+    doc_data = [[np.ones((1, H))], [], [np.ones((2, H)), np.zeros((0, H))]]
+
+    def scanned(s):
+        c, rows = np.zeros(H), []
+        for r in s:
+            c = np.tanh(c + r)
+            rows.append(c)
+        return np.array(rows).reshape(-1, H)
+
+    for got in (ft.compile(result)(xs=data, docs=doc_data),
+                ft.evaluate_numpy(result, xs=data, docs=doc_data)):
+        assert_jagged(got["h"], [scanned(s) for s in data], (H,))
+        assert_jagged(got["c"], [np.tanh(s) * 2 for s in data], (H,))
+        np.testing.assert_array_equal(got["lengths"], [3, 0, 2])
+        np.testing.assert_allclose(got["h_values"],
+                                   np.concatenate(data).sum(axis=0))
+        assert got["doubled"].depth == 3
+        for g, d in zip(got["doubled"].tolist(), doc_data):
+            for gs, ds in zip(g, d):
+                np.testing.assert_array_equal(gs, ds * 2)
+    assert "FractalTensor(depth=2" in repr(result)
+    ft.verify(result)
+    with pytest.raises(TypeError, match="result 'a' is not an array or a "
+                       "FractalTensor: ndarray"):
+        ft.make_dict_of_named_arrays({"a": np.ones(2)})

@@ -492,7 +492,9 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     from ftlazy.target.loopy.arguments import as_result
     result = as_result(result, "evaluate_numpy")
     if isinstance(result, DictOfNamedArrays):
-        roots = list(result.values())
+        roots = [part for value in result.values() for part in (
+            [value.values, *value.offsets] if isinstance(value, Jagged)
+            else [value])]
     elif isinstance(result, Jagged):
         roots = [result.values, *result.offsets]
     elif isinstance(result, Array):
@@ -511,7 +513,8 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     evaluator = NumpyEvaluator(env, arrays)
     evaluator.bind_derived_sizes(roots)
     if isinstance(result, DictOfNamedArrays):
-        return {name: evaluator.rec(a) for name, a in result.items()}
+        return {name: jagged_result(a, evaluator.rec) if isinstance(a, Jagged)
+                else evaluator.rec(a) for name, a in result.items()}
     if isinstance(result, Jagged):
         return jagged_result(result, evaluator.rec)
     return evaluator.rec(result)

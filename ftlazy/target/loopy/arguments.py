@@ -38,7 +38,8 @@ def as_result(result: Any, caller: str) -> Any:
             if not isinstance(name, str):
                 raise TypeError(f"{caller}: result names must be strings, got "
                                 f"{type(name).__name__} {name!r}")
-            if not isinstance(value, Array):
+            from ftlazy.fractal_tensor import Jagged
+            if not isinstance(value, (Array, Jagged)):
                 raise TypeError(f"{caller}: result {name!r} is not an array: "
                                 f"{type(value).__name__}")
         return DictOfNamedArrays(dict(result))

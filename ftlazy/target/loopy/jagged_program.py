@@ -48,12 +48,50 @@ from ftlazy.transform.mappers import CopyMapper
 from ftlazy.transform.scan_body_maps import close_scan_bodies, open_scan_bodies
 
 
-def _roots(result: Any) -> dict[str, Array]:
+def _jagged_keys(result: Any) -> dict[Any, tuple[str, tuple[str, ...]]]:
+    """The keys in :func:`_roots` of the values and offsets of each
+    FractalTensor result: by its name in a :class:`DictOfNamedArrays`, None
+    for a FractalTensor alone. A dict's FractalTensor ``h`` has the keys
+    ``h_values`` and ``h_offsets<k>``, numbered where the dict's other
+    names take them."""
     if isinstance(result, Jagged):
-        return {"values": result.values} | {
-            f"offsets{k}": o for k, o in enumerate(result.offsets)}
+        return {None: ("values", tuple(f"offsets{k}"
+                                       for k in range(len(result.offsets))))}
+    if not isinstance(result, DictOfNamedArrays):
+        return {}
+    taken = set(result.keys())
+    keys = {}
+    for name, value in result.items():
+        if not isinstance(value, Jagged):
+            continue
+        prefix, k = f"{name}_values", 0
+        while ({prefix} | {f"{name}_offsets{j}" for j in range(
+                len(value.offsets))}) & taken:
+            k += 1
+            prefix = f"{name}_values{k}"
+        parts = (prefix, tuple(f"{name}_offsets{j}" + (f"_{k}" if k else "")
+                               for j in range(len(value.offsets))))
+        taken |= {parts[0], *parts[1]}
+        keys[name] = parts
+    return keys
+
+
+def _roots(result: Any) -> dict[str, Array]:
     if isinstance(result, DictOfNamedArrays):
-        return dict(result.items())
+        keys = _jagged_keys(result)
+        roots: dict[str, Array] = {}
+        for name, value in result.items():
+            if name in keys:
+                values_key, offsets_keys = keys[name]
+                roots[values_key] = value.values
+                roots.update(zip(offsets_keys, value.offsets))
+            else:
+                roots[name] = value
+        return roots
+    if isinstance(result, Jagged):
+        ((values_key, offsets_keys),) = _jagged_keys(result).values()
+        return {values_key: result.values} | dict(zip(offsets_keys,
+                                                      result.offsets))
     return {"result": result}
 
 
@@ -67,7 +105,8 @@ def needs_jagged_lowering(result: Any) -> bool:
     """Whether *result* is a FractalTensor or its DAG holds maps over
     FractalTensors, which only :func:`jagged_lowering` turns into a dense
     DAG (a DAG already lowered reads only their packed parts)."""
-    if isinstance(result, Jagged):
+    if isinstance(result, Jagged) or (isinstance(
+            result, DictOfNamedArrays) and _jagged_keys(result)):
         return True
     if not isinstance(result, (Array, DictOfNamedArrays)):
         return False    # (refused by whoever checks what results may be)
@@ -207,9 +246,12 @@ class _Lowering:
         self.forwarded: dict[str, str] = {}
         forward = _InputCopiesForwarded()
         input_names = {n.name for n in self.input_nodes}
+        #: the keys of each FractalTensor result's parts (see _jagged_keys)
+        self.jagged_keys = _jagged_keys(result)
+        offsets_keys = {k for _, keys in self.jagged_keys.values() for k in keys}
         for name, node in list(lowered.items()):
             source = forward(node)
-            if (isinstance(result, Jagged) and name.startswith("offsets")
+            if (name in offsets_keys
                     and isinstance(source, Placeholder)
                     and source.name in input_names and any(
                         isinstance(t, JaggedInputPart) for t in source.tags)):
@@ -339,20 +381,30 @@ class JaggedCompiledFunction:
         # another result of the same map, are left out)
         out = self.inner(**kernel_inputs, **{
             k: v for k, v in derived.items() if k in lowering.dense_names})
+        out.update((k, given[v]) for k, v in lowering.forwarded.items())
+        jagged = {name: _assembled(out, *keys, lowering.forwarded)
+                  for name, keys in lowering.jagged_keys.items()}
         if isinstance(self.result, Jagged):
-            # (fresh result values: adopted, not copied; offsets that are
-            # the input's come from the host, checked with it: offsets all
-            # forwarded are not checked again)
-            out.update((k, given[v]) for k, v in lowering.forwarded.items())
-            offsets = tuple(out[f"offsets{k}"]
-                            for k in range(self.result.depth - 1))
-            if (len(lowering.forwarded) == len(offsets)
-                    and len(out["values"]) == offsets[-1][-1]):
-                return JaggedArray._trusted(out["values"], offsets)
-            return JaggedArray._adopt(out["values"], *offsets)
+            return jagged[None]
         if isinstance(self.result, DictOfNamedArrays):
-            return out
+            return {name: jagged[name] if name in jagged else out[name]
+                    for name in self.result.keys()}
         return out["result"]
+
+
+def _assembled(out: dict[str, Any], values_key: str,
+               offsets_keys: tuple[str, ...], forwarded: dict[str, str]
+               ) -> JaggedArray:
+    """A FractalTensor result from its parts among the outputs *out*.
+    Fresh values are adopted, not copied; offsets that are an input's
+    (*forwarded*) come from the host, checked with it: offsets all
+    forwarded are not checked again."""
+    values = out[values_key]
+    offsets = tuple(out[k] for k in offsets_keys)
+    if (all(k in forwarded for k in offsets_keys)
+            and len(values) == offsets[-1][-1]):
+        return JaggedArray._trusted(values, offsets)
+    return JaggedArray._adopt(values, *offsets)
 
 
 def _evaluate(node: Array, given: dict[str, Any], cache: dict,
