@@ -862,6 +862,15 @@ def _scan_node(f: Callable, xs: Any, init: Any, keep_all: bool, what: str) -> An
         traced, [[(a.shape, a.dtype) for a in inits],
                  [(a.shape[1:], a.dtype) for a in scanned]],
         [init_structure, x_structure], what)
+    for k, (leaf, init, new) in enumerate(zip(init_leaves, inits,
+                                              body.outputs)):
+        if init.dtype != new.dtype and isinstance(leaf, (bool, int, float)):
+            raise TypeError(
+                f"{what}: the body changes the dtype of carry {k} from "
+                f"{init.dtype} to {new.dtype}; its init, the Python "
+                f"{type(leaf).__name__} {leaf!r}, is {init.dtype}: give it "
+                f"as a {new.dtype} (np.{new.dtype}({leaf!r}))")
+    check_carries(inits, body.outputs, what)
     loop = Scan(body, tuple(inits) + tuple(scanned) + tuple(captured),
                 len(inits), len(scanned), keep_all)
     from ftlazy.fractal_step_reads import zipped_step_reads

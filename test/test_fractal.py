@@ -174,3 +174,20 @@ def test_loop_nodes_are_structurally_shared():
     x = ft.make_placeholder("x", (4, 3), np.float64)
     assert ft.map(lambda r: 2 * r, x) is ft.map(lambda r: 2 * r, x)
     assert ft.map(lambda r: 2 * r, x) is not ft.map(lambda r: 3 * r, x)
+
+
+@pytest.mark.parametrize("loop", ["scan", "fold", "reduce"])
+def test_a_carry_changing_dtype_names_the_loop_and_a_python_init(loop):
+    # (a Python 0 as the init of a float fold is int64: say so, and name
+    # the loop the user called)
+    v = ft.make_placeholder("v", (3,), np.float64)
+    build = getattr(ft, loop)
+    with pytest.raises(TypeError, match=f"{loop}: the body changes the dtype "
+                       "of carry 0 from int64 to float64; its init, the Python "
+                       r"int 0, is int64: give it as a float64 \(np.float64"):
+        build(lambda c, a: c + a, v, 0)
+    with pytest.raises(TypeError, match=f"{loop}: the body changes the dtype "
+                       "of carry 0 from int32 to float64$"):
+        build(lambda c, a: c + a, v, ft.zeros((), np.int32))
+    with pytest.raises(ValueError, match=f"{loop}: the body changes the shape"):
+        build(lambda c, a: c + a * ft.ones(2), v, ft.zeros(()))
