@@ -252,11 +252,16 @@ def test_pinned_width_the_probe_refused_is_an_error():
         "float64", ["exp"]) == 4
 
 
-@pytest.mark.parametrize("options", [{"vector_width": 3}, {"device_kind": "tpu"},
-                                     {"matmul_block": (0, 8)}])
-def test_bad_options_are_rejected(options):
+@pytest.mark.parametrize("options, error", [
+    ({"vector_width": 3}, ValueError), ({"device_kind": "tpu"}, ValueError),
+    ({"matmul_block": (0, 8)}, ValueError),
+    ({"vector_min_length": "a"}, ValueError),
+    ({"vector_min_length": -3}, ValueError),
+    ({"vector_min_length": 2.5}, ValueError),
+    ({"vectorize": "no"}, TypeError)])
+def test_bad_options_are_rejected(options, error):
     x = ft.make_placeholder("x", (N,), np.float64)
-    with pytest.raises(ValueError, match=next(iter(options))):
+    with pytest.raises(error, match=next(iter(options))):
         ft.compile(x + 1, options=options)
 
 

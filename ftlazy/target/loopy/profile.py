@@ -65,6 +65,16 @@ class CodegenOptions:
         if self.vector_width is not None and self.vector_width not in VECTOR_WIDTHS:
             raise ValueError(f"CodegenOptions: vector_width must be one of "
                              f"{VECTOR_WIDTHS} or None, got {self.vector_width!r}")
+        if not isinstance(self.vectorize, bool):
+            raise TypeError("CodegenOptions: vectorize must be True or False, "
+                            f"got {self.vectorize!r}")
+        if self.vector_min_length is not None and (
+                isinstance(self.vector_min_length, bool)
+                or not isinstance(self.vector_min_length, int)
+                or self.vector_min_length < 0):
+            raise ValueError("CodegenOptions: vector_min_length must be a "
+                             "non-negative int or None, got "
+                             f"{self.vector_min_length!r}")
         if not (self.sort_ragged_rows is None
                 or isinstance(self.sort_ragged_rows, bool)):
             raise TypeError("CodegenOptions: sort_ragged_rows must be True, "
