@@ -251,9 +251,16 @@ class Array(Node):
         :meth:`pytools.tag.Taggable.tags_of_type`)."""
         return frozenset(t for t in self.tags if isinstance(t, tag_t))
 
-    def without_tags(self, tags: Any) -> Array:
-        """This array with *tags* removed."""
-        return self.copy(tags=self.tags - normalize_tags(tags))
+    def without_tags(self, tags: Any, verbose: bool = True) -> Array:
+        """This array with *tags* removed; with *verbose* (pytato's
+        signature), a warning names those it did not have."""
+        tags = checked_tags(tags)
+        missing = tags - self.tags
+        if verbose and missing:
+            import warnings
+            warnings.warn(f"without_tags: the array has no tag(s) "
+                          f"{sorted(map(repr, missing))}", stacklevel=2)
+        return self.copy(tags=self.tags - tags)
 
     def with_tagged_axis(self, iaxis: int, tags: Any) -> Array:
         """This array with *tags* added to axis *iaxis*."""

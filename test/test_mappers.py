@@ -148,3 +148,24 @@ def test_a_rewrite_breaking_a_loops_captured_shape_is_refused():
                            r"body parameter \d+ has shape \(2, 2\).*captured "
                            r"\(3, 3\)"):
             Widen()(loop)
+
+
+def test_mapper_mistakes_are_named():
+    # (a map_* method that forgot its return; a CombineMapper without
+    # combine)
+    x = ft.make_placeholder("x", (3,), np.float64)
+
+    class Forgets(CopyMapper):
+        def map_placeholder(self, expr):
+            expr.name   # no return
+
+    class NoCombine(CombineMapper):
+        def map_placeholder(self, expr):
+            return 1
+
+    with pytest.raises(TypeError, match="Forgets.map_placeholder returned "
+                       "NoneType for Placeholder"):
+        Forgets()(x * 2)
+    with pytest.raises(NotImplementedError, match="NoCombine must implement "
+                       "combine"):
+        NoCombine()(x * 2)

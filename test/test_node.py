@@ -119,3 +119,11 @@ def test_tags_must_be_tags_and_unique_tags_unique():
     # (the same tag twice is one tag)
     assert (x * 2).tagged(ImplStored()).tagged(ImplStored()).tags == {
         ImplStored()}
+
+
+def test_without_tags_takes_pytatos_verbose():
+    from ftlazy.tags import ImplStored
+    x = ft.make_placeholder("x", (3,), np.float64)
+    assert x.tagged(ImplStored()).without_tags(ImplStored(), verbose=False) is x
+    with pytest.warns(UserWarning, match="has no tag"):
+        assert x.without_tags(ImplStored()) is x

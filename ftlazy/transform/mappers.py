@@ -124,6 +124,10 @@ class CachedMapper(Mapper[ResultT]):
     Extra arguments to :meth:`rec` are not supported (results are cached by
     node alone)."""
 
+    #: ``check(mapper, node, result)`` raising for a result a subclass
+    #: cannot use (None: every result is kept)
+    _result_check: Callable[[Any, Node, Any], None] | None = None
+
     def __init__(self) -> None:
         self._cache: dict[Node, ResultT] = {}
 
@@ -136,18 +140,33 @@ class CachedMapper(Mapper[ResultT]):
             return cache[expr]
         except KeyError:
             pass
+        check = self._result_check
         for n in topological_order([expr], skip=cache):
-            cache[n] = self._method_for(type(n))(n)
+            value = self._method_for(type(n))(n)
+            if check is not None:
+                check(self, n, value)
+            cache[n] = value
         return cache[expr]
 
     def __call__(self, expr: Node) -> ResultT:  # type: ignore[override]
         return self.rec(expr)
 
 
+def _check_copy(mapper: Any, node: Node, value: Any) -> None:
+    if not isinstance(value, Node):
+        method = mapper._method_for(type(node)).__name__
+        raise TypeError(f"{type(mapper).__name__}.{method} returned "
+                        f"{type(value).__name__} for {node!r}: a CopyMapper's "
+                        "map_* methods return the node that replaces theirs "
+                        "(the node itself to keep it)")
+
+
 class CopyMapper(CachedMapper[Node]):
     """Rebuilds the DAG; every node maps to a copy with mapped children
     (the same object where nothing changed). Override ``map_*`` for the
     nodes a transform rewrites."""
+
+    _result_check = staticmethod(_check_copy)
 
     def map_node(self, expr: Node) -> Node:
         changes = self.mapped_fields(expr)
@@ -175,7 +194,9 @@ class CombineMapper(CachedMapper[ResultT]):
     :meth:`combine`. Subclasses implement :meth:`combine` and the leaves."""
 
     def combine(self, *values: ResultT) -> ResultT:
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement combine(*values): how the "
+            "results of a node's children make its own")
 
     def map_node(self, expr: Node) -> ResultT:
         values = [self.rec(c) for c in iter_children(expr)]
