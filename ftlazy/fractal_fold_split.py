@@ -88,8 +88,11 @@ def _carry_free_frontier(body: Body, num_carries: int, num_elements: int,
     for out in body.outputs:
         if out in uses_element and out not in uses_carry:
             frontier[out] = None
-    if any(_reads_symbols(f, symbols) for f in frontier):
-        return None     # (the element itself, or arrays of its length)
+    if any(_reads_symbols(f, symbols) and not isinstance(f, SizeParam)
+           for f in frontier):
+        # (the element itself, or arrays of its length; the length alone,
+        # c + s.shape[0], is a value per element)
+        return None
     return list(frontier) or None
 
 

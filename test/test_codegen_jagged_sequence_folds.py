@@ -213,3 +213,37 @@ def test_steps_capturing_document_values_and_zipped_rows(docs, weights):
             h = np.tanh(h @ W + s.sum(axis=0) * len(s) + mean)
         return h
     check(ft.map(per_document, docs), reference)
+
+
+class _Counted(NamedTuple):
+    h: object
+    count: object
+
+
+@pytest.mark.parametrize("body", ["count", "mean_added", "bundle"])
+def test_folds_over_sentences_reading_their_length_as_a_value(docs, body):
+    # (c + s.shape[0]: the sentence's length is a row per sentence, computed
+    # with the rest of the step's carry-free part; these ran on the host)
+    def count(d):
+        return ft.fold(lambda c, s: c + s.shape[0], d,
+                       ft.zeros((), np.int64))
+
+    def mean_added(d):
+        return ft.fold(lambda c, s: ft.tanh(c @ W) + ft.sum(s, axis=0)
+                       * s.shape[0], d, ft.zeros(H))
+
+    def bundle(d):
+        return ft.fold(lambda c, s: _Counted(
+            ft.tanh(c.h + ft.sum(s, axis=0)), c.count + s.shape[0]), d,
+            _Counted(ft.zeros(H), ft.zeros((), np.int64))).count
+
+    def reference(doc):
+        if body == "mean_added":
+            h = np.zeros(H)
+            for s in doc:
+                h = np.tanh(h @ W) + s.sum(axis=0) * len(s)
+            return h
+        return np.asarray(sum(len(s) for s in doc))
+
+    lazy = {"count": count, "mean_added": mean_added, "bundle": bundle}[body]
+    check(ft.map(lazy, docs), reference, uses=())
