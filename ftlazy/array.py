@@ -106,9 +106,6 @@ class Axis:
 
     tags: frozenset[Tag] = frozenset()
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "tags", checked_tags(self.tags))
-
     def tagged(self, tags: Any) -> Axis:
         return Axis(self.tags | checked_tags(tags))
 

@@ -83,7 +83,8 @@ def test_dict_of_named_arrays():
     out = ft.evaluate_numpy(d, x=np.ones((2, 3)))
     assert set(out) == {"s", "t"}
     assert out["s"] == 6.0
-    with pytest.raises(TypeError, match="not an Array"):
+    with pytest.raises(TypeError, match="'s' is not an array or a "
+                       "FractalTensor: int"):
         ft.make_dict_of_named_arrays({"s": 3})
     with pytest.raises(TypeError, match="mapping"):
         ft.make_dict_of_named_arrays([x])

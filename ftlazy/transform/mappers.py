@@ -153,7 +153,8 @@ class CachedMapper(Mapper[ResultT]):
 
 
 def _check_copy(mapper: Any, node: Node, value: Any) -> None:
-    if not isinstance(value, Node):
+    # (None only: transforms may map a loop to its results, a tuple)
+    if value is None:
         method = mapper._method_for(type(node)).__name__
         raise TypeError(f"{type(mapper).__name__}.{method} returned "
                         f"{type(value).__name__} for {node!r}: a CopyMapper's "
