@@ -276,8 +276,36 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
                     "operands could not be broadcast together with shapes "
                     + " ".join(others) + f": dimension {cur} vs {c} "
                     + ("differ" if prove_different(cur, c)
-                       else "cannot be proven equal"))
+                       else "cannot be proven equal")
+                    + internal_sizes_note(cur, c))
     return tuple(result)
+
+
+#: what the size names ftlazy makes mean, for messages (prefix -> words)
+_INTERNAL_SIZES = (
+    ("_ft_elem", "a size of the element of the FractalTensor a loop runs "
+                 "over (_L: its length; _m, _T: its numbers of lists and of "
+                 "leaves)"),
+    ("_ft_dyn", "a size computed from the data at run time (the length of "
+                "xs[i], of a slice or of a filter of a FractalTensor)"),
+)
+
+
+def internal_sizes_note(*components: Any) -> str:
+    """For a message about *components* (shape components or shapes): a
+    note saying what the size names ftlazy made among them mean, or
+    ``''`` where there are none."""
+    names: set[str] = set()
+    for c in components:
+        for part in (c if isinstance(c, tuple) else (c,)):
+            if not isinstance(part, int):
+                names |= size_param_names(part)
+    notes = []
+    for prefix, meaning in _INTERNAL_SIZES:
+        found = sorted(n for n in names if n.startswith(prefix))
+        if found:
+            notes.append(f"{', '.join(found)}: {meaning}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def product(components: Any) -> ShapeComponent:

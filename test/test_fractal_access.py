@@ -599,3 +599,15 @@ def test_map_over_rows_returning_lists_of_data_dependent_length():
                                         (shape[0], H)))
 
 # }}}
+
+
+def test_messages_say_what_ftlazys_size_names_mean(xs):
+    # (two elements of different lengths; a stride over an element's
+    # symbolic length: the names ftlazy made are explained)
+    i = ft.make_placeholder("i", (), np.int64)
+    with pytest.raises(ValueError, match=r"_ft_dyn\d+, _ft_dyn\d+: a size "
+                       "computed from the data at run time"):
+        xs[i] + xs[0]
+    with pytest.raises(ValueError, match=r"_ft_elem0_L: a size of the "
+                       "element of the FractalTensor a loop runs over"):
+        ft.map(lambda s: ft.slide(s, 2, stride=2), xs)

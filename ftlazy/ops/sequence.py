@@ -153,7 +153,8 @@ def _window_count(length: ShapeComponent, size: int, dilation: int,
             f"slide: with stride={stride}, a sequence of symbolic length {length} "
             f"has ({room}) // {stride} + 1 windows, which is not an affine "
             f"expression (shapes must be affine in the size parameters); use "
-            f"stride=1, or a length whose coefficients {stride} divides")
+            f"stride=1, or a length whose coefficients {stride} divides"
+            + sh.internal_sizes_note(length))
     return sh.AffineForm({k: c // stride for k, c in form.coeffs.items()},
                          form.const // stride + 1).to_expr()
 

@@ -196,12 +196,13 @@ def negative_shape_message(kind: str | ShapeRequirement, shape: Any,
     """The message of the :class:`ValueError` for a shape that the size
     parameters *env* make negative; *kind* names the node's kind, or is
     what the operation that built it requires (see :func:`node_kind`)."""
+    note = sh.internal_sizes_note(tuple(shape))
     if isinstance(kind, ShapeRequirement):
         return (f"{kind.message} (for size parameters {dict(env)}, a shape "
-                f"{sh.shape_str(shape)} is {values})")
+                f"{sh.shape_str(shape)} is {values}){note}")
     return (f"for size parameters {dict(env)}, the shape {sh.shape_str(shape)} "
             f"of {kind} is {values}, which is negative: an index or slice "
-            "assumed a longer axis")
+            f"assumed a longer axis{note}")
 
 
 def node_kind(node: Any) -> str | ShapeRequirement:
