@@ -38,8 +38,9 @@ import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, IndexLambda
+from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import LoopResult
+from ftlazy.fractal_step_reads import _names_in_bodies
 from ftlazy.fractal_tensor import Jagged, JaggedMap
 from ftlazy.node import Node, iter_children, topological_order
 from ftlazy.scalar_expr import index_var
@@ -49,14 +50,26 @@ __all__ = ["pair_map_result"]
 _INT64 = np.dtype(np.int64)
 
 
-def _inner_list_map(parts: list[Node], params: Any) -> JaggedMap | None:
+def _reads_outer(node: Node, params: set[int], symbols: set[str]) -> bool:
+    """Whether *node* is computed from the outer map's element: its
+    parameters (ids *params*) or its sizes *symbols* (by name, or as size
+    parameters: ``a.shape[0]`` as a value)."""
+    from ftlazy.fractal_element_views import _names_used
+    return any(id(n) in params or _names_used(n) & symbols
+               or (isinstance(n, SizeParam) and n.name in symbols)
+               for n in topological_order([node]))
+
+
+def _inner_list_map(parts: list[Node], params: Any,
+                    symbols: tuple[str, ...]) -> JaggedMap | None:
     """The one map over a depth-2 FractalTensor computed outside the body
-    (reading none of its *params*) whose results the result *parts* read,
-    or None."""
+    (reading none of its *params*, nor its element's sizes *symbols*) whose
+    results the result *parts* read, or None."""
     own = {id(p) for p in params}
+    local = set(symbols)
 
     def outside(node: Node) -> bool:
-        return not any(id(n) in own for n in topological_order([node]))
+        return not _reads_outer(node, own, local)
 
     found = {n.loop for n in topological_order(parts)
              if isinstance(n, LoopResult) and isinstance(n.loop, JaggedMap)}
@@ -65,7 +78,8 @@ def _inner_list_map(parts: list[Node], params: Any) -> JaggedMap | None:
     inner = [loop for loop in found if loop.depths == (2,)
              and not loop.counted and not loop.element_index
              and all(outside(a) for a in loop.inputs[:2])
-             and not all(outside(c) for c in loop.captured)]
+             and (not all(outside(c) for c in loop.captured)
+                  or _names_in_bodies(loop) & local)]
     return inner[0] if len(inner) == 1 else None
 
 
@@ -144,7 +158,7 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
     *symbols*, whose *leaves* (of *structure*) read a map over another
     list, rebuilt with that map computed for every pair first (see the
     module docs); None where it does not apply."""
-    from ftlazy.fractal_access import elements_at, getitem
+    from ftlazy.fractal_access import elements_at, element_read_length, getitem
     from ftlazy.fractal_element_views import (
         _computed_per_element, _element_params, _replayed_map, _result_parts)
     from ftlazy.fractal_tensor import map as ft_map
@@ -157,7 +171,7 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
         # the body, which the host computes: not rebuilt there)
         return None
     k = jagged[0]
-    loop = _inner_list_map(_result_parts(leaves), params)
+    loop = _inner_list_map(_result_parts(leaves), params, symbols)
     if loop is None:
         return None
     inner_symbols = set(loop.symbols[0])
@@ -174,7 +188,7 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
     # per element where it is a row of a static shape or has the element's
     # rows, then picked per pair; else replayed per pair from the element)
     from_outer = [c for c in loop.captured
-                  if any(id(n) in own for n in topological_order([c]))]
+                  if _reads_outer(c, own, set(symbols))]
     once = [c for c in from_outer if _per_element(c, symbols)]
     per_element = _computed_per_element(xs, elements, once, what) if once \
         else ()
@@ -183,8 +197,10 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
     picked = [elements_at(v, outer) if isinstance(v, Jagged)
               else take(v, outer, axis=0) for v in per_element]
     replayed = [c for c in from_outer if c not in once]
-    # (the outer elements themselves, where a capture is replayed per pair)
-    firsts = [elements_at(xs[k], outer)] if replayed else []
+    # (the outer elements themselves, where a capture is replayed per pair
+    # or the inner body uses their sizes by name)
+    firsts = [elements_at(xs[k], outer)] if (
+        replayed or _names_in_bodies(loop) & set(symbols)) else []
     others = [take(xs[j], outer, axis=0) for j in range(len(xs)) if j != k]
     inner_params = loop.body.params
     inner = _pair_index(n_x, n_y, "inner")
@@ -192,11 +208,23 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
     # shape: once per inner element, then picked per pair; where that is
     # all it reads of it, no pair reads the inner element)
     inner_rows = _inner_rows(loop)
+    # (the inner element's length used as a value, b.shape[0])
+    lengths = [n for n in topological_order(list(loop.body.outputs))
+               if isinstance(n, SizeParam) and n.name in loop.symbols[0]]
+
+    def as_element(b: Array) -> tuple[dict, dict]:
+        """What a replay of the inner body puts in place of its element to
+        read *b* instead."""
+        length = element_read_length(b) if isinstance(b, IndexLambda) else None
+        replace = {inner_params[0]: b}
+        replace.update((n, length if length is not None
+                        else SizeParam(b.shape[0].name)) for n in lengths)
+        return replace, {loop.symbols[0][0]: b.shape[0].name}
+
     seconds: list[Any] = []
     if inner_rows:
         def inner_row(b: Array) -> tuple:
-            replay = BodyReplay({inner_params[0]: b},
-                                {loop.symbols[0][0]: b.shape[0].name})
+            replay = BodyReplay(*as_element(b))
             return tuple(replay(r) for r in inner_rows)
 
         per_inner = ft_map(inner_row, ys)
@@ -204,7 +232,7 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
             per_inner = (per_inner,)
         seconds = [take(v, inner, axis=0) for v in per_inner]
     reads_element = inner_rows is None or any(
-        n is inner_params[0] for n in topological_order(
+        n is inner_params[0] or n in lengths for n in topological_order(
             list(loop.body.outputs), skip=set(inner_rows)))
 
     def pair(*args: Any) -> tuple:
@@ -221,11 +249,10 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
                     for c in loop.captured]
         inner_replace = dict(zip(inner_params[1:], captured))
         inner_replace.update(zip(inner_rows or (), second))
-        renames = {}
+        renames: dict = {}
         if reads_element:
-            b = getitem(ys, j)
-            inner_replace[inner_params[0]] = b
-            renames = {loop.symbols[0][0]: b.shape[0].name}
+            element_replace, renames = as_element(getitem(ys, j))
+            inner_replace.update(element_replace)
         inner_replay = BodyReplay(inner_replace, renames)
         return tuple(inner_replay(o) for o in loop.body.outputs)
 

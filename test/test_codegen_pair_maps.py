@@ -121,3 +121,24 @@ def test_pairs_with_a_row_per_token_run_on_the_host():
             for a in xd]
     for g, w in zip(f(xs=xd, ys=yd).tolist(), want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_pairs_reading_both_lengths_with_a_dict_result():
+    # (a.shape[0] and b.shape[0] as values, results a dict per pair)
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    result = ft.map(lambda a: ft.map(lambda b: {
+        "score": ft.sum(a) * b.shape[0] + a.shape[0],
+        "count": b.shape[0] + a.shape[0] * 10}, ys), xs)
+    f = ft.compile(result)
+    assert f.host_evaluated == ()
+    for k, (xl, yl) in enumerate(LISTS):
+        xd, yd = _lists(xl, k), _lists(yl, k + 5)
+        want = {"score": np.array([[a.sum() * len(b) + len(a) for b in yd]
+                                   for a in xd]).reshape(len(xd), len(yd)),
+                "count": np.array([[len(b) + len(a) * 10 for b in yd]
+                                   for a in xd]).reshape(len(xd), len(yd))}
+        for got in (f(xs=xd, ys=yd), ft.evaluate_numpy(result, xs=xd, ys=yd)):
+            for name, w in want.items():
+                np.testing.assert_allclose(got[name], w, rtol=1e-12,
+                                           atol=1e-12)
