@@ -1,17 +1,19 @@
 # SPDX-License-Identifier: MIT
-"""loopy's bounds check on conditions it cannot read as integer sets.
+"""loopy's affine analysis of expressions it cannot read as affine.
 
-Before scheduling, loopy checks every array access against its bounds,
-under the conditions of the ``If`` expressions around it: it turns a
-condition on inames and size parameters alone into an integer set
-(``loopy.symbolic.condition_to_set``) and gives up, treating the condition
-as unknown, when the condition is not affine. loopy 2025.2 gives up only on
-the errors its affine conversion expects; a cast in the condition
-(``(double) n == 1.5``: a size compared with a float, as numpy compares
-them) raises pymbolic's :class:`~pymbolic.mapper.UnsupportedExpressionError`
-instead, which stopped code generation. :func:`_patch_loopy` treats that
-error as the unknown condition it is (applied once at import, before any
-kernel is built).
+loopy turns index expressions and conditions on inames and size parameters
+into integer sets and affine functions, for its bounds check
+(``loopy.symbolic.condition_to_set``) and to simplify indices
+(``simplify_using_aff``), and gives up on what is not affine, treating it
+as unknown. loopy 2025.2 gives up only on the errors its affine conversion
+expects (``with_aff_conversion_guard``); a cast in the expression (a size
+compared with a float, ``(double) n == 1.5``, as numpy compares them; an
+integer computed in the unsigned type of its width to wrap as numpy's do,
+``(int) ((uint) a + (uint) b)``, then used in an index) raises pymbolic's
+:class:`~pymbolic.mapper.UnsupportedExpressionError` instead, which stopped
+code generation. :func:`_patch_loopy` makes the guard treat that error as
+the non-affine expression it is (applied once at import, before any kernel
+is built).
 """
 
 from __future__ import annotations
@@ -19,22 +21,26 @@ from __future__ import annotations
 from typing import Any
 
 import loopy.symbolic
+from loopy.diagnostic import ExpressionToAffineConversionError
 from pymbolic.mapper import UnsupportedExpressionError
 
 
 def _patch_loopy() -> None:
-    original = loopy.symbolic.condition_to_set
+    original = loopy.symbolic.with_aff_conversion_guard
     if getattr(original, "_ftlazy", False):
         return
 
-    def condition_to_set(space: Any, expr: Any) -> Any:
+    def with_aff_conversion_guard(f: Any, space: Any, expr: Any, *args: Any,
+                                  **kwargs: Any) -> Any:
         try:
-            return original(space, expr)
-        except UnsupportedExpressionError:
-            return None     # (not an integer set: no bound from it)
+            return original(f, space, expr, *args, **kwargs)
+        except UnsupportedExpressionError as err:
+            raise ExpressionToAffineConversionError(
+                f"could not convert expression '{expr}' to affine "
+                f"representation: {err}") from None
 
-    condition_to_set._ftlazy = True
-    loopy.symbolic.condition_to_set = condition_to_set
+    with_aff_conversion_guard._ftlazy = True
+    loopy.symbolic.with_aff_conversion_guard = with_aff_conversion_guard
 
 
 _patch_loopy()

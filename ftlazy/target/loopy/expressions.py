@@ -281,11 +281,17 @@ class Translator(ExprIdentityMapper):
 
     def map_sum(self, expr: prim.Sum) -> Any:
         dtype = self._value_dtype(expr)
-        return prim.Sum(tuple(self._typed(c, dtype) for c in expr.children))
+        return _wrapping(prim.Sum, tuple(self._typed(c, dtype)
+                                         for c in expr.children), dtype)
 
     def map_product(self, expr: prim.Product) -> Any:
         dtype = self._value_dtype(expr)
-        return prim.Product(tuple(self._typed(c, dtype) for c in expr.children))
+        return _wrapping(prim.Product, tuple(self._typed(c, dtype)
+                                             for c in expr.children), dtype)
+
+    def map_bitwise_not(self, expr: prim.BitwiseNot) -> Any:
+        return _wrapping(lambda c: prim.BitwiseNot(c[0]),
+                         (self.rec(expr.child),), self._value_dtype(expr))
 
     def map_quotient(self, expr: prim.Quotient) -> Any:
         dtype = self._value_dtype(expr)
@@ -394,7 +400,13 @@ class Translator(ExprIdentityMapper):
 
     def map_call(self, expr: prim.Call) -> Any:
         name = C_FUNCTIONS[expr.function.name]
-        return prim.Variable(name)(*[self.rec(p) for p in expr.parameters])
+        call = prim.Variable(name)(*[self.rec(p) for p in expr.parameters])
+        dtype = self._value_dtype(expr)
+        if dtype is not None and dtype.kind in "iu":
+            # (OpenCL's abs of a signed integer is unsigned: abs(-128) of a
+            # char is 128, numpy's int8 abs is -128)
+            return LoopyTypeCast(dtype, call)
+        return call
 
     def _float_dtype(self, expr: Any) -> np.dtype | None:
         dtype = expr_dtype(expr, self.bindings)
@@ -417,6 +429,25 @@ class Translator(ExprIdentityMapper):
         if expr_kind(expr, self.bindings) == "?":
             return prim.Remainder(num, den)  # index arithmetic, divisor > 0
         return prim.Variable("_ft_mod")(num, den)
+
+
+def _wrapping(op: Callable[[tuple], Any], children: tuple,
+              dtype: np.dtype | None) -> Any:
+    """``op(children)`` wrapping around as numpy's integers of *dtype* do.
+    OpenCL C computes ``char`` and ``short`` operands as ``int`` (no wrap at
+    their width), widens to the type of a wider literal (``x + 4294967294ul``
+    on a ``uint``), and leaves signed overflow undefined (a compiler may take
+    ``(y + y) > 0`` for ``y > 0``): integers of 32 bits or fewer compute in
+    the unsigned type of their width and are cast back. (64-bit signed
+    overflow stays undefined.)"""
+    if dtype is None or dtype.kind not in "iu" or dtype.itemsize > 4:
+        return op(children)
+    # (signed: the unsigned type of the width; unsigned: a wider one, so
+    # that loopy, which types the operation in it, keeps the cast back)
+    width = dtype.itemsize if dtype.kind == "i" else max(4, 2 * dtype.itemsize)
+    computed = np.dtype(f"u{width}")
+    return LoopyTypeCast(dtype, op(tuple(LoopyTypeCast(computed, c)
+                                         for c in children)))
 
 
 def expr_kind(expr: Any, bindings: Any) -> str:
@@ -447,8 +478,14 @@ def expr_dtype(expr: Any, bindings: Any) -> np.dtype | None:
             stack.extend([e.denominator, e.numerator])
         elif isinstance(e, prim.Power):
             stack.extend([e.exponent, e.base])
-        elif isinstance(e, (prim.Sum, prim.Product, prim.Min, prim.Max)):
+        elif isinstance(e, (prim.Sum, prim.Product, prim.Min, prim.Max,
+                            prim.BitwiseAnd, prim.BitwiseOr,
+                            prim.BitwiseXor)):
             stack.extend(reversed(e.children))
+        elif isinstance(e, prim.BitwiseNot):
+            stack.append(e.child)
+        elif isinstance(e, (prim.LeftShift, prim.RightShift)):
+            stack.append(e.shiftee)
         elif isinstance(e, prim.If):
             stack.extend([e.else_, e.then])
         elif isinstance(e, prim.Call):
