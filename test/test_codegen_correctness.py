@@ -498,3 +498,19 @@ def test_integers_of_32_bits_or_fewer_wrap_as_numpys(case):
     got = ft.compile(lazy)(x=data)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_complex_powers_compile_and_complex_orderings_are_refused_clearly():
+    # (c ** 2 failed inside loopy; comparisons, casts to real, truth tests
+    # and max/min failed to build: each a TypeError naming complex values)
+    c = ft.make_placeholder("c", (3,), np.complex128)
+    data = np.array([1 + 2j, 3 - 1j, -0.5j])
+    for lazy in (c ** 2, c ** 3, c ** 2.0, c ** (2 + 0j), c ** -1, c ** 0.5,
+                 ft.sum(c * c)):
+        np.testing.assert_allclose(ft.compile(lazy)(c=data),
+                                   ft.evaluate_numpy(lazy, c=data), rtol=1e-12)
+    for lazy in (ft.equal(c, c), c.astype(np.float64), ft.logical_not(c),
+                 ft.amax(c), ft.isnan(c)):
+        with pytest.raises(TypeError, match="of complex values .complex128. "
+                           "is not supported yet"):
+            ft.compile(lazy)

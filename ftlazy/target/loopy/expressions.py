@@ -355,6 +355,8 @@ class Translator(ExprIdentityMapper):
         finally:
             self.index_map = saved
         op: Any = expr.op
+        if op in ("max", "min"):
+            self._refuse_complex(expr.inner, f"a reduction '{op}'")
         if op in ("max", "min") and expr_kind(expr.inner, self.bindings) == "b":
             op = "any" if op == "max" else "all"
         if op in ("any", "all"):
@@ -364,6 +366,8 @@ class Translator(ExprIdentityMapper):
         return Reduction(op, tuple(inames), inner)
 
     def map_type_cast(self, expr: TypeCast) -> Any:
+        if expr.dtype.kind != "c":
+            self._refuse_complex(expr.child, f"a cast to {expr.dtype}")
         child = self.rec(expr.child)
         if self.in_index and expr.dtype == np.int64:
             # widening an index read from data: C converts implicitly, and
@@ -377,6 +381,7 @@ class Translator(ExprIdentityMapper):
         return LoopyTypeCast(expr.dtype, child)
 
     def _extremum(self, expr: prim.Min | prim.Max, op: str) -> Any:
+        self._refuse_complex(expr, "a maximum or minimum")
         dtype = expr_dtype(expr, self.bindings)
         value_dtype = self._value_dtype(expr)
         children = [self._typed(c, value_dtype) for c in expr.children]
@@ -395,11 +400,39 @@ class Translator(ExprIdentityMapper):
     def map_min(self, expr: prim.Min) -> Any:
         return self._extremum(expr, "<=")
 
+    def _refuse_complex(self, expr: Any, what: str) -> None:
+        """:class:`TypeError` if *expr* (an operand) is complex: *what*
+        is not emitted for complex values yet."""
+        dtype = expr_dtype(expr, self.bindings)
+        if dtype is not None and dtype.kind == "c":
+            raise TypeError(f"compiling {what} of complex values ({dtype}) is "
+                            "not supported yet (ft.evaluate_numpy evaluates it)")
+
     def map_comparison(self, expr: prim.Comparison) -> Any:
+        self._refuse_complex(expr.left, f"a comparison '{expr.operator}' (or a "
+                             "truth test)")
         return _compare(self.rec(expr.left), expr.operator, self.rec(expr.right))
+
+    def map_power(self, expr: prim.Power) -> Any:
+        dtype = expr_dtype(expr.base, self.bindings)
+        exponent = expr.exponent
+        if dtype is not None and dtype.kind == "c" and not isinstance(
+                exponent, (prim.Expression, np.ndarray)):
+            # (loopy emits a constant power only of real values: a small
+            # integer one of a complex value is a product)
+            value = complex(exponent)
+            if value.imag == 0 and value.real == int(value.real) and 1 <= \
+                    value.real <= 8:
+                base = self.rec(expr.base)
+                return prim.Product((base,) * int(value.real))
+        return super().map_power(expr)
 
     def map_call(self, expr: prim.Call) -> Any:
         name = C_FUNCTIONS[expr.function.name]
+        if expr.function.name in ("isnan", "isfinite", "sign", "floor",
+                                  "ceil", "fmod", "arctan2"):
+            for p in expr.parameters:
+                self._refuse_complex(p, f"{expr.function.name}()")
         call = prim.Variable(name)(*[self.rec(p) for p in expr.parameters])
         dtype = self._value_dtype(expr)
         if dtype is not None and dtype.kind in "iu":

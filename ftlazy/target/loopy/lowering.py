@@ -661,6 +661,9 @@ def neutral_element(op: str, dtype: np.dtype) -> Any:
         return dtype.type(1)
     if dtype.kind == "f":
         return dtype.type(-np.inf if op == "max" else np.inf)
+    if dtype.kind == "c":
+        raise TypeError(f"compiling a {op} of complex values ({dtype}) is not "
+                        "supported yet (ft.evaluate_numpy evaluates it)")
     info = np.iinfo(dtype)
     return dtype.type(info.min if op == "max" else info.max)
 
