@@ -11,15 +11,25 @@ The inner map runs over a list computed outside the body, once per outer
 element, with the outer element captured; maps over FractalTensors nested
 that way have no lowering (a compiled program would run the outer map on
 the host). :func:`pair_map_result` computes the inner map for every pair
-first, as one map over ``n_x * n_y`` pairs: the outer elements repeated
-(``xs`` gathered at ``p // n_y``) zipped with the pair's inner index
-``p % n_y``, whose body reads ``ys`` at that index (a read that maps over
-depth 2 compile, see :mod:`ftlazy.transform.jagged_element_reads`) and
-replays the inner body with what it captured from the outer element
-computed from the repeated one. The results, of a static shape per pair,
-are reshaped to ``(n_x, n_y, ...)`` and zipped into the outer map, rebuilt,
-as a row per element in place of the inner map's results. Both evaluators
-run the rebuilt graph.
+first, as one map over ``n_x * n_y`` pairs zipped with each pair's inner
+index ``p % n_y``, which replays the inner body:
+
+* what the inner map captured from the outer element (``a @ W``, ``a``
+  itself, its length) is computed once per outer element, by a map over
+  ``xs``, and picked per pair at ``p // n_y`` (rows gathered, elements
+  gathered as a FractalTensor zipped with the pairs); what has another
+  shape is recomputed per pair from the outer element gathered;
+* what the inner body computes from its element alone, of a static shape
+  (``ft.sum(b, axis=0)``, ``b.shape[0]``), is computed once per inner
+  element, by a map over ``ys``, and picked per pair; where that is all
+  the body reads of it, the pairs are a dense map;
+* otherwise each pair reads ``ys`` at its inner index (a read that maps
+  over depth 2 compile, see :mod:`ftlazy.transform.jagged_element_reads`;
+  its rows padded to the longest element).
+
+The results, of a static shape per pair, are viewed as ``(n_x, n_y, ...)``
+and zipped into the outer map, rebuilt, as a row per element in place of
+the inner map's results. Both evaluators run the rebuilt graph.
 
 It applies to a map over one depth-2 FractalTensor (dense arrays zipped
 along), outside any loop body, whose result reads one such inner map over
