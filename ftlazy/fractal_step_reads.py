@@ -70,7 +70,6 @@ class _Steps:
     """A scan (or fold) or a map, as this module reads it: a map is a loop
     with no carries whose sequences are the mapped arrays."""
 
-    loop: Scan | Map
     body: Body
     num_carries: int
     scanned: tuple[Array, ...]
@@ -80,10 +79,9 @@ class _Steps:
     @staticmethod
     def of(loop: Scan | Map) -> "_Steps":
         if isinstance(loop, Scan):
-            return _Steps(loop, loop.body, loop.num_carries, loop.scanned,
+            return _Steps(loop.body, loop.num_carries, loop.scanned,
                           loop.captured, loop.length)
-        return _Steps(loop, loop.body, 0, loop.mapped, loop.captured,
-                      loop.length)
+        return _Steps(loop.body, 0, loop.mapped, loop.captured, loop.length)
 
     @property
     def num_scanned(self) -> int:
