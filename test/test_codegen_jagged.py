@@ -273,13 +273,15 @@ def test_rows_of_symbolic_shape_over_an_empty_batch(xs, body, row):
 
 def test_dict_results_hold_fractal_tensors(xs):
     # (an LSTM's h and c per sequence from one program, next to arrays; a
-    # FractalTensor 'h' beside a result named 'h_values')
+    # FractalTensor 'h' beside results named 'h_values' and 'h_offsets0',
+    # the names its parts would take)
     docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
     states = ft.map(lambda s: ft.scan(lambda c, r: ft.tanh(c + r), s,
                                       ft.zeros(H)), xs)
     result = ft.make_dict_of_named_arrays({
         "h": states, "c": ft.tanh(xs) * 2, "lengths": ft.lengths(xs),
-        "h_values": ft.sum(ft.flatten(xs), axis=0), "doubled": docs * 2.0})
+        "h_values": ft.sum(ft.flatten(xs), axis=0),
+        "h_offsets0": ft.lengths(xs) * 2, "doubled": docs * 2.0})
     data = batch([3, 0, 2])
     doc_data = [[np.ones((1, H))], [], [np.ones((2, H)), np.zeros((0, H))]]
 
@@ -295,6 +297,7 @@ def test_dict_results_hold_fractal_tensors(xs):
         assert_jagged(got["h"], [scanned(s) for s in data], (H,))
         assert_jagged(got["c"], [np.tanh(s) * 2 for s in data], (H,))
         np.testing.assert_array_equal(got["lengths"], [3, 0, 2])
+        np.testing.assert_array_equal(got["h_offsets0"], [6, 0, 4])
         np.testing.assert_allclose(got["h_values"],
                                    np.concatenate(data).sum(axis=0))
         assert got["doubled"].depth == 3

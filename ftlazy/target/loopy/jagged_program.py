@@ -64,13 +64,14 @@ def _jagged_keys(result: Any) -> dict[Any, tuple[str, tuple[str, ...]]]:
     for name, value in result.items():
         if not isinstance(value, Jagged):
             continue
-        prefix, k = f"{name}_values", 0
-        while ({prefix} | {f"{name}_offsets{j}" for j in range(
-                len(value.offsets))}) & taken:
+        k = 0
+        while True:
+            suffix = f"_{k}" if k else ""
+            parts = (f"{name}_values{suffix}", tuple(
+                f"{name}_offsets{j}{suffix}" for j in range(len(value.offsets))))
+            if not ({parts[0], *parts[1]} & taken):
+                break
             k += 1
-            prefix = f"{name}_values{k}"
-        parts = (prefix, tuple(f"{name}_offsets{j}" + (f"_{k}" if k else "")
-                               for j in range(len(value.offsets))))
         taken |= {parts[0], *parts[1]}
         keys[name] = parts
     return keys
