@@ -448,6 +448,15 @@ def _size_nodes(names: Any) -> dict[str, Array]:
             for name in sorted(names)}
 
 
+def is_static_row(node: Any) -> bool:
+    """Whether a loop body's *node* can be computed for every element
+    first and zipped in as a row: an array (not a size's definition) whose
+    shape has no data-dependent size."""
+    return (isinstance(node, Array) and not isinstance(node, DerivedSize)
+            and not any(name.startswith(DERIVED_SIZE_PREFIX)
+                        for name in sh.shape_size_param_names(node.shape)))
+
+
 def derived_size_bindings(shape: Shape) -> dict[str, Array]:
     """``_ft_size_<name>`` bindings of the data-dependent sizes that
     *shape* names (``ft.ones(xs[i].shape[0])``), for a node that reads no

@@ -78,7 +78,7 @@ def _read_rows(parts: list[Node], reads: dict[Array, tuple],
     computed from the element, or the results *parts*, read: each of a
     static shape. None where the element side reads a read otherwise (the
     read itself, its length)."""
-    from ftlazy.fractal_access import DERIVED_SIZE_PREFIX, DerivedSize
+    from ftlazy.fractal_access import is_static_row
     from ftlazy.fractal_element_views import _names_used
     own = {id(e) for e in element}
     lengths = {read.shape[0].name for read in reads}
@@ -101,12 +101,8 @@ def _read_rows(parts: list[Node], reads: dict[Array, tuple],
                             if from_read[c] and not from_element[c])
     frontier.update((p, None) for p in parts
                     if from_read[p] and not from_element[p])
-    for f in frontier:
-        if (f in reads or not isinstance(f, Array)
-                or isinstance(f, DerivedSize)
-                or any(name.startswith(DERIVED_SIZE_PREFIX)
-                       for name in sh.shape_size_param_names(f.shape))):
-            return None
+    if any(f in reads or not is_static_row(f) for f in frontier):
+        return None
     return list(frontier)
 
 

@@ -50,7 +50,7 @@ import pymbolic.primitives as prim
 from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import LoopResult
-from ftlazy.fractal_step_reads import _names_in_bodies
+from ftlazy.fractal_step_reads import names_in_bodies
 from ftlazy.fractal_tensor import Jagged, JaggedMap
 from ftlazy.node import Node, iter_children, topological_order
 from ftlazy.scalar_expr import index_var
@@ -89,7 +89,7 @@ def _inner_list_map(parts: list[Node], params: Any,
              and not loop.counted and not loop.element_index
              and all(outside(a) for a in loop.inputs[:2])
              and (not all(outside(c) for c in loop.captured)
-                  or _names_in_bodies(loop) & local)]
+                  or names_in_bodies(loop) & local)]
     return inner[0] if len(inner) == 1 else None
 
 
@@ -210,7 +210,7 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
     # (the outer elements themselves, where a capture is replayed per pair
     # or the inner body uses their sizes by name)
     firsts = [elements_at(xs[k], outer)] if (
-        replayed or _names_in_bodies(loop) & set(symbols)) else []
+        replayed or names_in_bodies(loop) & set(symbols)) else []
     others = [take(xs[j], outer, axis=0) for j in range(len(xs)) if j != k]
     inner_params = loop.body.params
     inner = _pair_index(n_x, n_y, "inner")

@@ -193,14 +193,14 @@ def _grouped(reads: dict[Array, tuple]) -> dict[tuple, list[Array]]:
     return groups
 
 
-def _names_in_bodies(n: Node) -> set[str]:
+def names_in_bodies(n: Node) -> set[str]:
     """The sizes that the nodes of *n*'s loop bodies (nested ones too) use
     by name."""
     from ftlazy.fractal_element_views import _names_used
     names: set[str] = set()
     for field in getattr(n, "_body_fields", ()):
         for m in topological_order(list(getattr(n, field).outputs)):
-            names |= _names_used(m) | _names_in_bodies(m)
+            names |= _names_used(m) | names_in_bodies(m)
     return names
 
 
@@ -212,7 +212,7 @@ def _static_rows(loop: _Steps, groups: dict[tuple, list[Array]],
     group's reads, or their lengths, are used otherwise (with a carry,
     with another group's reads, in a shape)."""
     from ftlazy.fractal_access import (
-        DERIVED_SIZE_PREFIX, DerivedSize, element_read_length)
+        DerivedSize, element_read_length, is_static_row)
     from ftlazy.fractal_element_views import _names_used
     carries = {id(p) for p in loop.body.params[:loop.num_carries]}
     source: dict[Node, Any] = {}
@@ -240,7 +240,7 @@ def _static_rows(loop: _Steps, groups: dict[tuple, list[Array]],
             origin[n] = frozenset({source[n]})
             continue
         found = {lengths[name] for name in (_names_used(n)
-                                            | _names_in_bodies(n)) & set(lengths)}
+                                            | names_in_bodies(n)) & set(lengths)}
         if id(n) in carries:
             found.add(None)
         for c in iter_children(n):
@@ -253,15 +253,9 @@ def _static_rows(loop: _Steps, groups: dict[tuple, list[Array]],
             (key,) = origin[c] if len(origin[c]) == 1 else (None,)
             if key in rows and c not in rows[key]:
                 rows[key].append(c)
-    for key, found in rows.items():
-        for f in found:
-            if (f in elements or not isinstance(f, Array)
-                    or isinstance(f, DerivedSize)
-                    or any(name.startswith(DERIVED_SIZE_PREFIX)
-                           for name in sh.shape_size_param_names(f.shape))):
-                return None
-        if not found:
-            return None
+    if any(not found or any(f in elements or not is_static_row(f)
+                            for f in found) for found in rows.values()):
+        return None
     return rows
 
 
