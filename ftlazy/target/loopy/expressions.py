@@ -23,7 +23,8 @@ from loopy.library.reduction import (
     get_ge_neutral,
     get_le_neutral,
 )
-from loopy.symbolic import IdentityMapper, Reduction
+from loopy.symbolic import IdentityMapper, Reduction, ResolvedFunction
+from loopy.translation_unit import add_callable_to_table
 from loopy.symbolic import TypeCast as LoopyTypeCast
 from loopy.types import NumpyType
 
@@ -160,12 +161,32 @@ class _Extremum(ScalarReductionOperation):
         if dtype.numpy_dtype.kind == "f":
             neutral = (get_ge_neutral if self.largest else get_le_neutral)(dtype)
             return neutral, callables_table
+        if dtype.numpy_dtype.kind == "c":
+            # below (above) every value in numpy's lexicographic order
+            inf = -np.inf if self.largest else np.inf
+            return dtype.numpy_dtype.type(complex(inf, inf)), callables_table
         info = np.iinfo(dtype.numpy_dtype)
         return (info.min if self.largest else info.max), callables_table
 
     def __call__(self, dtypes: Any, operand1: Any, operand2: Any,
                  callables_table: Any, target: Any) -> tuple[Any, Any]:
         dtype, = dtypes
+        if dtype.numpy_dtype.kind == "c":
+            # (realizing the reduction comes after type inference: the
+            # functions the step calls are resolved here, as loopy's own
+            # max is)
+            def call(name: str, arg: Any, arg_dtype: np.dtype) -> Any:
+                nonlocal callables_table
+                known = target.get_device_ast_builder().known_callables[name]
+                typed, callables_table = known.with_types(
+                    {0: NumpyType(arg_dtype)}, callables_table)
+                func_id, callables_table = add_callable_to_table(
+                    callables_table, name, typed)
+                return ResolvedFunction(func_id)(arg)
+
+            step = complex_extremum_step(self.largest, operand1, operand2,
+                                         dtype.numpy_dtype, call)
+            return step, callables_table
         return (extremum_step(self.largest, operand1, operand2,
                               dtype.numpy_dtype.kind == "f"), callables_table)
 
@@ -178,6 +199,67 @@ def extremum_step(largest: bool, acc: Any, value: Any, floating: bool) -> Any:
     if floating:
         keep = prim.LogicalOr((keep, prim.Comparison(acc, "!=", acc)))
     return prim.If(keep, acc, value)
+
+
+def _unresolved_call(name: str, arg: Any, arg_dtype: Any) -> Any:
+    """``name(arg)``, resolved by loopy's type inference."""
+    return prim.Variable(name)(arg)
+
+
+def complex_extremum_step(largest: bool, acc: Any, value: Any,
+                          dtype: np.dtype, call: Any = _unresolved_call
+                          ) -> Any:
+    """:func:`extremum_step` of complex values of *dtype*: numpy's
+    ``maximum`` (``minimum``) keeps *acc* if a part of it is NaN or it is
+    not below (above) *value* in numpy's lexicographic order.
+    ``call(name, arg, arg_dtype)`` builds the function calls."""
+    acc_parts = complex_parts(acc, dtype, call)
+    value_parts = complex_parts(value, dtype, call)
+    part_dtype = np.empty(0, dtype).real.dtype
+    keep = prim.LogicalOr((
+        _is_nan(acc_parts[0], part_dtype, call),
+        _is_nan(acc_parts[1], part_dtype, call),
+        complex_comparison(acc_parts, ">=" if largest else "<=", value_parts,
+                           part_dtype, call)))
+    return prim.If(keep, acc, value)
+
+
+def complex_parts(value: Any, dtype: np.dtype | None = None,
+                  call: Any = _unresolved_call) -> tuple[Any, Any]:
+    """The real and imaginary parts of the translated complex *value* (a
+    loopy expression of *dtype*, or a number)."""
+    if isinstance(value, (complex, np.complexfloating)):
+        return value.real, value.imag
+    return call("real", value, dtype), call("imag", value, dtype)
+
+
+def _is_nan(part: Any, part_dtype: np.dtype | None = None,
+            call: Any = _unresolved_call) -> Any:
+    if isinstance(part, (int, float, np.number)):
+        return np.int8(bool(np.isnan(part)))
+    return call("isnan", part, part_dtype)
+
+
+def complex_comparison(left: tuple[Any, Any], op: str,
+                       right: tuple[Any, Any], part_dtype: np.dtype | None = None,
+                       call: Any = _unresolved_call) -> Any:
+    """``left op right`` of complex values given as (real, imaginary)
+    parts (of *part_dtype*), as numpy compares them: ``==`` and ``!=``
+    part by part, and the order lexicographic, where the real parts decide
+    only if neither imaginary part is NaN."""
+    (lr, li), (rr, ri) = left, right
+    if op == "==":
+        return prim.LogicalAnd((_compare(lr, "==", rr), _compare(li, "==", ri)))
+    if op == "!=":
+        return prim.LogicalOr((_compare(lr, "!=", rr), _compare(li, "!=", ri)))
+    strict = op[0]
+    by_real = prim.LogicalAnd((
+        _compare(lr, strict, rr),
+        prim.LogicalNot(_is_nan(li, part_dtype, call)),
+        prim.LogicalNot(_is_nan(ri, part_dtype, call))))
+    by_imaginary = prim.LogicalAnd((_compare(lr, "==", rr),
+                                    _compare(li, op, ri)))
+    return prim.LogicalOr((by_real, by_imaginary))
 
 
 class _Maximum(_Extremum):
@@ -355,20 +437,24 @@ class Translator(ExprIdentityMapper):
         finally:
             self.index_map = saved
         op: Any = expr.op
-        if op in ("max", "min"):
-            self._refuse_complex(expr.inner, f"a reduction '{op}'")
-        if op in ("max", "min") and expr_kind(expr.inner, self.bindings) == "b":
+        kind = expr_kind(expr.inner, self.bindings)
+        if op in ("max", "min") and kind == "b":
             op = "any" if op == "max" else "all"
         if op in ("any", "all"):
-            inner = _compare(inner, "!=", 0)
+            inner = (complex_comparison(complex_parts(inner), "!=", (0, 0))
+                     if kind == "c" else _compare(inner, "!=", 0))
         elif op in ("max", "min"):
             op = _Maximum() if op == "max" else _Minimum()
         return Reduction(op, tuple(inames), inner)
 
     def map_type_cast(self, expr: TypeCast) -> Any:
-        if expr.dtype.kind != "c":
-            self._refuse_complex(expr.child, f"a cast to {expr.dtype}")
         child = self.rec(expr.child)
+        if expr.dtype.kind != "c" and expr_kind(expr.child, self.bindings) == "c":
+            # numpy's cast of a complex value to a real type takes the real
+            # part (with a ComplexWarning), except to bool
+            if expr.dtype == np.bool_:
+                return complex_comparison(complex_parts(child), "!=", (0, 0))
+            child = complex_parts(child)[0]
         if self.in_index and expr.dtype == np.int64:
             # widening an index read from data: C converts implicitly, and
             # loopy's affine analysis of indices cannot see through casts
@@ -381,7 +467,7 @@ class Translator(ExprIdentityMapper):
         return LoopyTypeCast(expr.dtype, child)
 
     def _extremum(self, expr: prim.Min | prim.Max, op: str) -> Any:
-        self._refuse_complex(expr, "a maximum or minimum")
+        self._refuse_complex(expr, "a maximum or minimum")  # (made by If)
         dtype = expr_dtype(expr, self.bindings)
         value_dtype = self._value_dtype(expr)
         children = [self._typed(c, value_dtype) for c in expr.children]
@@ -409,15 +495,27 @@ class Translator(ExprIdentityMapper):
                             "not supported yet (ft.evaluate_numpy evaluates it)")
 
     def map_comparison(self, expr: prim.Comparison) -> Any:
-        self._refuse_complex(expr.left, f"a comparison '{expr.operator}' (or a "
-                             "truth test)")
-        return _compare(self.rec(expr.left), expr.operator, self.rec(expr.right))
+        left, right = self.rec(expr.left), self.rec(expr.right)
+        if "c" in (expr_kind(expr.left, self.bindings),
+                   expr_kind(expr.right, self.bindings)):
+            return complex_comparison(self._parts(expr.left, left),
+                                      expr.operator,
+                                      self._parts(expr.right, right))
+        return _compare(left, expr.operator, right)
+
+    def _parts(self, operand: Any, translated: Any) -> tuple[Any, Any]:
+        """The real and imaginary parts of *operand* of a complex
+        comparison (*translated*: its translation), which may be real."""
+        if expr_kind(operand, self.bindings) == "c" or isinstance(
+                translated, (complex, np.complexfloating)):
+            return complex_parts(translated)
+        return translated, 0
 
     def map_power(self, expr: prim.Power) -> Any:
         dtype = expr_dtype(expr.base, self.bindings)
         exponent = expr.exponent
         if dtype is not None and dtype.kind == "c" and not isinstance(
-                exponent, (prim.Expression, np.ndarray)):
+                exponent, (prim.ExpressionNode, np.ndarray)):
             # (loopy emits a constant power only of real values: a small
             # integer one of a complex value is a product)
             value = complex(exponent)

@@ -662,8 +662,9 @@ def neutral_element(op: str, dtype: np.dtype) -> Any:
     if dtype.kind == "f":
         return dtype.type(-np.inf if op == "max" else np.inf)
     if dtype.kind == "c":
-        raise TypeError(f"compiling a {op} of complex values ({dtype}) is not "
-                        "supported yet (ft.evaluate_numpy evaluates it)")
+        # below (above) every value in numpy's lexicographic order
+        inf = -np.inf if op == "max" else np.inf
+        return dtype.type(complex(inf, inf))
     info = np.iinfo(dtype)
     return dtype.type(info.min if op == "max" else info.max)
 

@@ -44,7 +44,12 @@ from loopy.symbolic import Reduction
 
 from ftlazy.array import IndexLambda
 from ftlazy.scalar_expr import Reduce, iter_subexpressions
-from ftlazy.target.loopy.expressions import _Maximum, _Minimum, extremum_step
+from ftlazy.target.loopy.expressions import (
+    _Maximum,
+    _Minimum,
+    complex_extremum_step,
+    extremum_step,
+)
 from ftlazy.target.loopy.padding import padding_bounds
 from ftlazy.target.loopy.ranges import data_dependent_range, tighten_to_guards
 from ftlazy.target.loopy.vector_values import (
@@ -90,12 +95,18 @@ def lane_combine(op: str, dtype: np.dtype) -> tuple[Any, Any]:
     is one lane's update, *final* the loopy reduction operation combining
     the lanes (float maxima and minima propagate NaN, as numpy's do:
     loopy's ``max`` and ``min`` would drop it)."""
-    floating = dtype.kind == "f"
+    floating = dtype.kind in "fc"
+
+    def extremum(largest: bool, a: Any, b: Any) -> Any:
+        if dtype.kind == "c":
+            return complex_extremum_step(largest, a, b, dtype)
+        if floating:
+            return extremum_step(largest, a, b, True)
+        return prim.Max((a, b)) if largest else prim.Min((a, b))
+
     step = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b,
-            "max": lambda a, b: (extremum_step(True, a, b, True) if floating
-                                 else prim.Max((a, b))),
-            "min": lambda a, b: (extremum_step(False, a, b, True) if floating
-                                 else prim.Min((a, b)))}[op]
+            "max": lambda a, b: extremum(True, a, b),
+            "min": lambda a, b: extremum(False, a, b)}[op]
     final: Any = op
     if floating and op in ("max", "min"):
         final = _Maximum() if op == "max" else _Minimum()
