@@ -475,6 +475,36 @@ def test_missing_input_or_part(run):
         run(xs * 2, xs_values=np.ones(3))
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_program_using_only_sizes_takes_the_whole_fractal_tensor(compiled):
+    # (it refused xs=: "unexpected input(s) 'xs': the program's inputs are
+    # ['xs_n0']", and the user had to pass xs_n0)
+    def run(result, **inputs):
+        if compiled:
+            return ft.compile(result)(**inputs)
+        return ft.evaluate_numpy(result, **inputs)
+
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    docs = ft.make_jagged_placeholder("docs", (), np.float64, depth=3)
+    given = [np.ones((3, 2)), np.ones((0, 2)), np.ones((1, 2))]
+    np.testing.assert_array_equal(run(ft.arange(xs.length) * 2, xs=given),
+                                  [0, 2, 4])
+    np.testing.assert_array_equal(
+        run(ft.arange(xs.length), xs=ft.JaggedArray(np.ones((4, 2)),
+                                                  np.array([0, 1, 4]))), [0, 1])
+    np.testing.assert_array_equal(
+        run(ft.zeros(docs.length), docs=[[np.ones(2)], [], [np.ones(1)] * 3]),
+        np.zeros(3))
+    # next to a FractalTensor the program reads
+    ys = ft.make_jagged_placeholder("ys", (), np.float64, depth=2)
+    scaled = ft.map(lambda y: ft.sum(y) * xs.length, ys)
+    got = run(scaled, xs=given, ys=[np.ones(2), np.ones(0)])
+    np.testing.assert_array_equal(np.asarray(got), [6.0, 0.0])
+    with pytest.raises(ValueError, match="'xs_n0' is 2, but the FractalTensor "
+                       "'xs' has 3 items"):
+        run(ft.arange(xs.length), xs=given, xs_n0=2)
+
+
 def test_not_a_list(run):
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     with pytest.raises(TypeError, match="'xs'"):

@@ -118,6 +118,7 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
     signature = _signature(tuple(inputs), frozenset(size_names))
     placeholders = signature.placeholders
     size_params = signature.size_params
+    given = with_fractal_tensor_sizes(given, set(placeholders) | size_params)
 
     extra = sorted(set(given) - set(placeholders) - size_params)
     if extra:
@@ -170,6 +171,56 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
             raise ValueError(f"{what} has shape {actual}, expected "
                              f"{sh.shape_str(shape)} = {expected}")
     return env, arrays
+
+
+def with_fractal_tensor_sizes(given: Mapping[str, Any], known: set[str]
+                              ) -> Mapping[str, Any]:
+    """*given* where a FractalTensor passed whole under its name *xs*, which
+    is not among the program's *known* input names, but whose sizes
+    ``xs_n<k>`` are (``ft.arange(xs.length)``), is replaced by those sizes:
+    the numbers of its items at each level."""
+    unknown = [name for name in given if name not in known]
+    if not unknown:
+        return given
+    given = dict(given)
+    for name in unknown:
+        wanted = {int(s[len(name) + 2:]): s for s in known
+                  if s.startswith(f"{name}_n") and s[len(name) + 2:].isdigit()}
+        value = given[name]
+        from ftlazy.jagged import JaggedArray
+        if not wanted or not isinstance(value, (JaggedArray, list, tuple)):
+            continue
+        counts = _item_counts(name, value, max(wanted) + 1)
+        del given[name]
+        for level, size in wanted.items():
+            if size in given and given[size] != counts[level]:
+                raise ValueError(f"size parameter {size!r} is {given[size]}, "
+                                 f"but the FractalTensor {name!r} has "
+                                 f"{counts[level]} items at level {level}")
+            given[size] = counts[level]
+    return given
+
+
+def _item_counts(name: str, value: Any, levels: int) -> list[int]:
+    """The numbers of items at the outer *levels* of the FractalTensor
+    *value* (a :class:`~ftlazy.JaggedArray` or nested lists)."""
+    from ftlazy.jagged import JaggedArray
+    if isinstance(value, JaggedArray):
+        if len(value.offsets) < levels:
+            raise ValueError(f"FractalTensor {name!r} has depth {value.depth}: "
+                             f"it has no size {name}_n{levels - 1}")
+        return [len(o) - 1 for o in value.offsets[:levels]]
+    counts, items = [], list(value)
+    for level in range(levels):
+        counts.append(len(items))
+        if level + 1 < levels:
+            try:
+                items = [item for outer in items for item in outer]
+            except TypeError:
+                raise ValueError(f"FractalTensor {name!r} has no level "
+                                 f"{level + 1}: the program uses its size "
+                                 f"{name}_n{level + 1}") from None
+    return counts
 
 
 def _infer_size_params(shaped: list, env: dict[str, int]) -> None:

@@ -34,7 +34,7 @@ from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
 from ftlazy.target.binding import (
-    bind_inputs, collect_inputs, collect_size_names)
+    bind_inputs, collect_inputs, collect_size_names, with_fractal_tensor_sizes)
 from ftlazy.target.loopy.host_loops import (
     HostLoops, lowering_with_host_loops, on_host)
 from ftlazy.target.loopy.jagged_first_phase import FirstPhase
@@ -362,7 +362,9 @@ class JaggedCompiledFunction:
 
     def __call__(self, /, **inputs: Any) -> Any:
         lowering = self.lowering
-        given = expand_jagged_inputs(lowering.input_nodes, inputs)
+        given = with_fractal_tensor_sizes(
+            expand_jagged_inputs(lowering.input_nodes, inputs),
+            lowering.user_names)
         unknown = (set(given) - lowering.user_names
                    - (lowering.dense_names - lowering.host_values.names))
         if unknown:
