@@ -570,3 +570,26 @@ def test_complex_reductions_by_numpys_order(dtype):
             np.testing.assert_array_equal(fn(c=data),
                                           ft.evaluate_numpy(lazy, c=data))
     np.testing.assert_array_equal(compiled[0](c=data), np.max(data))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16,
+                                   np.uint16, np.int32, np.uint32, np.int64,
+                                   np.uint64])
+def test_extrema_with_python_numbers_in_every_integer_dtype(dtype):
+    # (uint32 with a Python int failed to build: loopy prints the constant
+    # as an unsigned long, min(u, 5ul) is ambiguous; uint64's amin had a
+    # neutral element loopy could not type)
+    data = np.array([7, 1, 3, 9, 0], dtype)
+    x = ft.make_placeholder("x", (5,), dtype)
+    bound = True if dtype == np.bool_ else 5
+    cases = [(ft.minimum(x, bound), np.minimum(data, bound)),
+             (ft.maximum(x, bound), np.maximum(data, bound)),
+             (ft.amin(x), np.amin(data)), (ft.amax(x), np.amax(data)),
+             (ft.amin(x, initial=bound), np.amin(data, initial=bound)),
+             (ft.amax(x, initial=bound), np.amax(data, initial=bound))]
+    if dtype != np.bool_:
+        cases.append((ft.clip(x, 2, 8), np.clip(data, 2, 8)))
+    for lazy, want in cases:
+        got = ft.compile(lazy)(x=data)
+        assert np.asarray(got).dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

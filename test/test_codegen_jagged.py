@@ -217,6 +217,25 @@ def test_extrema_with_initial_compiled(xs):
             for s in data]
     np.testing.assert_array_equal(ft.compile(result)(xs=data), np.array(want))
 
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint32, np.uint64])
+def test_extrema_of_bool_and_wide_unsigned_sequences_compiled(dtype):
+    # (bools: np.iinfo of the masked neutral element raised "Invalid integer
+    # data type 'b'"; unsigned: see test_codegen_correctness)
+    ys = ft.make_jagged_placeholder("ys", (3,), dtype, depth=2)
+    rng = np.random.default_rng(5)
+    data = [rng.integers(0, 2, (n, 3)).astype(dtype) for n in (2, 1, 5)]
+    initial = True if dtype == np.bool_ else 1
+    result = ft.map(lambda s: (ft.amax(s, axis=0), ft.amin(s, axis=0),
+                               ft.amin(s, axis=0, initial=initial)), ys)
+    for k, reference in enumerate((
+            lambda s: np.amax(s, axis=0), lambda s: np.amin(s, axis=0),
+            lambda s: np.amin(s, axis=0, initial=initial))):
+        got = ft.compile(result[k])(ys=data)
+        want = np.array([reference(s) for s in data])
+        assert np.asarray(got).dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
 # }}}
 
 

@@ -166,7 +166,11 @@ class _Extremum(ScalarReductionOperation):
             inf = -np.inf if self.largest else np.inf
             return dtype.numpy_dtype.type(complex(inf, inf)), callables_table
         info = np.iinfo(dtype.numpy_dtype)
-        return (info.min if self.largest else info.max), callables_table
+        neutral = info.min if self.largest else info.max
+        if neutral > np.iinfo(np.int64).max:
+            # (loopy types an untyped integer as int32 or int64 only)
+            neutral = dtype.numpy_dtype.type(neutral)
+        return neutral, callables_table
 
     def __call__(self, dtypes: Any, operand1: Any, operand2: Any,
                  callables_table: Any, target: Any) -> tuple[Any, Any]:
@@ -471,10 +475,12 @@ class Translator(ExprIdentityMapper):
         dtype = expr_dtype(expr, self.bindings)
         value_dtype = self._value_dtype(expr)
         children = [self._typed(c, value_dtype) for c in expr.children]
-        if dtype is None or dtype.kind not in "biu" or dtype.itemsize >= 4:
+        if (dtype is None or dtype.kind not in "biu"
+                or (dtype.itemsize >= 4 and dtype != np.uint32)):
             return type(expr)(tuple(children))
         # C has no char or short literals, so OpenCL's max(c, 100u) on a
-        # uchar c is an ambiguous overload: select instead
+        # uchar c is an ambiguous overload: select instead (and loopy
+        # prints a uint32 constant as an unsigned long: min(u, 5ul))
         result = children[0]
         for c in children[1:]:
             result = prim.If(_compare(result, op, c), result, c)

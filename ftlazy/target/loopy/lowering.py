@@ -659,6 +659,8 @@ def neutral_element(op: str, dtype: np.dtype) -> Any:
         return dtype.type(0)
     if op == "product" or op == "all":
         return dtype.type(1)
+    if dtype.kind == "b":
+        return np.bool_(op == "min")    # (a max of bools is an any)
     if dtype.kind == "f":
         return dtype.type(-np.inf if op == "max" else np.inf)
     if dtype.kind == "c":
