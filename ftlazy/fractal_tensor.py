@@ -971,6 +971,9 @@ def map(f: Callable, *xs: Any) -> Any:
     (see :func:`ftlazy.fractal.map`); where an input is a FractalTensor,
     see :func:`jagged_map`."""
     from ftlazy import fractal
+    from ftlazy.fractal_carry import has_jagged_leaf
+    if any(not isinstance(x, Jagged) and has_jagged_leaf(x) for x in xs):
+        return _map_bundles(f, xs)
     if any(isinstance(x, Jagged) for x in xs):
         # (elements of one length known at build time: a dense map)
         from ftlazy.fractal_access import map_uniform_rows
@@ -978,3 +981,22 @@ def map(f: Callable, *xs: Any) -> Any:
         return jagged_map(f, *xs) if result is None else result
     return fractal.map(f, *xs)
 
+
+def _map_bundles(f: Callable, xs: tuple) -> Any:
+    """:func:`map` where bundles of names among *xs* hold FractalTensors:
+    a map over all their leaves, whose function gets each argument's
+    elements in the argument's structure."""
+    from ftlazy.fractal import tree_flatten, tree_unflatten
+    if not callable(f):
+        raise TypeError(f"map: f must be callable, got {type(f).__name__}")
+    flat = [tree_flatten(x, "map inputs") for x in xs]
+
+    def on_leaves(*elements: Any) -> Any:
+        args, start = [], 0
+        for leaves, structure in flat:
+            args.append(tree_unflatten(list(elements[start:start + len(leaves)]),
+                                       structure))
+            start += len(leaves)
+        return f(*args)
+
+    return map(on_leaves, *[leaf for leaves, _ in flat for leaf in leaves])

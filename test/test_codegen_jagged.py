@@ -328,3 +328,57 @@ def test_dict_results_hold_fractal_tensors(xs):
     with pytest.raises(TypeError, match="result 'a' is not an array or a "
                        "FractalTensor: ndarray"):
         ft.make_dict_of_named_arrays({"a": np.ones(2)})
+
+
+@pytest.mark.parametrize("mode", ["add", "set"])
+def test_scatter_in_a_map_checks_its_indices_compiled(mode):
+    # (compiled maps dropped an out-of-range update silently and returned
+    # a result; evaluate_numpy raised)
+    cls = ft.make_jagged_placeholder("cls", (), np.int64, depth=2)
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    idx = ft.make_placeholder("idx", (2,), np.int64)
+    into_static = ft.compile(ft.map(lambda c: ft.scatter(
+        ft.zeros(4, np.int64), c, ft.ones_like(c), mode=mode), cls))
+    into_element = ft.compile(ft.map(
+        lambda s: ft.scatter(s, idx, 1.0, mode=mode), xs))
+    tokens = [np.array([0, 3, -1]), np.array([], np.int64), np.array([2])]
+    want = np.zeros((3, 4), np.int64)
+    for row, t in enumerate(tokens):
+        if mode == "add":
+            np.add.at(want[row], t, 1)
+        else:
+            want[row, t] = 1
+    np.testing.assert_array_equal(into_static(cls=tokens), want)
+    rows = [np.arange(6.0).reshape(3, 2), np.ones((2, 2))]
+    got = into_element(xs=rows, idx=np.array([0, -2]))
+    for s, g in zip(rows, got.tolist()):
+        s = s.copy()
+        if mode == "add":
+            np.add.at(s, [0, -2], 1.0)
+        else:
+            s[[0, -2]] = 1.0
+        np.testing.assert_array_equal(g, s)
+    with pytest.raises(IndexError, match="scatter index 4 is out of range for "
+                       "axis 0 with size 4"):
+        into_static(cls=[np.array([0]), np.array([4])])
+    with pytest.raises(IndexError, match="scatter index -5 is out of range"):
+        into_static(cls=[np.array([-5])])
+    with pytest.raises(IndexError, match="scatter index -2 is out of range for "
+                       "the rows of its element"):
+        into_element(xs=rows + [np.ones((1, 2))], idx=np.array([0, -2]))
+
+
+def test_map_zipping_a_static_length_array_compiled():
+    # (a body reducing the element next to a row of an array of static
+    # length failed loopy's bounds check: a static 3 against the symbolic
+    # number of elements, which the run-time zip check makes equal)
+    ys = ft.make_jagged_placeholder("ys", (2,), np.float64, depth=2)
+    w = ft.make_placeholder("w", (3, 2), np.float64)
+    data = [np.arange(4.0).reshape(2, 2), np.ones((0, 2)), np.ones((3, 2))]
+    w_data = np.arange(6.0).reshape(3, 2)
+    result = ft.map(lambda s, r: ft.sum(s, axis=0) * r + ft.amax(r), ys, w)
+    np.testing.assert_allclose(
+        ft.compile(result)(ys=data, w=w_data),
+        [s.sum(axis=0) * r + r.max() for s, r in zip(data, w_data)])
+    with pytest.raises(ValueError, match="zipped input 1 has 3 elements"):
+        ft.compile(result)(ys=data[:2], w=w_data)

@@ -98,3 +98,27 @@ def test_out_of_range_indices_raise(xs):
     good = [np.array([1, -2]), np.array([2, -3, 0])]
     assert_lists(compiled(xs=data, ids=good),
                  [s[i] for s, i in zip(data, good)])
+
+
+def test_another_list_read_at_the_maps_index_of_other_lengths():
+    # (a shorter list raised ValueError in compiled programs where
+    # evaluate_numpy raised IndexError; a longer one runs in evaluate_numpy
+    # only, and the compiled program says why)
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    ys = ft.make_jagged_placeholder("ys", (2,), np.float64, depth=2)
+    scores = ft.map(lambda t, i: ft.sum(t) + ft.sum(xs[i]), ys,
+                    ft.arange(ys.length))
+    compiled = ft.compile(scores)
+    x_data = [np.ones((1, 2)), 2 * np.ones((3, 2))]
+    y_data = [np.ones((1, 2)), np.ones((2, 2))]
+    np.testing.assert_array_equal(compiled(xs=x_data, ys=y_data), [4.0, 16.0])
+    for run in (compiled, lambda **kw: ft.evaluate_numpy(scores, **kw)):
+        with pytest.raises(IndexError, match="index 1 is out of range for an "
+                           "outer list of 1 elements"):
+            run(xs=x_data[:1], ys=y_data)
+    longer = x_data + [np.ones((0, 2))]
+    np.testing.assert_array_equal(
+        ft.evaluate_numpy(scores, xs=longer, ys=y_data), [4.0, 16.0])
+    with pytest.raises(ValueError, match="'xs'.* has 3 elements, the mapped "
+                       "'ys' has 2: compiled maps read the two lists zipped"):
+        compiled(xs=longer, ys=y_data)

@@ -1840,3 +1840,45 @@ def test_len_iteration_and_truth_of_a_fractal_tensor():
     for element, k in zip(picked, [1, 0, 1]):
         np.testing.assert_array_equal(ft.evaluate_numpy(element, xs=data),
                                       data[k])
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_map_over_bundles_holding_fractal_tensors(compiled):
+    # (ft.map(f, (xs, ys)) raised "map inputs must be arrays or numbers,
+    # got Jagged", though API.md allows bundles as a map's inputs)
+    from typing import NamedTuple
+
+    class Pair(NamedTuple):
+        words: Any
+        weight: Any
+
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    ys = ft.make_jagged_placeholder("ys", (2,), np.float64, depth=2)
+    w = ft.make_placeholder("w", (3,), np.float64)
+    x_data = [np.arange(4.0).reshape(2, 2), np.ones((0, 2)), np.ones((3, 2))]
+    y_data = [np.ones((2, 2)), np.ones((0, 2)), 2 * np.ones((3, 2))]
+    w_data = np.array([1.0, 2.0, 3.0])
+    results = {
+        "tuple": ft.map(lambda p: ft.sum(p[0] * p[1], axis=0), (xs, ys)),
+        "dict": ft.map(lambda d: ft.sum(d["a"], axis=0) * d["w"],
+                       {"a": xs, "w": w}),
+        "named": ft.map(lambda p, q: p.words * p.weight + q,
+                        Pair(xs, w), ys),
+    }
+    wants = {
+        "tuple": [np.sum(x * y, axis=0) for x, y in zip(x_data, y_data)],
+        "dict": [np.sum(x, axis=0) * c for x, c in zip(x_data, w_data)],
+        "named": [x * c + y for x, c, y in zip(x_data, w_data, y_data)],
+    }
+    for name, result in results.items():
+        run = ft.compile(result) if compiled else (
+            lambda **kw: ft.evaluate_numpy(result, **kw))
+        inputs = {"xs": x_data, "ys": y_data, "w": w_data}
+        used = {i.name for i in ft.analysis.get_inputs(result)
+                if hasattr(i, "name")}
+        got = run(**{k: v for k, v in inputs.items()
+                     if k in used or f"{k}_values" in used})
+        got = got.tolist() if hasattr(got, "tolist") else list(got)
+        assert len(got) == len(wants[name])
+        for g, want in zip(got, wants[name]):
+            np.testing.assert_allclose(g, want, err_msg=name)

@@ -73,7 +73,7 @@ from pymbolic.mapper.flattener import flatten
 
 from ftlazy import shapes as sh
 from ftlazy.array import AdvancedIndex, Array, IndexLambda, Placeholder, SizeParam
-from ftlazy.fractal import BodyParam, Gather, LoopResult, Map, Scan
+from ftlazy.fractal import BodyParam, Gather, LoopResult, Map, Scan, Scatter
 from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.tags import ShapeRequirement
@@ -380,6 +380,25 @@ def _index_number(name: str) -> int | None:
     return None
 
 
+def _of_length(array: Array, n: Any) -> Array:
+    """*array*, zipped with FractalTensors of *n* elements, as an array of
+    *n* rows: its own where the two are provably equal, else a view whose
+    reads are guarded (the run-time check of the zip makes them equal, but
+    loopy's bounds check cannot see it: a static 3 against a symbolic
+    ``n``)."""
+    if sh.prove_equal(array.shape[0], n):
+        return array
+    row = index_var(0)
+    rest = tuple(index_var(k) for k in range(1, array.ndim))
+    bound = (array.shape[0] if isinstance(array.shape[0], int)
+             else sh.to_affine(array.shape[0]).to_expr())
+    read = prim.If(prim.Comparison(row, "<", bound),
+                   prim.Variable("_in0")[(row,) + rest],
+                   np.zeros((), array.dtype)[()])
+    return IndexLambda(read, (n,) + tuple(array.shape[1:]), array.dtype,
+                       {"_in0": array})
+
+
 class _MapLowering:
     """Batches the body of one :class:`JaggedMap` (see the module docs)."""
 
@@ -427,6 +446,8 @@ class _MapLowering:
         self.symbol = next(iter(self.segments))
         self.offsets = self.segments[self.symbol][0]
         self.n = sh.sub(self.offsets.shape[0], 1)
+        self.params = [(_of_length(a, self.n), kind) if kind is _DENSE
+                       else (a, kind) for a, kind in self.params]
         first, *others = (group for symbol, group in zipped.items()
                           if symbol not in self.repeats)
         if len(first) > 1 or dense_mapped:
@@ -558,6 +579,8 @@ class _MapLowering:
                 self._note_requirement(node, values[node][1])
             elif isinstance(node, Gather):
                 values[node] = self._gather(node, values)
+            elif isinstance(node, Scatter):
+                values[node] = self._scatter(node, values)
             elif isinstance(node, Scan):
                 self.kind_of_shape((node.length,))
                 values[node] = lower_scan(self, node,
@@ -664,6 +687,58 @@ class _MapLowering:
         return value.copy(tags=value.tags | {IndicesChecked(
             name, extent, node.axis)}), kind
 
+    def _scatter(self, node: Scatter, values: dict) -> tuple[Array, _Kind]:
+        """A scatter in the body: its lowering (see
+        :func:`ftlazy.transform.lower.to_index_lambda`) batched, where the
+        node that reads the indices is marked so that they are checked at
+        run time against the extent of the scattered rows: the same for
+        every element, or each element's own."""
+        from ftlazy.target.loopy.lowering import ElementRowsChecked, IndicesChecked
+        from ftlazy.transform.lower import to_index_lambda
+        lowered = to_index_lambda(node)
+        extent = node.x.shape[0]
+        per_element = self.extent_of(extent) is not None
+        for n in topological_order([lowered]):
+            if n in values:
+                continue
+            value, kind = self._index_lambda(n, values)
+            names = [name for name, b in n.bindings.items() if b is node.indices]
+            if names:
+                if per_element:
+                    indices, indices_kind = values[node.indices]
+                    if indices_kind.what == "hoisted":
+                        indices, indices_kind = self._broadcast(indices), _DENSE
+                    extents = self._element_extents(indices, indices_kind,
+                                                    values[node.x][1])
+                    value = value.copy(
+                        bindings={**value.bindings, "_ft_extents": extents,
+                                  "_ft_checked": indices},
+                        tags=value.tags | {ElementRowsChecked(
+                            "_ft_checked", "_ft_extents", "scatter")})
+                else:
+                    value = value.copy(tags=value.tags | {IndicesChecked(
+                        names[0], extent, 0, "scatter")})
+            values[n] = (value, kind)
+        return values[lowered]
+
+    def _element_extents(self, indices: Array, kind: _Kind,
+                         array_kind: _Kind) -> IndexLambda:
+        """For batched *indices* of *kind*, the extent of the rows of an
+        array of *array_kind* (the element's length) of each entry's own
+        element."""
+        rewriter = _BatchRewriter(self, {}, kind, {})
+        bindings: dict[str, Array] = {}
+        if kind.what == "packed":
+            bindings[rewriter.segment_ids_name()] = self.outer(
+                self.host.segment_ids_for(self.offsets_of(kind.symbol),
+                                          kind.form))
+        extent = rewriter.extent(array_kind.form, array_kind.symbol)
+        for symbol in rewriter.symbols:
+            bindings[self.offsets_name(symbol)] = self.outer(
+                self.offsets_of(symbol))
+        bindings.update(rewriter.index_arrays)
+        return IndexLambda(extent, indices.shape, _INT64, bindings)
+
     def _gather_element_rows(self, node: Gather, values: dict
                              ) -> tuple[Array, _Kind]:
         """Rows of an array of the element's length (the element itself,
@@ -763,6 +838,7 @@ class _LowererKeepingGathers(IndexLambdaLowerer):
     their indices they keep their run-time index checks."""
 
     map_gather = IndexLambdaLowerer.map_node
+    map_scatter = IndexLambdaLowerer.map_node
 
     def map_advanced_index(self, expr: AdvancedIndex) -> Node:
         gather = _as_gather(expr)

@@ -549,11 +549,25 @@ def _derive(host: HostDerivations, given: dict[str, Any],
     for what, first, other in host.same_count:
         counts = [len(_evaluate(o, given, cache, placeholders, resolve)) - 1
                   for o in (first, other)]
+        if counts[1] < counts[0]:
+            # (as evaluate_numpy's xs[i] of the first index past the end)
+            raise IndexError(
+                f"{what}: FractalTensor index: index {counts[1]} is out of "
+                f"range for an outer list of {counts[1]} elements (the body "
+                f"reads {fractal_tensor_label(other)} at the index of the "
+                f"mapped {fractal_tensor_label(first)}, which has "
+                f"{counts[0]} elements)")
         if counts[0] != counts[1]:
+            # (compiled maps zip the two lists: those of different lengths
+            # run in evaluate_numpy only)
             raise ValueError(
                 f"{what}: {fractal_tensor_label(other)}, whose elements the "
                 f"body reads at the map's index, has {counts[1]} elements, "
-                f"the mapped {fractal_tensor_label(first)} has {counts[0]}")
+                f"the mapped {fractal_tensor_label(first)} has {counts[0]}: "
+                "compiled maps read the two lists zipped, which needs as many "
+                "elements in each (ft.evaluate_numpy computes the map; "
+                "ft.gather the elements read, or slice the longer list "
+                "outside the map)")
     for name, (offsets, form) in host.segment_ids.items():
         ext = extents(offsets, form)
         if ext.size and ext.min() < 0:

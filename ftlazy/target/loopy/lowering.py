@@ -298,11 +298,13 @@ class IndicesChecked(Tag):
     """Marks an :class:`~ftlazy.array.IndexLambda` that reads its binding
     :attr:`binding` as indices along an axis (:attr:`axis`) of extent
     :attr:`length` (a gather batched into a guarded read, as in maps over
-    FractalTensors): its entries are checked at run time as a gather's."""
+    FractalTensors, or a scatter's writes: :attr:`what`): its entries are
+    checked at run time as a gather's (a scatter's)."""
 
     binding: str
     length: Any
     axis: int
+    what: str = "gather"
 
 
 @tag_dataclass
@@ -310,11 +312,13 @@ class ElementRowsChecked(Tag):
     """Marks an :class:`~ftlazy.array.IndexLambda` that reads rows of each
     element of a FractalTensor at the indices of its binding :attr:`values`,
     each bounded by the extent at the same position of its binding
-    :attr:`extents` (a gather of an element's own rows in a map): the
-    indices are checked at run time against those extents."""
+    :attr:`extents` (a gather of an element's own rows in a map, or a
+    scatter into them: :attr:`what`): the indices are checked at run time
+    against those extents."""
 
     values: str
     extents: str
+    what: str = "gather"
 
 
 class _CheckInserter(CopyMapper):
@@ -354,14 +358,14 @@ class _CheckInserter(CopyMapper):
             if isinstance(tag, ElementRowsChecked):
                 indices = new.bindings[tag.values]
                 self._add(_index_check(
-                    indices, None, "gather index {value} is out of range for "
-                    "the rows of its element", self._live_rows(indices),
+                    indices, None, f"{tag.what} index {{value}} is out of "
+                    "range for the rows of its element", self._live_rows(indices),
                     new.bindings[tag.extents]))
             if isinstance(tag, IndicesChecked):
                 indices = new.bindings[tag.binding]
                 self._add(_index_check(
                     indices, tag.length,
-                    f"gather index {{value}} is out of range for axis "
+                    f"{tag.what} index {{value}} is out of range for axis "
                     f"{tag.axis} with size {{length}}",
                     self._live_rows(indices)))
         return new
