@@ -33,7 +33,7 @@ from pymbolic.primitives import expr_dataclass
 FUNCTIONS = frozenset({
     "abs", "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan",
     "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "isnan",
-    "isinf", "floor", "ceil", "fmod", "real", "imag", "conj",
+    "isinf", "floor", "ceil", "rint", "fmod", "real", "imag", "conj",
 })
 
 #: reduction operations a :class:`Reduce` may use, by name

@@ -565,4 +565,4 @@ def _dtype_of(e: Any, bindings: Any) -> np.dtype | None:
 _SAME_TYPE_FUNCTIONS = frozenset({
     "sqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan",
     "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "floor",
-    "ceil", "fmod", "conj"})
+    "ceil", "rint", "fmod", "conj"})

@@ -105,3 +105,30 @@ def test_argmax_of_a_symbolic_axis_that_is_empty(codegen_vector_width) -> None:
     assert_same(compiled(x=np.eye(3)), np.argmin(np.eye(3), axis=0))
     with pytest.raises(ValueError, match="zero-size array.*length n"):
         compiled(x=np.zeros((0, 3)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rounding_a_product_ties_as_numpys(dtype) -> None:
+    # (rint was built from floor(t) and t - floor(t) in one expression; the
+    # compiler fused t = x * 100 into the subtraction, an FMA, and rounded
+    # the exact product: round(2.675, 2) gave 2.67, numpy 2.68)
+    rng = np.random.default_rng(7)
+    data = np.concatenate([
+        np.array([2.675, 99.835, -82.835, 0.125, 0.35, 1.45, -0.5, 0.5, 1.5,
+                  2.5, -0.3, 0.0, -0.0, np.inf, -np.inf, np.nan]),
+        np.round(rng.uniform(-100, 100, 5000), 3)]).astype(dtype)
+    x = ft.make_placeholder("x", data.shape, dtype)
+    cases = {
+        "round1": (ft.round(x, 1), np.round(data, 1)),
+        "round2": (ft.round(x, 2), np.round(data, 2)),
+        "round_neg": (ft.round(x, -1), np.round(data, -1)),
+        "rint_product": (ft.rint(x * dtype(100)), np.rint(data * dtype(100))),
+    }
+    got = ft.compile(ft.make_dict_of_named_arrays(
+        {name: lazy for name, (lazy, _) in cases.items()}))(x=data)
+    for name, (_, want) in cases.items():
+        assert np.asarray(got[name]).dtype == want.dtype
+        # (equal, signs of zero included)
+        np.testing.assert_array_equal(got[name], want, err_msg=name)
+        np.testing.assert_array_equal(np.signbit(got[name]), np.signbit(want),
+                                      err_msg=name)

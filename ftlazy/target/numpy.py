@@ -43,6 +43,7 @@ _FUNCTIONS = {
     "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan,
     "arctan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
     "isnan": np.isnan, "isinf": np.isinf, "floor": np.floor, "ceil": np.ceil,
+    "rint": np.rint,
     "fmod": np.fmod, "real": np.real, "imag": np.imag, "conj": np.conj,
 }
 

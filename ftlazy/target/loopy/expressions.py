@@ -36,7 +36,7 @@ C_FUNCTIONS = {
     "log2": "log2", "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan",
     "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
     "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "isnan": "isnan",
-    "isinf": "isinf", "floor": "floor", "ceil": "ceil", "fmod": "fmod",
+    "isinf": "isinf", "floor": "floor", "ceil": "ceil", "rint": "rint", "fmod": "fmod",
     "real": "real", "imag": "imag", "conj": "conj",
 }
 
@@ -72,7 +72,8 @@ class OpenCLBuiltin(ScalarCallable):
 
 
 #: OpenCL builtins that :func:`register_builtins` adds, with their arity
-_BUILTIN_ARITY = {"exp2": 1, "log2": 1, "isinf": 1, "fmod": 2, "copysign": 2}
+_BUILTIN_ARITY = {"exp2": 1, "log2": 1, "isinf": 1, "rint": 1, "fmod": 2,
+                  "copysign": 2}
 
 #: C bodies of numpy's integer ``//`` and ``%`` (0 for a zero divisor, as
 #: numpy gives; ``MIN // -1`` wraps to ``MIN`` as in numpy). Unlike loopy's
@@ -534,7 +535,7 @@ class Translator(ExprIdentityMapper):
     def map_call(self, expr: prim.Call) -> Any:
         name = C_FUNCTIONS[expr.function.name]
         if expr.function.name in ("isnan", "isfinite", "sign", "floor",
-                                  "ceil", "fmod", "arctan2"):
+                                  "ceil", "rint", "fmod", "arctan2"):
             for p in expr.parameters:
                 self._refuse_complex(p, f"{expr.function.name}()")
         call = prim.Variable(name)(*[self.rec(p) for p in expr.parameters])
