@@ -593,3 +593,32 @@ def test_extrema_with_python_numbers_in_every_integer_dtype(dtype):
         got = ft.compile(lazy)(x=data)
         assert np.asarray(got).dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16,
+                                   np.int32, np.uint32, np.int64, np.uint64])
+def test_extrema_of_long_integer_arrays(dtype):
+    # (from about 32,768 elements, reductions in lanes used loopy's max and
+    # min: no neutral element for char and short, UINT_MAX and ULONG_MAX
+    # untyped, max(ushort, ushort) ambiguous)
+    square = ft.make_placeholder("square", (64, 64), dtype)
+    flat = ft.make_placeholder("flat", (40000,), dtype)
+    rng = np.random.default_rng(2)
+    info = np.iinfo(dtype)
+    square_data = rng.integers(info.min, info.max, (64, 64), dtype=dtype,
+                               endpoint=True)
+    flat_data = rng.integers(info.min, info.max, 40000, dtype=dtype,
+                             endpoint=True)
+    cases = {}
+    for name, fn, ref in (("max", ft.amax, np.amax), ("min", ft.amin, np.amin),
+                          ("argmax", ft.argmax, np.argmax),
+                          ("argmin", ft.argmin, np.argmin)):
+        for axis in (0, 1):
+            cases[f"{name}{axis}"] = (fn(square, axis=axis),
+                                      ref(square_data, axis=axis))
+        cases[f"{name}_flat"] = (fn(flat), ref(flat_data))
+    got = ft.compile(ft.make_dict_of_named_arrays(
+        {name: lazy for name, (lazy, _) in cases.items()}))(
+            square=square_data, flat=flat_data)
+    for name, (_, want) in cases.items():
+        np.testing.assert_array_equal(got[name], want, err_msg=name)

@@ -100,15 +100,20 @@ def lane_combine(op: str, dtype: np.dtype) -> tuple[Any, Any]:
     def extremum(largest: bool, a: Any, b: Any) -> Any:
         if dtype.kind == "c":
             return complex_extremum_step(largest, a, b, dtype)
-        if floating:
-            return extremum_step(largest, a, b, True)
+        if floating or dtype.itemsize < 4 or dtype == np.uint32:
+            # (OpenCL's max(c, d) of char and short values, whose sum C
+            # computes in int, and of uint values against loopy's unsigned
+            # long literals, is an ambiguous overload: a select)
+            return extremum_step(largest, a, b, floating)
         return prim.Max((a, b)) if largest else prim.Min((a, b))
 
     step = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b,
             "max": lambda a, b: extremum(True, a, b),
             "min": lambda a, b: extremum(False, a, b)}[op]
     final: Any = op
-    if floating and op in ("max", "min"):
+    if op in ("max", "min"):
+        # (loopy's own max and min drop NaNs and have no neutral element
+        # for char and short values, nor one it can type for unsigned ones)
         final = _Maximum() if op == "max" else _Minimum()
     return step, final
 
