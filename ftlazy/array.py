@@ -75,8 +75,9 @@ def check_identifier(name: Any, what: str) -> str:
 
 
 def normalize_dtype(dtype: Any) -> np.dtype:
-    """numpy dtype for *dtype*, restricted to the types ftlazy computes with."""
-    if isinstance(dtype, np.dtype) and dtype.kind in "biufc":
+    """numpy dtype for *dtype*, restricted to the types ftlazy computes with
+    (in the machine's byte order: ``'>f8'`` is float64)."""
+    if isinstance(dtype, np.dtype) and dtype.kind in "biufc" and dtype.isnative:
         return dtype
     try:
         dt = np.dtype(dtype)
@@ -85,7 +86,7 @@ def normalize_dtype(dtype: Any) -> np.dtype:
     if dt.kind not in "biufc":
         raise TypeError(f"unsupported dtype {dt}: only bool, integer, float "
                         "and complex arrays are supported")
-    return dt
+    return dt if dt.isnative else dt.newbyteorder("=")
 
 
 def checked_tags(tags: Any) -> frozenset[Tag]:
@@ -96,6 +97,22 @@ def checked_tags(tags: Any) -> frozenset[Tag]:
     kind, as pytato refuses them."""
     if isinstance(tags, (str, bytes)):
         raise TypeError(f"tags must be Tag instances, got the string {tags!r}")
+    if isinstance(tags, type):
+        raise TypeError(f"tags must be Tag instances, got the class "
+                        f"{tags.__name__}: pass an instance, {tags.__name__}(...)")
+    if tags is not None and not isinstance(tags, Tag):
+        try:
+            items = list(tags)
+        except TypeError:
+            raise TypeError(f"tags must be a Tag instance or an iterable of "
+                            f"them, got {type(tags).__name__} {tags!r}") from None
+        for item in items:
+            if not isinstance(item, Tag):
+                what = (f"the class {item.__name__} (pass an instance)"
+                        if isinstance(item, type) else
+                        f"{type(item).__name__} {item!r}")
+                raise TypeError(f"tags must be Tag instances, got {what}")
+        tags = items
     tags = normalize_tags(tags)
     return check_tag_uniqueness(tags) if tags else tags
 
@@ -671,6 +688,8 @@ class IndexLambda(Array):
         for name, value in self.bindings.items():
             if not isinstance(value, Array):
                 raise TypeError(f"binding {name!r} is not an Array: {value!r}")
+        from ftlazy.scalar_expr import with_canonical_nans
+        object.__setattr__(self, "expr", with_canonical_nans(self.expr))
 
 # }}}
 

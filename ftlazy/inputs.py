@@ -6,19 +6,18 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import numpy as np
-from pytools.tag import normalize_tags
 
 from ftlazy import shapes as sh
 from ftlazy.array import (
     Array, Axis, DataWrapper, DictOfNamedArrays, Placeholder, SizeParam,
-    check_result_value, check_user_name, normalize_dtype)
+    check_result_value, check_user_name, checked_tags, normalize_dtype)
 
 
 def make_size_param(name: str, tags: Any = frozenset()) -> SizeParam:
     """A named non-negative integer size parameter (shape ``()``, int64),
     usable in shapes (``(n, 2*n + 1)``) and as a value."""
     return SizeParam(check_user_name(name, "size parameter"),
-                     tags=normalize_tags(tags))
+                     tags=checked_tags(tags))
 
 
 def _axes(axes: Any, ndim: int) -> tuple[Axis, ...] | None:
@@ -37,7 +36,7 @@ def make_placeholder(name: str, shape: Any, dtype: Any, tags: Any = frozenset(),
     check_user_name(name, "placeholder")
     shape = sh.normalize_shape(shape)
     return Placeholder(name, shape, normalize_dtype(dtype),
-                       tags=normalize_tags(tags), axes=_axes(axes, len(shape)))
+                       tags=checked_tags(tags), axes=_axes(axes, len(shape)))
 
 
 def make_data_wrapper(data: Any, name: str | None = None, shape: Any = None,
@@ -50,9 +49,11 @@ def make_data_wrapper(data: Any, name: str | None = None, shape: Any = None,
     if not hasattr(data, "shape") or not hasattr(data, "dtype"):
         data = np.asarray(data)
     if isinstance(data, np.ndarray):
-        normalize_dtype(data.dtype)
+        dtype = normalize_dtype(data.dtype)
+        if dtype != data.dtype:
+            data = data.astype(dtype)   # (in the machine's byte order)
     shape = tuple(data.shape) if shape is None else sh.normalize_shape(shape)
-    return DataWrapper(data, shape, name, tags=normalize_tags(tags))
+    return DataWrapper(data, shape, name, tags=checked_tags(tags))
 
 
 def make_dict_of_named_arrays(data: Mapping[str, Array]) -> DictOfNamedArrays:

@@ -219,6 +219,19 @@ def _snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+def _refuse_setattr(self: Any, name: str, value: Any) -> None:
+    raise dataclasses.FrozenInstanceError(
+        f"cannot set {name!r} on a {type(self).__name__}: ftlazy nodes are "
+        "immutable; build a new node (node.copy(...), .tagged(...), or an "
+        "ftlazy operation)")
+
+
+def _refuse_delattr(self: Any, name: str) -> None:
+    raise dataclasses.FrozenInstanceError(
+        f"cannot delete {name!r} of a {type(self).__name__}: ftlazy nodes "
+        "are immutable")
+
+
 def node(children: tuple[str, ...] = (), bodies: tuple[str, ...] = ()
          ) -> Callable[[type[T]], type[T]]:
     """Class decorator declaring a DAG node.
@@ -239,6 +252,11 @@ def node(children: tuple[str, ...] = (), bodies: tuple[str, ...] = ()
         # defines __eq__ without __hash__ would otherwise be unhashable
         if cls.__hash__ is None:
             cls.__hash__ = Node.__hash__
+        # (the frozen dataclass's own refusal of an attribute that is not a
+        # field fails inside Python for slotted classes: "super(type, obj):
+        # obj must be an instance or subtype of type")
+        cls.__setattr__ = _refuse_setattr
+        cls.__delattr__ = _refuse_delattr
         NODE_CLASSES.append(cls)
         return cls
     return wrap

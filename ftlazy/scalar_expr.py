@@ -264,6 +264,37 @@ def constant_signature(expr) -> tuple:
     return tuple(found)
 
 
+def _is_nan_constant(e: Any) -> bool:
+    # (real NaNs: a complex one keeps its imaginary part)
+    return isinstance(e, (float, np.floating)) and bool(np.isnan(e))
+
+
+class _CanonicalNaNs(ExprIdentityMapper):
+    def map_constant(self, expr: Any, *args, **kwargs) -> Any:
+        if not _is_nan_constant(expr):
+            return expr
+        return prim.NaN(np.float64 if isinstance(expr, float) else type(expr))
+
+
+def with_canonical_nans(expr):
+    """*expr* with each real NaN constant replaced by pymbolic's
+    :class:`~pymbolic.primitives.NaN` of its type: a NaN compares unequal to
+    itself and hashes by identity, so two nodes built alike from ``np.nan``
+    would differ (and miss every cache, loopy's too); ``NaN`` nodes of one
+    type are equal. *expr* itself where it holds no NaN."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, prim.ExpressionNode):
+            if not isinstance(e, prim.Variable):
+                stack.extend(_field_values(e))
+        elif isinstance(e, tuple):
+            stack.extend(e)
+        elif _is_nan_constant(e):
+            return _CanonicalNaNs()(expr)
+    return expr
+
+
 def substitute(expr, mapping: dict) -> object:
     """Replace variables by name (respecting reduction scopes)."""
     return _Substituter(mapping)(expr) if mapping else expr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -622,3 +623,61 @@ def test_extrema_of_long_integer_arrays(dtype):
             square=square_data, flat=flat_data)
     for name, (_, want) in cases.items():
         np.testing.assert_array_equal(got[name], want, err_msg=name)
+
+
+@pytest.mark.parametrize("evaluator", ["compile", "evaluate_numpy"])
+def test_results_are_arrays_of_their_own(evaluator):
+    # (two names of one array returned one buffer: changing one result
+    # changed the other; evaluate_numpy returned the caller's input itself)
+    x = ft.make_placeholder("x", (3,), np.float64)
+    wrapped = ft.make_data_wrapper(np.arange(3.0))
+    results = ft.make_dict_of_named_arrays(
+        {"a": 2 * x, "b": 2 * x, "same": x, "tail": x[1:], "w": wrapped})
+    data = np.ones(3)
+    run = (ft.compile(results) if evaluator == "compile"
+           else lambda **kw: ft.evaluate_numpy(results, **kw))
+    got = run(x=data)
+    for name in got:
+        got[name][...] = -7
+    np.testing.assert_array_equal(data, np.ones(3))
+    np.testing.assert_array_equal(wrapped.data, np.arange(3.0))
+    again = run(x=data)
+    np.testing.assert_array_equal(again["a"], [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(again["b"], [2.0, 2.0, 2.0])
+    single = (ft.compile(x)(x=data) if evaluator == "compile"
+              else ft.evaluate_numpy(x, x=data))
+    assert not np.may_share_memory(single, data)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nan_constants(dtype):
+    # (a NaN constant made every node unequal to its twin, so each compile
+    # missed the caches, with loopy's "bare NaN" and collision warnings)
+    x = ft.make_placeholder("x", (5,), dtype)
+    data = np.array([1, np.nan, -2, 0, np.inf], dtype)
+    masked = ft.where(ft.isnan(x), np.nan, x * 2)
+    assert masked is ft.where(ft.isnan(x), np.nan, x * 2)
+    cases = {
+        "masked": (masked, np.where(np.isnan(data), np.nan, data * 2)),
+        "full": (ft.full((5,), np.nan, dtype) + x,
+                 np.full(5, np.nan, dtype) + data),
+        "equal": (ft.equal(x, np.nan), data == np.nan),
+        "unequal": (ft.not_equal(x, np.nan), data != np.nan),
+        "maximum": (ft.maximum(x, np.nan), np.maximum(data, np.nan)),
+        "clip": (ft.clip(x, np.nan, 1), np.clip(data, np.nan, 1)),
+        "amax": (ft.amax(x, initial=np.nan), np.amax(data, initial=np.nan)),
+        "pad": (ft.pad(x, 1, constant_values=np.nan),
+                np.pad(data, 1, constant_values=np.nan)),
+    }
+    results = ft.make_dict_of_named_arrays(
+        {name: lazy for name, (lazy, _) in cases.items()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = ft.compile(results)(x=data)
+        assert ft.compile(ft.make_dict_of_named_arrays(
+            {name: lazy for name, (lazy, _) in cases.items()})).from_cache
+    reference = ft.evaluate_numpy(results, x=data)
+    for name, (_, want) in cases.items():
+        for value in (got[name], reference[name]):
+            assert np.asarray(value).dtype == np.asarray(want).dtype, name
+            np.testing.assert_array_equal(value, want, err_msg=name)

@@ -124,6 +124,23 @@ def test_unsupported_function_arguments_name_the_function(call, message):
         call()
 
 
+def test_extrema_take_initial_as_ft_amax_does():
+    # (np.max(x, initial=...) said ft.amax had no 'initial')
+    data = np.array([1.0, 5.0, 3.0])
+    for lazy, want in ((np.max(x, initial=10.0), 10.0),
+                       (np.amax(x, initial=2.0), 5.0),
+                       (np.min(x, initial=-1.0), -1.0),
+                       (np.amin(x, axis=0, initial=4.0), 1.0)):
+        assert ft.evaluate_numpy(lazy, x=data) == want
+
+
+def test_numpys_repeat_is_not_pointed_to_ft_repeat():
+    # (ft.repeat makes a list of copies: the hint was wrong)
+    with pytest.raises(TypeError, match=r"numpy\.repeat is not supported on "
+                       r"ftlazy arrays; ft\.repeat\(x, n\) is not numpy's repeat"):
+        np.repeat(x, 2)
+
+
 def test_unsupported_function_with_an_ftlazy_name_points_to_it():
     # like= dispatches numpy's creation functions to the lazy array
     with pytest.raises(TypeError, match=r"numpy\.arange is not supported on "

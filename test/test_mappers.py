@@ -169,3 +169,49 @@ def test_mapper_mistakes_are_named():
     with pytest.raises(NotImplementedError, match="NoCombine must implement "
                        "combine"):
         NoCombine()(x * 2)
+
+
+def test_a_mapper_returning_data_is_named():
+    # (an ndarray was "unhashable type: 'numpy.ndarray'", an int an
+    # AttributeError inside ftlazy)
+    x = ft.make_placeholder("x", (3,), np.float64)
+
+    class ReturnsData(CopyMapper):
+        def __init__(self, value):
+            super().__init__()
+            self.value = value
+
+        def map_placeholder(self, expr):
+            return self.value
+
+    for value, shown in ((np.ones(3), "ndarray"), (3, "int")):
+        with pytest.raises(TypeError, match=f"ReturnsData.map_placeholder "
+                           f"returned {shown} for Placeholder.*wrap data with "
+                           "ft.make_data_wrapper"):
+            ReturnsData(value)(x * 2)
+
+
+@pytest.mark.parametrize("data", [np.ones((6, 3)), np.ones((2, 3)),
+                                  np.arange(12).reshape(4, 3)])
+def test_swapping_an_input_for_another_shape_or_dtype_is_refused(data):
+    # (the tutorial's BindData with data of another shape gave the sum of
+    # the first 4 rows ([4, 4, 4] for 6 rows), or clipped reads for 2, and
+    # ft.verify passed; int data kept the float body's types)
+    class BindData(CopyMapper):
+        def __init__(self, data):
+            super().__init__()
+            self.data = data
+
+        def map_placeholder(self, expr):
+            if expr.name in self.data:
+                return ft.make_data_wrapper(self.data[expr.name])
+            return expr
+
+    x = ft.make_placeholder("x", (4, 3), np.float64)
+    with pytest.raises(ValueError, match=r"BindData replaced an operand of "
+                       r"IndexLambda .* of shape \(4, 3\) and dtype float64 by "
+                       r"one of shape"):
+        BindData({"x": data})(ft.sum(x, axis=0))
+    # data of the placeholder's shape and dtype: bound
+    bound = BindData({"x": np.full((4, 3), 2.0)})(ft.sum(x, axis=0))
+    np.testing.assert_array_equal(ft.compile(bound)(), [8.0, 8.0, 8.0])

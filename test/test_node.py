@@ -50,8 +50,33 @@ def test_repr_shows_kind_shape_dtype():
 
 def test_nodes_are_immutable():
     x = ft.make_placeholder("x", (3,), np.float64)
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="cannot set 'name' on a "
+                       "Placeholder: ftlazy nodes are immutable"):
         x.name = "y"
+    # (an attribute that is no field failed inside Python: "super(type,
+    # obj): obj must be an instance or subtype of type")
+    with pytest.raises(AttributeError, match="cannot set 'foo'"):
+        (x * 2).foo = 1
+    with pytest.raises(AttributeError, match="cannot delete 'name'"):
+        del x.name
+
+
+@pytest.mark.parametrize("order", [">", "<"])
+def test_arrays_of_either_byte_order(order):
+    # (big-endian data failed to compile, "unable to map dtype '>f8'", and
+    # was refused as the input of a float64 placeholder)
+    data = np.arange(3.0).astype(f"{order}f8")
+    index = np.array([2, 0], f"{order}i8")
+    wrapped = ft.make_data_wrapper(data)
+    assert wrapped.dtype == np.float64 and wrapped.dtype.isnative
+    x = ft.make_placeholder("x", (3,), f"{order}f8")
+    assert x.dtype == np.float64
+    for result, inputs, want in (
+            (wrapped * 2, {}, [0.0, 2.0, 4.0]),
+            (x * 2, {"x": data}, [0.0, 2.0, 4.0]),
+            (x[ft.make_data_wrapper(index)], {"x": data}, [2.0, 0.0])):
+        np.testing.assert_array_equal(ft.compile(result)(**inputs), want)
+        np.testing.assert_array_equal(ft.evaluate_numpy(result, **inputs), want)
 
 
 def test_pickle_roundtrip_preserves_identity():
@@ -112,8 +137,19 @@ def test_tags_must_be_tags_and_unique_tags_unique():
         (x * 2).tagged(Named("a")).tagged(Named("b"))
     with pytest.raises(TypeError, match="got the string 'foo'"):
         (x * 2).tagged("foo")
-    with pytest.raises(TypeError, match="not an instance of pytools.tag.Tag"):
+    with pytest.raises(TypeError, match="Tag instances, got int 3"):
         ft.make_placeholder("y", (2,), np.float64, tags=[3])
+    # (the class for an instance was "'type' object is not iterable", a
+    # string of tags at make_placeholder "'c' is not an instance")
+    with pytest.raises(TypeError, match="got the class Named: pass an instance"):
+        x.tagged(Named)
+    with pytest.raises(TypeError, match="got the class Named .pass an instance"):
+        x.tagged([Named])
+    with pytest.raises(TypeError, match="got the string 'abc'"):
+        ft.make_placeholder("y", (2,), np.float64, tags="abc")
+    with pytest.raises(TypeError, match="a Tag instance or an iterable of "
+                       "them, got int 3"):
+        x.tagged(3)
     with pytest.raises(TypeError, match="got the string"):
         x.with_tagged_axis(0, "ab")
     # (the same tag twice is one tag)

@@ -154,8 +154,11 @@ def constant_value(a: Array) -> np.generic | None:
     """The value of *a* if it is an untagged 0-d constant (as built by
     :func:`asarray` from a scalar), else None."""
     if (isinstance(a, IndexLambda) and not a.bindings and a.shape == ()
-            and not a.tags and isinstance(a.expr, np.generic)):
-        return a.expr
+            and not a.tags):
+        if isinstance(a.expr, np.generic):
+            return a.expr
+        if isinstance(a.expr, prim.NaN):
+            return a.expr.data_type(np.nan)
     return None
 
 

@@ -62,7 +62,18 @@ def _ftlazy_equivalent(name: str) -> str | None:
     return f"ft.{name}" if inspect.isfunction(fn) else None
 
 
+#: ftlazy functions named as a numpy function that does something else
+_OTHER_MEANINGS = {
+    "repeat": ("ft.repeat(x, n) is not numpy's repeat: it makes a list of n "
+               "copies of x (a FractalTensor); numpy's repetition of each "
+               "element of a 1-D x is ft.broadcast_to(x[:, None], "
+               "(x.shape[0], n)).reshape(-1)"),
+}
+
+
 def _unsupported_hint(name: str) -> str:
+    if name in _OTHER_MEANINGS:
+        return _OTHER_MEANINGS[name]
     equivalent = _ftlazy_equivalent(name)
     if equivalent is not None:
         return f"use {equivalent}"
@@ -223,6 +234,7 @@ def _same(*names: str) -> dict[str, str]:
 
 
 _REDUCE = _same("a", "axis", "keepdims")
+_EXTREMUM = _same("a", "axis", "keepdims", "initial")
 _REDUCE_DTYPE = _same("a", "axis", "dtype", "keepdims")
 _LIKE_IGNORED = frozenset({"order", "subok"})
 
@@ -233,10 +245,10 @@ def _translations() -> dict[Any, _Translation]:
     table = {
         np.sum: t("sum", _REDUCE_DTYPE),
         np.prod: t("prod", _REDUCE_DTYPE),
-        np.amax: t("amax", _REDUCE),
-        np.max: t("amax", _REDUCE),
-        np.amin: t("amin", _REDUCE),
-        np.min: t("amin", _REDUCE),
+        np.amax: t("amax", _EXTREMUM),
+        np.max: t("amax", _EXTREMUM),
+        np.amin: t("amin", _EXTREMUM),
+        np.min: t("amin", _EXTREMUM),
         np.any: t("any", _REDUCE),
         np.all: t("all", _REDUCE),
         np.mean: t("mean", _REDUCE_DTYPE),

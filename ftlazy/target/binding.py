@@ -146,6 +146,9 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
         value = given[name]
         if not hasattr(value, "shape") or not hasattr(value, "dtype"):
             value = np.asarray(value)
+        if (value.dtype != ph.dtype and isinstance(value, np.ndarray)
+                and value.dtype.newbyteorder("=") == ph.dtype):
+            value = value.astype(ph.dtype)      # (the other byte order)
         if value.dtype != ph.dtype:
             raise TypeError(f"input {name!r} has dtype {value.dtype}, expected "
                             f"{ph.dtype}")

@@ -89,6 +89,9 @@ class _ScalarEvaluator(ExprMapper):
     def map_constant(self, expr: Any) -> Any:
         return expr
 
+    def map_nan(self, expr: prim.NaN) -> Any:
+        return expr.data_type(np.nan)
+
     def map_variable(self, expr: prim.Variable) -> Any:
         name = expr.name
         if name in self.axis_of:
@@ -513,9 +516,28 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     env, arrays = bind_inputs(input_nodes, inputs, size_names)
     evaluator = NumpyEvaluator(env, arrays)
     evaluator.bind_derived_sizes(roots)
+    owned = _Owned(list(arrays.values()) + [
+        n.data for n in input_nodes if isinstance(n, DataWrapper)])
     if isinstance(result, DictOfNamedArrays):
         return {name: jagged_result(a, evaluator.rec) if isinstance(a, Jagged)
-                else evaluator.rec(a) for name, a in result.items()}
+                else owned(evaluator.rec(a)) for name, a in result.items()}
     if isinstance(result, Jagged):
         return jagged_result(result, evaluator.rec)
-    return evaluator.rec(result)
+    return owned(evaluator.rec(result))
+
+
+class _Owned:
+    """Results as arrays of their own: ``owned(value)`` is *value*, or a
+    copy of it where it is (or views) one of the *given* arrays (inputs,
+    data wrappers' data) or a result returned before, so that changing a
+    result changes nothing else, as with compiled programs."""
+
+    def __init__(self, given: list[Any]) -> None:
+        self.taken = [a for a in given if isinstance(a, np.ndarray)]
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            if any(np.may_share_memory(value, a) for a in self.taken):
+                value = value.copy()
+            self.taken.append(value)
+        return value

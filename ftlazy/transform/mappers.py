@@ -28,7 +28,9 @@ separate scopes with their own parameters; mappers enter them explicitly via
 from __future__ import annotations
 
 import copy as _copy
-from typing import Any, Callable, Generic, ParamSpec, TypeVar
+from typing import Any, Callable, Generic, Mapping, ParamSpec, TypeVar
+
+import numpy as np
 
 from ftlazy.node import (
     NODE_CLASSES, Node, child_changes, iter_children, topological_order)
@@ -153,13 +155,44 @@ class CachedMapper(Mapper[ResultT]):
 
 
 def _check_copy(mapper: Any, node: Node, value: Any) -> None:
-    # (None only: transforms may map a loop to its results, a tuple)
-    if value is None:
+    # (nodes, and tuples: transforms may map a loop to its results)
+    if not isinstance(value, (Node, tuple)):
         method = mapper._method_for(type(node)).__name__
+        hint = (" (wrap data with ft.make_data_wrapper)"
+                if isinstance(value, (np.ndarray, np.generic, int, float,
+                                      complex)) else "")
         raise TypeError(f"{type(mapper).__name__}.{method} returned "
                         f"{type(value).__name__} for {node!r}: a CopyMapper's "
                         "map_* methods return the node that replaces theirs "
-                        "(the node itself to keep it)")
+                        f"(the node itself to keep it){hint}")
+
+
+def _check_same_operands(mapper: Any, expr: Any,
+                         bindings: Mapping[str, Node]) -> None:
+    """:class:`ValueError` where the rewritten *bindings* of *expr* differ
+    in shape or dtype from its own: its body reads them by the old ones
+    (an index past the new rows), and its shape and dtype were computed
+    from them, so the copy would compute a wrong answer."""
+    from ftlazy import shapes as sh
+    from ftlazy.array import Array
+    for name, new in bindings.items():
+        old = expr.bindings[name]
+        if new is old or not isinstance(new, Array):
+            continue
+        same_shape = (new.shape == old.shape or (
+            len(new.shape) == len(old.shape)
+            and all(sh.prove_equal(a, b) for a, b in zip(new.shape, old.shape))))
+        if same_shape and new.dtype == old.dtype:
+            continue
+        raise ValueError(
+            f"{type(mapper).__name__} replaced an operand of "
+            f"{type(expr).__name__} (shape {sh.shape_str(expr.shape)}, dtype "
+            f"{expr.dtype}) of shape {sh.shape_str(old.shape)} and dtype "
+            f"{old.dtype} by one of shape {sh.shape_str(new.shape)} and dtype "
+            f"{new.dtype}: the node reads it by its old shape and dtype, so the "
+            "copy would compute a wrong answer. Replace operands by ones of "
+            "the same shape and dtype (e.g. data of the placeholder's shape), "
+            "or rebuild the nodes that read them with ftlazy's operations")
 
 
 class CopyMapper(CachedMapper[Node]):
@@ -171,6 +204,8 @@ class CopyMapper(CachedMapper[Node]):
 
     def map_node(self, expr: Node) -> Node:
         changes = self.mapped_fields(expr)
+        if "bindings" in changes and type(expr).__name__ == "IndexLambda":
+            _check_same_operands(self, expr, changes["bindings"])
         return expr.copy(**changes) if changes else expr
 
     def mapped_fields(self, expr: Node) -> dict:

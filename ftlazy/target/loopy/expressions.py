@@ -503,6 +503,10 @@ class Translator(ExprIdentityMapper):
 
     def map_comparison(self, expr: prim.Comparison) -> Any:
         left, right = self.rec(expr.left), self.rec(expr.right)
+        if isinstance(left, prim.NaN) or isinstance(right, prim.NaN):
+            # (known: only != holds for a NaN; loopy's analysis of guards
+            # cannot read a NaN constant)
+            return np.int8(expr.operator == "!=")
         if "c" in (expr_kind(expr.left, self.bindings),
                    expr_kind(expr.right, self.bindings)):
             return complex_comparison(self._parts(expr.left, left),
@@ -606,6 +610,8 @@ def expr_dtype(expr: Any, bindings: Any) -> np.dtype | None:
             return e.dtype
         if isinstance(e, np.generic):
             return e.dtype
+        if isinstance(e, prim.NaN):
+            return np.dtype(e.data_type)
         if isinstance(e, float):
             return np.dtype(np.float64)
         if isinstance(e, prim.Subscript):

@@ -874,6 +874,9 @@ class BoundProgram:
             value = inputs[user]
             if not hasattr(value, "dtype"):
                 value = np.asarray(value)
+            if isinstance(value, np.ndarray) and not value.dtype.isnative:
+                # (the binding accepted the other byte order)
+                value = value.astype(value.dtype.newbyteorder("="))
             _check_context(value, queue, f"input {user!r}")
             if name in packed:
                 values[name] = value
@@ -956,6 +959,10 @@ class BoundProgram:
     def __call__(self, queue: cl.CommandQueue, /, **inputs: Any
                  ) -> tuple[Any, Any]:
         # (positional-only: inputs may be named "queue" or "self")
+        if not isinstance(queue, cl.CommandQueue):
+            raise TypeError(f"a program from ft.generate_loopy is called with "
+                            f"a pyopencl CommandQueue first, got "
+                            f"{type(queue).__name__} {queue!r}")
         return self._run(queue, inputs)
 
     def _run(self, queue: cl.CommandQueue, inputs: dict[str, Any],
@@ -993,8 +1000,16 @@ class BoundProgram:
             results.update((name, dev.get() if out_host else dev)
                            for name, dev in device.items())
         self._check(results, layout.env)
-        outputs = {key: self._from_kernel_form(results[arg], arg)
-                   for key, arg in art.user_outputs}
+        outputs = {}
+        returned = set()
+        for key, arg in art.user_outputs:
+            value = self._from_kernel_form(results[arg], arg)
+            if arg in returned:
+                # (two names of one computed array: each its own buffer,
+                # as numpy's results are)
+                value = value.copy()
+            returned.add(arg)
+            outputs[key] = value
         if list(outputs) == [None]:
             return evt, (outputs[None],)
         return evt, outputs
