@@ -73,6 +73,12 @@ the index array of zeros into a one-element list, :func:`filter` the
 segment ids of the mask's running sum. :func:`join` concatenates offsets
 and values directly.
 
+**Gathers in a body.** A gather of a document's sentences in a map over
+documents has counts known only per document, which compiled programs
+lower only on the host; a map over the gathered sentences whose results
+have a static shape, and their lengths, are the document's own gathered
+(:func:`map_over_gathered`, :func:`gathered_lengths`).
+
 .. autoclass:: DerivedSize
 .. autoclass:: HostIndexArray
 .. autoclass:: ElementRead
@@ -85,6 +91,8 @@ and values directly.
 .. autofunction:: map_rows_as_lists
 .. autofunction:: getitem
 .. autofunction:: gather
+.. autofunction:: map_over_gathered
+.. autofunction:: gathered_lengths
 .. autofunction:: join
 .. autofunction:: product
 .. autofunction:: repeat
@@ -769,7 +777,54 @@ def gather(xs: Jagged, indices: Any, axis: int = 0) -> Jagged:
     if idx.ndim != 1:
         raise ValueError(f"ft.gather on a FractalTensor needs 1-D indices, got "
                          f"shape {sh.shape_str(idx.shape)}")
-    return _select(xs, _checked(idx, xs.length, "ft.gather"))
+    gathered = _select(xs, _checked(idx, xs.length, "ft.gather"))
+    from ftlazy.fractal_slice_views import _in_a_body
+    if _in_a_body(xs):
+        gathers_in_bodies[gathered] = (xs, idx)
+        while len(gathers_in_bodies) > 256:
+            gathers_in_bodies.pop(next(iter(gathers_in_bodies)))
+    return gathered
+
+
+#: the gathers of a list in a loop body (a document's sentences in a map
+#: over documents) -> the list and the indices: whose counts are known only
+#: per element, so that :func:`map_over_gathered` and
+#: :func:`gathered_lengths` gather results of the whole list instead (the
+#: last 256)
+gathers_in_bodies: dict[Jagged, tuple[Jagged, Array]] = {}
+
+
+def map_over_gathered(f: Callable, gathered: Jagged) -> Any:
+    """``ft.map(f, ft.gather(xs, idx))`` for a gather of a list *xs* in a
+    body whose results have a static shape, as ``ft.gather(ft.map(f, xs),
+    idx)``: *f* runs on every element of *xs* (as maps over a document's
+    sentences compile) and the gather picks the rows, checked at run time
+    as the gather's indices are; None for other maps."""
+    from ftlazy.fractal import gather as gather_rows
+    from ftlazy.fractal import tree_flatten, tree_unflatten
+    from ftlazy.fractal_tensor import map as ft_map
+    entry = gathers_in_bodies.get(gathered)
+    if entry is None:
+        return None
+    xs, idx = entry
+    result = ft_map(f, xs)
+    leaves, structure = tree_flatten(result, "map")
+    if not all(isinstance(leaf, Array) and leaf.ndim for leaf in leaves):
+        return None
+    return tree_unflatten([gather_rows(leaf, idx) for leaf in leaves], structure)
+
+
+def gathered_lengths(gathered: Jagged) -> Array | None:
+    """``ft.lengths(ft.gather(xs, idx))`` for a gather of a list in a body
+    (see :func:`map_over_gathered`) as ``ft.gather(ft.lengths(xs), idx)``;
+    None for other lists."""
+    from ftlazy.fractal import gather as gather_rows
+    from ftlazy.fractal_tensor import segment_lengths
+    entry = gathers_in_bodies.get(gathered)
+    if entry is None:
+        return None
+    xs, idx = entry
+    return gather_rows(segment_lengths(xs.offsets[0]), idx)
 
 # }}}
 

@@ -361,7 +361,9 @@ def segment_lengths(offsets: Array) -> IndexLambda:
 def lengths(xs: Jagged) -> Array:
     """The int64 lengths ``(n,)`` of the outer list's elements."""
     if isinstance(xs, Jagged):
-        return segment_lengths(xs.offsets[0])
+        from ftlazy.fractal_access import gathered_lengths
+        gathered = gathered_lengths(xs)
+        return segment_lengths(xs.offsets[0]) if gathered is None else gathered
     if isinstance(xs, Array):
         raise TypeError("lengths: a depth-1 FractalTensor (an array) is a list "
                         "of tensors, which have no lengths; its own length is "
@@ -974,6 +976,13 @@ def map(f: Callable, *xs: Any) -> Any:
     from ftlazy.fractal_carry import has_jagged_leaf
     if any(not isinstance(x, Jagged) and has_jagged_leaf(x) for x in xs):
         return _map_bundles(f, xs)
+    if len(xs) == 1 and isinstance(xs[0], Jagged):
+        # (a gather of a list in a body: its rows gathered from the map over
+        # the list)
+        from ftlazy.fractal_access import map_over_gathered
+        result = map_over_gathered(f, xs[0])
+        if result is not None:
+            return result
     if any(isinstance(x, Jagged) for x in xs):
         # (elements of one length known at build time: a dense map)
         from ftlazy.fractal_access import map_uniform_rows

@@ -941,3 +941,44 @@ def test_a_filter_reading_its_documents_tokens(docs):
     check_compiled_per_document(
         ft.map(lambda d: ft.filter(lambda s: ft.sum(s @ d.values.T) > 0.25, d),
                docs), reference, seed=15)
+
+
+def test_maps_over_gathered_sentences_of_each_document(docs):
+    # (ft.gather(doc, idx) has counts known per document: such maps ran on
+    # the host; a map over the gathered sentences with results of a static
+    # shape is the map over all of the document's sentences, gathered)
+    idx = ft.make_placeholder("idx", (2,), np.int64)
+
+    def encode(s):
+        return ft.tanh(ft.sum(s, axis=0) @ W)
+
+    encodings = ft.map(lambda d: ft.map(encode, ft.gather(d, idx)), docs)
+    summary = ft.map(lambda d: ft.sum(ft.map(lambda s: ft.amax(
+        s, axis=0, initial=0.0), ft.gather(d, idx)), axis=0)
+        + ft.lengths(ft.gather(d, idx)).astype(np.float64)[0], docs)
+    data = [[RNG.standard_normal((n, H)) for n in doc]
+            for doc in [(3, 0, 2), (1, 1), (4, 2, 2, 1)]]
+
+    def encoded(doc, picks):
+        return [np.tanh(doc[k].sum(axis=0) @ W) for k in picks]
+
+    def summarized(doc, picks):
+        return (sum(np.amax(doc[k], axis=0, initial=0.0) for k in picks)
+                + len(doc[picks[0]]))
+
+    for picks in ([1, 0], [-1, 0], [0, 0]):
+        given = np.array(picks)
+        for result, reference in ((encodings, encoded),
+                                  (summary, summarized)):
+            f = ft.compile(result)
+            assert f.host_evaluated == ()
+            want = np.array([reference(d, picks) for d in data])
+            for got in (f(docs=data, idx=given),
+                        ft.evaluate_numpy(result, docs=data, idx=given)):
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    for run in (ft.compile(encodings),
+                lambda **kw: ft.evaluate_numpy(encodings, **kw)):
+        with pytest.raises(IndexError, match="out of range"):
+            run(docs=data, idx=np.array([2, 0]))
+        with pytest.raises(IndexError, match="out of range"):
+            run(docs=data, idx=np.array([0, -3]))
