@@ -203,12 +203,68 @@ class Node(metaclass=_InterningMeta):
         return type(self)(**kwargs)
 
     def __reduce__(self):
-        return (_rebuild, (type(self), {f: getattr(self, f)
-                                        for f in self._init_fields}))
+        # (the DAG as a flat list, children by position: pickling nested
+        # nodes recursed about ten frames per level, so a chain of 100
+        # nodes hit Python's recursion limit; a body's nodes pickle as
+        # their own DAG)
+        return (_rebuild_dag, (_flat_dag(self),))
 
 
-def _rebuild(cls: type, kwargs: dict) -> Any:
-    return cls(**kwargs)
+class _Ref:
+    """A child in a :func:`_flat_dag` entry: the node at *position*."""
+
+    __slots__ = ("position",)
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+
+    def __reduce__(self):
+        return (_Ref, (self.position,))
+
+
+def _flat_dag(root: Node) -> list[tuple[type, dict]]:
+    """The nodes reachable from *root* through children, children first
+    (*root* last), each as ``(class, fields)`` with its children as
+    :class:`_Ref`."""
+    order = topological_order([root])
+    position = {n: k for k, n in enumerate(order)}
+
+    def ref(value: Any) -> Any:
+        return _Ref(position[value]) if isinstance(value, Node) else value
+
+    entries = []
+    for n in order:
+        fields = {f: getattr(n, f) for f in n._init_fields}
+        for name in n._child_fields:
+            value = fields[name]
+            if isinstance(value, Node):
+                fields[name] = ref(value)
+            elif isinstance(value, Mapping):
+                fields[name] = {k: ref(v) for k, v in value.items()}
+            else:
+                fields[name] = tuple(ref(v) for v in value)
+        entries.append((type(n), fields))
+    return entries
+
+
+def _rebuild_dag(entries: list[tuple[type, dict]]) -> Any:
+    built: list[Any] = []
+
+    def resolve(value: Any) -> Any:
+        return built[value.position] if isinstance(value, _Ref) else value
+
+    for cls, fields in entries:
+        for name in cls._child_fields:
+            value = fields[name]
+            if isinstance(value, _Ref):
+                fields[name] = resolve(value)
+            elif isinstance(value, Mapping):
+                fields[name] = FrozenDict({k: resolve(v) for k, v in value.items()})
+            else:
+                fields[name] = tuple(resolve(v) for v in value)
+        built.append(cls(**fields))
+    return built[-1]
+
 
 
 #: every class declared with :func:`node`, in declaration order

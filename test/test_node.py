@@ -85,6 +85,25 @@ def test_pickle_roundtrip_preserves_identity():
     assert pickle.loads(pickle.dumps(y)) is y
 
 
+def test_deep_graphs_pickle_and_deepcopy():
+    # (nested nodes pickled recursively: a chain of about 100 nodes hit the
+    # recursion limit, as did copy.deepcopy)
+    import copy
+    x = ft.make_placeholder("x", (3,), np.float64)
+    xs = ft.make_jagged_placeholder("xs", (3,), np.float64, depth=2)
+    chain = x
+    for _ in range(3000):
+        chain = chain * 1.0001 + 1
+    looped = ft.make_dict_of_named_arrays({
+        "scan": ft.scan(lambda h, row: ft.tanh(h + row), ft.ones((4, 3)) * x,
+                        ft.zeros(3)),
+        "map": ft.map(lambda s: ft.sum(s, axis=0), xs),
+        "nan": ft.where(ft.isnan(x), np.nan, x)})
+    for obj in (chain, looped, xs * 2):
+        assert pickle.loads(pickle.dumps(obj)) is obj
+        assert copy.deepcopy(obj) is obj
+
+
 def test_deep_chain_hash_eq_and_walk_without_recursion():
     depth = 20_000
     assert depth > sys.getrecursionlimit()
