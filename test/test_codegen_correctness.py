@@ -681,3 +681,29 @@ def test_nan_constants(dtype):
         for value in (got[name], reference[name]):
             assert np.asarray(value).dtype == np.asarray(want).dtype, name
             np.testing.assert_array_equal(value, want, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_division_as_numpys(dtype):
+    # (pyopencl's division gave nan+nanj for a zero divisor, numpy infinities;
+    # now numpy's algorithm, bit for bit on these values)
+    parts = [-np.inf, -2.5, -0.0, 0.0, 1e-30, 1.0, 3.0, 1e30, np.inf, np.nan]
+    values = np.array([complex(a, b) for a in parts for b in parts], dtype)
+    a_data = np.repeat(values, len(values))
+    b_data = np.tile(values, len(values))
+    a = ft.make_placeholder("a", a_data.shape, dtype)
+    b = ft.make_placeholder("b", a_data.shape, dtype)
+    got = ft.compile(ft.make_dict_of_named_arrays(
+        {"q": a / b, "zero": a / 0, "real": a / 2.0, "inverse": 1 / b}))(
+            a=a_data, b=b_data)
+    with np.errstate(all="ignore"):
+        wants = {"q": a_data / b_data, "zero": a_data / 0,
+                 "real": a_data / 2.0, "inverse": 1 / b_data}
+    for name, want in wants.items():
+        assert got[name].dtype == want.dtype
+        for part in ("real", "imag"):
+            g, w = getattr(got[name], part), getattr(want, part)
+            np.testing.assert_array_equal(np.signbit(g) | np.isnan(g),
+                                          np.signbit(w) | np.isnan(w),
+                                          err_msg=name)
+            np.testing.assert_array_equal(g, w, err_msg=name)

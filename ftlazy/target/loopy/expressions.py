@@ -125,6 +125,51 @@ class IntegerDivision(ScalarCallable):
         yield (f"45_{name}", code)
 
 
+#: C body of numpy's complex division (Smith's method; a zero divisor
+#: gives infinities or NaNs part by part, where pyopencl's division gives
+#: NaN), without contraction into FMAs, as numpy computes it
+_COMPLEX_DIVISION = """\
+  #pragma OPENCL FP_CONTRACT OFF
+  {R} br = fabs(b.real), bi = fabs(b.imag);
+  if (br >= bi) {{
+    if (br == 0 && bi == 0)
+      return {T}_new(a.real / br, a.imag / br);
+    {R} rat = b.imag / b.real;
+    {R} scl = 1 / (b.real + b.imag * rat);
+    return {T}_new((a.real + a.imag * rat) * scl, (a.imag - a.real * rat) * scl);
+  }}
+  {R} rat = b.real / b.imag;
+  {R} scl = 1 / (b.imag + b.real * rat);
+  return {T}_new((a.real * rat + a.imag) * scl, (a.imag * rat - a.real) * scl);"""
+
+
+class ComplexDivision(ScalarCallable):
+    """numpy's complex division ``_ft_cdivide(a, b)`` as an inline C
+    function per dtype (see :data:`_COMPLEX_DIVISION`)."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        if 0 not in arg_id_to_dtype or 1 not in arg_id_to_dtype:
+            return self.copy(arg_id_to_dtype=arg_id_to_dtype), clbl_inf_ctx
+        dtype = arg_id_to_dtype[0]
+        if dtype.numpy_dtype.kind != "c" or arg_id_to_dtype[1] != dtype:
+            raise TypeError(f"{self.name} needs two complex arguments of one "
+                            f"dtype, got {arg_id_to_dtype[0]} and "
+                            f"{arg_id_to_dtype[1]}")
+        return (self.copy(name_in_target=f"{self.name}_{dtype.numpy_dtype.name}",
+                          arg_id_to_dtype=constantdict({0: dtype, 1: dtype,
+                                                        -1: dtype})),
+                clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        dtype = self.arg_id_to_dtype[-1].numpy_dtype
+        root = "cdouble" if dtype == np.complex128 else "cfloat"
+        real = "double" if dtype == np.complex128 else "float"
+        name = self.name_in_target
+        body = _COMPLEX_DIVISION.format(T=root, R=real)
+        yield (f"45_{name}", f"static inline {root}_t {name}({root}_t a, "
+                             f"{root}_t b)\n{{\n{body}\n}}\n")
+
+
 def register_builtins(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
     """*t_unit* with the OpenCL builtins that translated bodies may call but
     loopy does not know (``exp2``, ``log2``, ``isinf``, ``fmod``,
@@ -135,6 +180,9 @@ def register_builtins(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
     for name in ("_ft_floordiv", "_ft_mod"):
         t_unit = lp.register_callable(t_unit, name, IntegerDivision(name=name),
                                       redefining_not_ok=False)
+    t_unit = lp.register_callable(t_unit, "_ft_cdivide",
+                                  ComplexDivision(name="_ft_cdivide"),
+                                  redefining_not_ok=False)
     return t_unit
 
 
@@ -382,8 +430,20 @@ class Translator(ExprIdentityMapper):
 
     def map_quotient(self, expr: prim.Quotient) -> Any:
         dtype = self._value_dtype(expr)
+        if expr_kind(expr, self.bindings) == "c":
+            return prim.Variable("_ft_cdivide")(
+                self._complex_operand(expr.numerator, expr),
+                self._complex_operand(expr.denominator, expr))
         return prim.Quotient(self._typed(expr.numerator, dtype),
                              self._typed(expr.denominator, dtype))
+
+    def _complex_operand(self, operand: Any, expr: Any) -> Any:
+        """*operand* of the complex expression *expr*, translated, a Python
+        number as a constant of *expr*'s dtype."""
+        if isinstance(operand, (int, float, complex)) and not isinstance(
+                operand, (bool, np.generic)):
+            operand = expr_dtype(expr, self.bindings).type(operand)
+        return self.rec(operand)
 
     def map_if(self, expr: prim.If) -> Any:
         dtype = self._value_dtype(expr)
