@@ -1882,3 +1882,16 @@ def test_map_over_bundles_holding_fractal_tensors(compiled):
         assert len(got) == len(wants[name])
         for g, want in zip(got, wants[name]):
             np.testing.assert_allclose(g, want, err_msg=name)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_jagged_array_for_an_array_input_is_named(compiled):
+    # (it said "input 'j' has dtype object, expected float64")
+    j = ft.make_jagged_placeholder("j", (3,), np.float64, depth=1)
+    given = ft.JaggedArray(np.ones((2, 3)), np.array([0, 2]))
+    run = (ft.compile(j * 2) if compiled
+           else lambda **kw: ft.evaluate_numpy(j * 2, **kw))
+    with pytest.raises(TypeError, match="input 'j' is a JaggedArray of depth "
+                       r"2, but the program's 'j' is an array of shape "
+                       r"\(j_length, 3\)"):
+        run(j=given)

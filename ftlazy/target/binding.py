@@ -144,6 +144,13 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
     arrays: dict[str, Any] = {}
     for name, ph in placeholders.items():
         value = given[name]
+        from ftlazy.jagged import JaggedArray
+        if isinstance(value, JaggedArray):
+            raise TypeError(f"input {name!r} is a JaggedArray of depth "
+                            f"{value.depth}, but the program's {name!r} is an "
+                            f"array of shape {sh.shape_str(ph.shape)} (a "
+                            "FractalTensor of depth 1 is an array: pass its "
+                            "rows)")
         if not hasattr(value, "shape") or not hasattr(value, "dtype"):
             value = np.asarray(value)
         if (value.dtype != ph.dtype and isinstance(value, np.ndarray)
