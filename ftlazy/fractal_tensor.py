@@ -973,8 +973,10 @@ def map(f: Callable, *xs: Any) -> Any:
     (see :func:`ftlazy.fractal.map`); where an input is a FractalTensor,
     see :func:`jagged_map`."""
     from ftlazy import fractal
-    from ftlazy.fractal_carry import has_jagged_leaf
-    if any(not isinstance(x, Jagged) and has_jagged_leaf(x) for x in xs):
+    from ftlazy.fractal import tree_flatten
+    if any(not isinstance(x, Jagged) and any(
+            isinstance(leaf, Jagged) for leaf in tree_flatten(x, "map inputs")[0])
+           for x in xs):
         return _map_bundles(f, xs)
     if len(xs) == 1 and isinstance(xs[0], Jagged):
         # (a gather of a list in a body: its rows gathered from the map over

@@ -71,9 +71,11 @@ def test_reduction_over_the_other_elements_rows(xs, ys):
     # a jagged result like ys, reading a reduction over the pair's source
     out = ft.map(lambda y, i: y @ W + ft.sum(xs[i], axis=0), ys, pair_index(ys))
     compiled = check_all_pairs(out, lambda x, y: y @ W + x.sum(axis=0))
-    # the number of elements of xs and ys must agree
+    # xs read at an index past its elements: an IndexError, as
+    # evaluate_numpy's xs[i] raises
     x, y = pairs_data([(1, 2), (3, 1)])
-    with pytest.raises(ValueError, match=r"'xs'.* has 1 elements, .*'ys' has 2"):
+    with pytest.raises(IndexError, match=r"index 1 is out of range for an outer "
+                       r"list of 1 elements \(the body reads 'xs'"):
         compiled(xs=x[:1], ys=y)
     with pytest.raises(ValueError, match=r"'xs'.* has 2 elements, .*'ys' has 1"):
         compiled(xs=x, ys=y[:1])

@@ -58,6 +58,8 @@ class _TypeChecker:
     def __call__(self, expr) -> np.dtype:
         if isinstance(expr, np.generic):
             return expr.dtype
+        if isinstance(expr, prim.NaN):
+            return np.dtype(expr.data_type)
         if isinstance(expr, (bool, int, float, complex)):
             self.fail(expr, "a Python constant outside an index")
         if isinstance(expr, prim.Variable):
