@@ -41,8 +41,10 @@ The rules (:data:`RULES`):
   operators give ``bool``, casts and arithmetic give the node's dtype.
 * ``scope``: no body parameter (:class:`~ftlazy.fractal.BodyParam`) or
   trace parameter is reachable outside a loop body, a body's parameters
-  are ``BodyParam(0), BodyParam(1), ...`` in order, and a body reads no
-  parameter but its own.
+  are ``BodyParam(0), BodyParam(1), ...`` in order, a body reads no
+  parameter but its own, and no input (placeholder, data wrapper, size
+  parameter) is a node of a body: bodies read outer arrays through their
+  parameters.
 
 .. autofunction:: verify
 .. autoexception:: VerificationError
@@ -206,8 +208,19 @@ class _Verifier:
                           "not an array")
 
     def check_scope(self, stmt: Statement) -> None:
+        from ftlazy.array import DataWrapper, Placeholder, SizeParam
         from ftlazy.fractal import Body, BodyParam, _TraceParam
         n = stmt.node
+        if stmt.body is not None and (
+                isinstance(n, (Placeholder, DataWrapper)) or (
+                    # (a map's element sizes are its body's own: _ft_elem*)
+                    isinstance(n, SizeParam) and not n.name.startswith("_ft"))):
+            self.fail("scope", stmt, f"the input {type(n).__name__} "
+                      f"{n.name!r} is a node of a loop body: a body reads "
+                      "outer arrays only through its parameters (a function "
+                      "traced by ft.map/ft.scan captures them; a rewrite "
+                      "that puts an input in a body must add it to the "
+                      "loop's inputs and the body's parameters)")
         if isinstance(n, _TraceParam):
             self.fail("scope", stmt, "a trace parameter of a function being "
                       "traced by ft.map/ft.scan is part of the DAG: an array "

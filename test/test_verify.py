@@ -225,6 +225,21 @@ def test_scope_rule_parameter_of_another_body():
     assert err.statement == "%3: float64[3] = param 1 (in the body of %1)"
 
 
+def test_scope_rule_input_in_a_body():
+    # (a rewrite that added an outer placeholder inside a scan's body
+    # passed ft.verify; both evaluators then failed with KeyErrors)
+    p = ft.make_placeholder("p", (3,), F64)
+    scanned = ft.scan(lambda h, row: ft.tanh(h + row), X, ft.zeros(3))
+
+    class Leak(CopyMapper):
+        def map_index_lambda(self, expr):
+            new = super().map_index_lambda(expr)
+            return new + p if "tanh(" in str(new.expr) else new
+
+    broken("scope", Leak()(scanned), r"placeholder 'p' \(in the body of "
+           r"%\d+\): the input Placeholder 'p' is a node of a loop body")
+
+
 def test_scope_rule_parameters_out_of_order():
     p1 = BodyParam(1, (3,), F64)
     loop = Map(Body((p1,), (p1 * 2,)), (X,), 1)
