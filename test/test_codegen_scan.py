@@ -115,3 +115,23 @@ def test_rows_partitioned_only_when_independent(mix_rows):
         np.testing.assert_allclose(f(**vals), ft.evaluate_numpy(hs, **vals),
                                    rtol=1e-12)
 
+
+
+def test_loops_whose_carry_has_no_entries():
+    # (a scan or fold whose only carry had shape (0,) failed in loopy:
+    # "domain '{ [_ft_bg, _ft_br] : 1 = 0 }' is empty")
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, 3), np.float64)
+    kept, summed = ft.fold(lambda c, row: (c[0], c[1] + row), x,
+                           (ft.zeros((2, 0)), ft.zeros(3)))
+    results = ft.make_dict_of_named_arrays({
+        "fold": ft.fold(lambda c, row: c, x, ft.zeros(0)),
+        "scan": ft.scan(lambda c, row: c + row[:0], x, ft.zeros(0)),
+        "kept": kept, "summed": summed})
+    compiled = ft.compile(results)
+    for rows in (0, 1, 4):
+        data = np.arange(rows * 3.0).reshape(rows, 3)
+        got = compiled(x=data)
+        assert got["fold"].shape == (0,) and got["kept"].shape == (2, 0)
+        assert got["scan"].shape == (rows, 0)
+        np.testing.assert_array_equal(got["summed"], data.sum(axis=0))

@@ -16,7 +16,8 @@ from typing import Any
 import pymbolic.primitives as prim
 
 from ftlazy.array import (
-    Array, DataWrapper, DictOfNamedArrays, NormalizedSlice, Placeholder, SizeParam)
+    Array, DataWrapper, DictOfNamedArrays, IndexLambda, NormalizedSlice,
+    Placeholder, SizeParam)
 from ftlazy.fractal import LoopResult
 from ftlazy.node import FrozenDict, Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, Reduce
@@ -90,6 +91,12 @@ class _Canonicalizer(CopyMapper):
         return _rename_value(shape, self.expr_mapper)
 
     def map_node(self, expr: Node) -> Node:
+        if isinstance(expr, LoopResult) and 0 in expr.shape:
+            # (a result with no entries, a loop's carry of shape (0,): no
+            # loop over it to emit, whose empty domain loopy refuses)
+            return IndexLambda(expr.dtype.type(0),
+                               self._rename_value_shape(expr.shape),
+                               expr.dtype, {})
         # children, bodies and size names change in one copy: a node
         # validates them together (a reshape's new shape against its input)
         changes = self.mapped_fields(expr)
