@@ -41,7 +41,7 @@ from pytools.tag import Tag, check_tag_uniqueness, normalize_tags
 from ftlazy import shapes as sh
 from ftlazy.node import FrozenDict, IdentityKey, Node, node
 from ftlazy.scalar_expr import (
-    RESERVED_PREFIX, constant_signature, get_variable_names, substitute)
+    RESERVED_PREFIX, canonical_constants, get_variable_names, substitute)
 from ftlazy.shapes import Shape, ShapeComponent
 
 
@@ -673,11 +673,14 @@ class IndexLambda(Array):
     shape: Shape
     dtype: np.dtype
     bindings: Mapping[str, Array]
+    #: the constants of :attr:`expr` by type and bit pattern (see
+    #: :func:`~ftlazy.scalar_expr.canonical_constants`)
+    _constants: tuple = field(init=False)
 
     def _key_value(self, name: str) -> Any:
         if name == "expr":
             # x * -0.0 and x * 0.0 are different nodes
-            return (self.expr, constant_signature(self.expr))
+            return (self.expr, self._constants)
         return getattr(self, name)
 
     def _infer(self) -> None:
@@ -688,8 +691,9 @@ class IndexLambda(Array):
         for name, value in self.bindings.items():
             if not isinstance(value, Array):
                 raise TypeError(f"binding {name!r} is not an Array: {value!r}")
-        from ftlazy.scalar_expr import with_canonical_nans
-        object.__setattr__(self, "expr", with_canonical_nans(self.expr))
+        expr, constants = canonical_constants(self.expr)
+        object.__setattr__(self, "expr", expr)
+        object.__setattr__(self, "_constants", constants)
 
 # }}}
 

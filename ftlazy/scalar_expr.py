@@ -240,12 +240,14 @@ def iter_subexpressions(expr):
                     stack.append(value)
 
 
-def constant_signature(expr) -> tuple:
-    """The type and bit pattern of every constant in *expr*, in walk order.
-    Expressions compare constants with ``==``, under which ``-0.0 == 0.0``
-    and ``np.float32(1) == np.int8(1)``; node identity must not. (An
-    iterative walk: this runs for every node built.)"""
+def _walk_constants(expr) -> tuple[tuple, bool]:
+    """The type and bit pattern of every constant in *expr*, in walk order,
+    and whether a constant is a real NaN. Expressions compare constants
+    with ``==``, under which ``-0.0 == 0.0`` and ``np.float32(1) ==
+    np.int8(1)``; node identity must not. (An iterative walk: this runs for
+    every node built.)"""
     found: list = []
+    has_nan = False
     stack = [expr]
     while stack:
         e = stack.pop()
@@ -257,42 +259,35 @@ def constant_signature(expr) -> tuple:
             stack.extend(reversed(e))
         elif isinstance(e, np.generic):
             found.append((e.dtype.str, e.tobytes()))
+            has_nan = has_nan or (e.dtype.kind == "f" and e != e)
         elif isinstance(e, float):
             found.append(("float", e.hex()))
+            has_nan = has_nan or e != e
         elif isinstance(e, (int, complex, bool)):
             found.append((type(e).__name__, e))
-    return tuple(found)
-
-
-def _is_nan_constant(e: Any) -> bool:
-    # (real NaNs: a complex one keeps its imaginary part)
-    return isinstance(e, (float, np.floating)) and bool(np.isnan(e))
+    return tuple(found), has_nan
 
 
 class _CanonicalNaNs(ExprIdentityMapper):
     def map_constant(self, expr: Any, *args, **kwargs) -> Any:
-        if not _is_nan_constant(expr):
+        # (real NaNs: a complex one keeps its imaginary part)
+        if not (isinstance(expr, (float, np.floating)) and expr != expr):
             return expr
         return prim.NaN(np.float64 if isinstance(expr, float) else type(expr))
 
 
-def with_canonical_nans(expr):
+def canonical_constants(expr) -> tuple[Any, tuple]:
     """*expr* with each real NaN constant replaced by pymbolic's
-    :class:`~pymbolic.primitives.NaN` of its type: a NaN compares unequal to
-    itself and hashes by identity, so two nodes built alike from ``np.nan``
-    would differ (and miss every cache, loopy's too); ``NaN`` nodes of one
-    type are equal. *expr* itself where it holds no NaN."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, prim.ExpressionNode):
-            if not isinstance(e, prim.Variable):
-                stack.extend(_field_values(e))
-        elif isinstance(e, tuple):
-            stack.extend(e)
-        elif _is_nan_constant(e):
-            return _CanonicalNaNs()(expr)
-    return expr
+    :class:`~pymbolic.primitives.NaN` of its type, and the type and bit
+    pattern of every constant, which node identity compares (one walk
+    where it holds no NaN, the common case). A NaN compares unequal to itself and hashes by identity,
+    so two nodes built alike from ``np.nan`` would differ (and miss every
+    cache, loopy's too); ``NaN`` nodes of one type are equal."""
+    signature, has_nan = _walk_constants(expr)
+    if has_nan:
+        expr = _CanonicalNaNs()(expr)
+        signature, _ = _walk_constants(expr)
+    return expr, signature
 
 
 def substitute(expr, mapping: dict) -> object:

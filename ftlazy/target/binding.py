@@ -141,10 +141,10 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
                              f"got {value}")
         env[name] = int(value)
 
+    from ftlazy.jagged import JaggedArray
     arrays: dict[str, Any] = {}
     for name, ph in placeholders.items():
         value = given[name]
-        from ftlazy.jagged import JaggedArray
         if isinstance(value, JaggedArray):
             raise TypeError(f"input {name!r} is a JaggedArray of depth "
                             f"{value.depth}, but the program's {name!r} is an "
@@ -192,12 +192,12 @@ def with_fractal_tensor_sizes(given: Mapping[str, Any], known: set[str]
     unknown = [name for name in given if name not in known]
     if not unknown:
         return given
+    from ftlazy.jagged import JaggedArray
     given = dict(given)
     for name in unknown:
         wanted = {int(s[len(name) + 2:]): s for s in known
                   if s.startswith(f"{name}_n") and s[len(name) + 2:].isdigit()}
         value = given[name]
-        from ftlazy.jagged import JaggedArray
         if not wanted or not isinstance(value, (JaggedArray, list, tuple)):
             continue
         counts = _item_counts(name, value, max(wanted) + 1)

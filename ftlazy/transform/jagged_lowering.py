@@ -721,11 +721,12 @@ class _MapLowering:
             values[n] = (value, kind)
         return values[lowered]
 
-    def _element_extents(self, indices: Array, kind: _Kind,
-                         array_kind: _Kind) -> IndexLambda:
-        """For batched *indices* of *kind*, the extent of the rows of an
-        array of *array_kind* (the element's length) of each entry's own
-        element."""
+    def _element_rows_at(self, kind: _Kind, array_kind: _Kind
+                         ) -> tuple[Any, Any, dict[str, Array]]:
+        """For batched indices of *kind*: the extent and the first packed
+        row of the rows of an array of *array_kind* (the element's length)
+        of each entry's own element, as expressions, and the bindings they
+        read."""
         rewriter = _BatchRewriter(self, {}, kind, {})
         bindings: dict[str, Array] = {}
         if kind.what == "packed":
@@ -733,10 +734,18 @@ class _MapLowering:
                 self.host.segment_ids_for(self.offsets_of(kind.symbol),
                                           kind.form))
         extent = rewriter.extent(array_kind.form, array_kind.symbol)
+        start = rewriter.start(array_kind.form, array_kind.symbol)
         for symbol in rewriter.symbols:
             bindings[self.offsets_name(symbol)] = self.outer(
                 self.offsets_of(symbol))
         bindings.update(rewriter.index_arrays)
+        return extent, start, bindings
+
+    def _element_extents(self, indices: Array, kind: _Kind,
+                         array_kind: _Kind) -> IndexLambda:
+        """For batched *indices* of *kind*, the extent of the rows of an
+        array of *array_kind* of each entry's own element."""
+        extent, _, bindings = self._element_rows_at(kind, array_kind)
         return IndexLambda(extent, indices.shape, _INT64, bindings)
 
     def _gather_element_rows(self, node: Gather, values: dict
@@ -752,30 +761,18 @@ class _MapLowering:
         indices, kind = values[node.indices]
         if kind.what == "hoisted":
             indices, kind = self._broadcast(indices), _DENSE
-        rewriter = _BatchRewriter(self, {}, kind, {})
-        bindings: dict[str, Array] = {"_v": indices}
-        if kind.what == "packed":
-            bindings[rewriter.segment_ids_name()] = self.outer(
-                self.host.segment_ids_for(self.offsets_of(kind.symbol),
-                                          kind.form))
-        extent = rewriter.extent(array_kind.form, array_kind.symbol)
-        start = rewriter.start(array_kind.form, array_kind.symbol)
-        for symbol in rewriter.symbols:
-            bindings[self.offsets_name(symbol)] = self.outer(
-                self.offsets_of(symbol))
-        bindings.update(rewriter.index_arrays)
+        extent, start, bindings = self._element_rows_at(kind, array_kind)
         position = tuple(index_var(k) for k in range(indices.ndim))
         rest = tuple(index_var(indices.ndim + k)
                      for k in range(array.ndim - 1))
-        extents = IndexLambda(extent, indices.shape, _INT64,
-                              {k: b for k, b in bindings.items() if k != "_v"})
+        extents = IndexLambda(extent, indices.shape, _INT64, dict(bindings))
         v = prim.Variable("_v")[position]
         x = prim.Variable("_x")[position]
         wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
         inside = prim.LogicalAnd((prim.Comparison(wrapped, ">=", 0),
                                   prim.Comparison(wrapped, "<", x)))
         read = prim.Variable("_a")[(start + wrapped,) + rest]
-        bindings.update({"_x": extents, "_a": array})
+        bindings.update({"_v": indices, "_x": extents, "_a": array})
         return IndexLambda(
             prim.If(inside, read, node.dtype.type(0)),
             indices.shape + array.shape[1:], node.dtype, bindings,

@@ -96,21 +96,31 @@ _INT_DIVISION = {
 }
 
 
-class IntegerDivision(ScalarCallable):
-    """numpy's integer floor division (``_ft_floordiv``) or remainder
-    (``_ft_mod``) as an inline C function per dtype."""
+class _InlineBinaryFunction(ScalarCallable):
+    """A function of two arguments of one dtype (of a kind in
+    :attr:`kinds`) with a result of that dtype, emitted as an inline C
+    function per dtype (its name suffixed with the dtype's)."""
+
+    kinds = ""
 
     def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
         if 0 not in arg_id_to_dtype or 1 not in arg_id_to_dtype:
             return self.copy(arg_id_to_dtype=arg_id_to_dtype), clbl_inf_ctx
         dtype = arg_id_to_dtype[0]
-        if dtype.numpy_dtype.kind not in "iu":
-            raise TypeError(f"{self.name} needs integer arguments, got "
-                            f"{dtype.numpy_dtype}")
+        if dtype.numpy_dtype.kind not in self.kinds:
+            raise TypeError(f"{self.name} needs arguments of a kind in "
+                            f"{self.kinds!r}, got {dtype.numpy_dtype}")
         return (self.copy(name_in_target=f"{self.name}_{dtype.numpy_dtype.name}",
                           arg_id_to_dtype=constantdict({0: dtype, 1: dtype,
                                                         -1: dtype})),
                 clbl_inf_ctx)
+
+
+class IntegerDivision(_InlineBinaryFunction):
+    """numpy's integer floor division (``_ft_floordiv``) or remainder
+    (``_ft_mod``) as an inline C function per dtype."""
+
+    kinds = "iu"
 
     def generate_preambles(self, target: Any) -> Any:
         dtype = self.arg_id_to_dtype[-1]
@@ -143,22 +153,11 @@ _COMPLEX_DIVISION = """\
   return {T}_new((a.real * rat + a.imag) * scl, (a.imag * rat - a.real) * scl);"""
 
 
-class ComplexDivision(ScalarCallable):
+class ComplexDivision(_InlineBinaryFunction):
     """numpy's complex division ``_ft_cdivide(a, b)`` as an inline C
     function per dtype (see :data:`_COMPLEX_DIVISION`)."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
-        if 0 not in arg_id_to_dtype or 1 not in arg_id_to_dtype:
-            return self.copy(arg_id_to_dtype=arg_id_to_dtype), clbl_inf_ctx
-        dtype = arg_id_to_dtype[0]
-        if dtype.numpy_dtype.kind != "c" or arg_id_to_dtype[1] != dtype:
-            raise TypeError(f"{self.name} needs two complex arguments of one "
-                            f"dtype, got {arg_id_to_dtype[0]} and "
-                            f"{arg_id_to_dtype[1]}")
-        return (self.copy(name_in_target=f"{self.name}_{dtype.numpy_dtype.name}",
-                          arg_id_to_dtype=constantdict({0: dtype, 1: dtype,
-                                                        -1: dtype})),
-                clbl_inf_ctx)
+    kinds = "c"
 
     def generate_preambles(self, target: Any) -> Any:
         dtype = self.arg_id_to_dtype[-1].numpy_dtype
