@@ -41,6 +41,7 @@ from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, register_builtins, storage_dtype)
 from ftlazy.target.loopy.storage import MAX_STEP_KINDS, has_reduce
 import ftlazy.target.loopy.condition_sets  # noqa: F401  (patches loopy once)
+import ftlazy.target.loopy.grid_axes  # noqa: F401  (patches loopy once)
 from ftlazy.target.loopy.vectorize import ELEMENTWISE_BUILTINS, vector_view
 from ftlazy.target.loopy.vector_values import (
     LANE, MATH_PREFIX, gather_name, register_vector_callables, vector_dtype)
