@@ -511,6 +511,50 @@ def test_complex_powers_compile():
                                    ft.evaluate_numpy(lazy, c=data), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_powers_as_numpys(dtype):
+    # (pyopencl's power is exp(b log a): a zero base gave nan+nanj where
+    # numpy gives 0, and integer exponents rounded otherwise than numpy's
+    # repeated squaring)
+    parts = [0.0, -0.0, 1.0, -1.0, 2.5, -0.5, 1e-3]
+    bases = np.array([complex(a, b) for a in parts for b in parts], dtype)
+    exponents = np.array([complex(a, b) for a in (
+        0, 1, 2, 3, 4, 5, 7, -1, -2, -3, 0.5, -0.5, 17, 99, 100, -99)
+        for b in (0, 1, -0.5)], dtype)
+    a_data = np.repeat(bases, len(exponents))
+    b_data = np.tile(exponents, len(bases))
+    real = a_data.real.copy()
+    ints = np.resize(np.array([0, 1, 2, 3, -1, -4, 9, 98, 99]), len(a_data))
+    a = ft.make_placeholder("a", a_data.shape, dtype)
+    b = ft.make_placeholder("b", a_data.shape, dtype)
+    x = ft.make_placeholder("x", a_data.shape, real.dtype)
+    k = ft.make_placeholder("k", a_data.shape, ints.dtype)
+    result = ft.make_dict_of_named_arrays({
+        "pow": a ** b, "real_base": x ** b, "real_exponent": a ** x,
+        "int_exponent": a ** k, "root": a ** 0.5, "cube": a ** 3,
+        "inverse_square": a ** -2, "zero_base": (a * 0) ** b})
+    got = ft.compile(result)(a=a_data, b=b_data, x=real, k=ints)
+    with np.errstate(all="ignore"):
+        wants = {"pow": a_data ** b_data, "real_base": real ** b_data,
+                 "real_exponent": a_data ** real, "int_exponent": a_data ** ints,
+                 "root": a_data ** 0.5, "cube": a_data ** 3,
+                 "inverse_square": a_data ** -2,
+                 "zero_base": (a_data * 0) ** b_data}
+    rtol = 1e-5 if dtype == np.complex64 else 1e-12
+    for name, want in wants.items():
+        assert got[name].dtype == want.dtype, name
+        finite = np.isfinite(want)
+        assert np.isfinite(got[name]).tolist() == finite.tolist(), name
+        np.testing.assert_allclose(got[name][finite], want[finite], rtol=rtol,
+                                   atol=0, err_msg=name)
+    # 0 to a power of positive real part is 0, to the power 0 is 1, to any
+    # other power NaN
+    zero_base = got["zero_base"]
+    assert (zero_base[b_data.real > 0] == 0).all()
+    assert (zero_base[b_data == 0] == 1).all()
+    assert np.isnan(zero_base[(b_data.real <= 0) & (b_data != 0)]).all()
+
+
 def _special_complex_pairs(dtype):
     """Every pair of complex values whose parts are -inf, -1, 0, 1, inf or
     NaN: numpy's order is lexicographic, except that the real parts decide

@@ -169,6 +169,65 @@ class ComplexDivision(_InlineBinaryFunction):
                              f"{root}_t b)\n{{\n{body}\n}}\n")
 
 
+#: C body of numpy's complex power (its ``nc_pow``): ``1`` for a zero
+#: exponent, ``0`` for a zero base and an exponent of positive real part
+#: (NaN for other exponents of zero), integer exponents below 100 in magnitude by
+#: repeated squaring (a negative one divides 1 by numpy's division), else
+#: ``exp(b log a)``; products without contraction into FMAs, as numpy's
+_COMPLEX_POWER = """\
+  #pragma OPENCL FP_CONTRACT OFF
+  if (b.real == 0 && b.imag == 0)
+    return {T}_new(1, 0);
+  if (a.real == 0 && a.imag == 0) {{
+    if (b.real > 0)
+      return {T}_new(0, 0);
+    return {T}_new(NAN, NAN);
+  }}
+  if (b.imag == 0 && b.real == floor(b.real) && fabs(b.real) < 100) {{
+    int n = (int) b.real;
+    if (n == 1)
+      return a;
+    if (n == 2 || n == 3) {{
+      {T}_t r = {T}_new(a.real * a.real - a.imag * a.imag,
+                        a.real * a.imag + a.imag * a.real);
+      if (n == 2)
+        return r;
+      return {T}_new(a.real * r.real - a.imag * r.imag,
+                     a.real * r.imag + a.imag * r.real);
+    }}
+    int m = n < 0 ? -n : n;
+    {T}_t acc = {T}_new(1, 0), p = a;
+    for (int mask = 1; ; mask <<= 1) {{
+      if (m & mask)
+        acc = {T}_new(acc.real * p.real - acc.imag * p.imag,
+                      acc.real * p.imag + acc.imag * p.real);
+      if (m < (mask << 1))
+        break;
+      p = {T}_new(p.real * p.real - p.imag * p.imag,
+                  p.real * p.imag + p.imag * p.real);
+    }}
+    return n < 0 ? {divide}({T}_new(1, 0), acc) : acc;
+  }}
+  return {T}_pow(a, b);"""
+
+
+class ComplexPower(ComplexDivision):
+    """numpy's complex power ``_ft_cpow(a, b)`` as an inline C function
+    per dtype (see :data:`_COMPLEX_POWER`), after the division it uses."""
+
+    def generate_preambles(self, target: Any) -> Any:
+        dtype = self.arg_id_to_dtype[-1].numpy_dtype
+        root = "cdouble" if dtype == np.complex128 else "cfloat"
+        divide = f"_ft_cdivide_{dtype.name}"
+        yield from ComplexDivision(
+            name="_ft_cdivide", name_in_target=divide,
+            arg_id_to_dtype=self.arg_id_to_dtype).generate_preambles(target)
+        body = _COMPLEX_POWER.format(T=root, divide=divide)
+        name = self.name_in_target
+        yield (f"46_{name}", f"static inline {root}_t {name}({root}_t a, "
+                             f"{root}_t b)\n{{\n{body}\n}}\n")
+
+
 def register_builtins(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
     """*t_unit* with the OpenCL builtins that translated bodies may call but
     loopy does not know (``exp2``, ``log2``, ``isinf``, ``fmod``,
@@ -181,6 +240,9 @@ def register_builtins(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
                                       redefining_not_ok=False)
     t_unit = lp.register_callable(t_unit, "_ft_cdivide",
                                   ComplexDivision(name="_ft_cdivide"),
+                                  redefining_not_ok=False)
+    t_unit = lp.register_callable(t_unit, "_ft_cpow",
+                                  ComplexPower(name="_ft_cpow"),
                                   redefining_not_ok=False)
     return t_unit
 
@@ -582,17 +644,10 @@ class Translator(ExprIdentityMapper):
         return translated, 0
 
     def map_power(self, expr: prim.Power) -> Any:
-        dtype = expr_dtype(expr.base, self.bindings)
-        exponent = expr.exponent
-        if dtype is not None and dtype.kind == "c" and not isinstance(
-                exponent, (prim.ExpressionNode, np.ndarray)):
-            # (loopy emits a constant power only of real values: a small
-            # integer one of a complex value is a product)
-            value = complex(exponent)
-            if value.imag == 0 and value.real == int(value.real) and 1 <= \
-                    value.real <= 8:
-                base = self.rec(expr.base)
-                return prim.Product((base,) * int(value.real))
+        if expr_kind(expr, self.bindings) == "c":
+            return prim.Variable("_ft_cpow")(
+                self._complex_operand(expr.base, expr),
+                self._complex_operand(expr.exponent, expr))
         return super().map_power(expr)
 
     def map_call(self, expr: prim.Call) -> Any:
