@@ -404,6 +404,27 @@ class Scatter(Array):
         return f", mode={self.mode!r}"
 
 
+def _check_known_indices(indices: Any, length: Any, what: str) -> None:
+    """Raise :class:`IndexError` where *indices* are known at build time
+    (numpy data, nested lists, a data wrapper of numpy data) and some are
+    outside ``[-length, length)`` for a concrete *length*; others are
+    checked at run time."""
+    from ftlazy.array import DataWrapper
+    if isinstance(indices, DataWrapper):
+        indices = indices.data
+    if not isinstance(length, int) or not isinstance(
+            indices, (np.ndarray, np.generic, list, tuple, builtins.int)):
+        return
+    data = np.asarray(indices)
+    if data.size == 0 or data.dtype.kind not in "iu":
+        return
+    lo, hi = builtins.int(data.min()), builtins.int(data.max())
+    bad = hi if hi >= length else lo if lo < -length else None
+    if bad is not None:
+        raise IndexError(f"{what}: index {bad} is out of bounds for an axis of "
+                         f"length {length}")
+
+
 def _check_scatter_operands(x: Array, indices: Array, mode: Any) -> None:
     """The checks of :func:`scatter`'s operands that do not involve the
     updates (which :func:`scatter` broadcasts and casts first)."""
@@ -926,12 +947,15 @@ def gather(x: Any, indices: Any, axis: int = 0) -> Array:
         return gather_elements(x, indices, axis)
     from ftlazy.ops import asarray
     x = asarray(x)
+    known = indices
     indices = asarray(indices)
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"gather axis must be an int, got {axis!r}")
     if not -x.ndim <= axis < x.ndim:
         raise ValueError(f"gather axis {axis} out of range for array of shape "
                          f"{sh.shape_str(x.shape)}")
+    _check_known_indices(known, x.shape[axis], f"gather along axis {axis} of "
+                         f"an array of shape {sh.shape_str(x.shape)}")
     return Gather(x, indices, builtins.int(axis) % x.ndim)
 
 
@@ -988,8 +1012,11 @@ def scatter(x: Any, indices: Any, updates: Any, mode: str = "set") -> Array:
     from ftlazy.ops import asarray, astype, broadcast_to
     from ftlazy.ops.convert import is_weak_scalar
     x = asarray(x)
+    known = indices
     indices = asarray(indices)
     _check_scatter_operands(x, indices, mode)
+    _check_known_indices(known, x.shape[0], f"scatter into rows of x of shape "
+                         f"{sh.shape_str(x.shape)}")
     if not is_weak_scalar(updates):
         updates = asarray(updates)
     _check_scatter_cast(updates, x.dtype, mode)

@@ -28,7 +28,8 @@ def test_zeros_ones(dt, shape):
 
 
 @pytest.mark.parametrize("fill", [2, 2.5, True, 1 - 1j, np.float32(1.5), np.int8(-3),
-                                  np.uint8(200), -7])
+                                  np.uint8(200), -7, np.nan, np.float32("nan"),
+                                  -np.inf])
 @pytest.mark.parametrize("dt", [None, np.int8, np.float32, np.complex128, np.bool_])
 def test_full(fill, dt):
     with np.errstate(all="ignore"), warnings.catch_warnings():

@@ -135,6 +135,33 @@ def test_gather_errors():
         ft.gather(table, ft.make_placeholder("i", (2,), np.int32), axis=2)
 
 
+def test_indices_known_at_build_time_are_checked_then():
+    # (numpy data gave an IndexError only at run time)
+    table = ft.make_placeholder("table", (6, 3), np.float64)
+    with pytest.raises(IndexError, match=r"axis 0 of an array of shape "
+                       r"\(6, 3\): index 9 is out of bounds.*length 6"):
+        ft.gather(table, np.array([0, 9]))
+    with pytest.raises(IndexError, match="index -7 is out of bounds"):
+        ft.gather(table, np.array([[-7], [0]]))
+    with pytest.raises(IndexError, match="axis 1.*index 3 is out of bounds"):
+        ft.gather(table, np.array([3]), axis=1)
+    with pytest.raises(IndexError, match="index 6 is out of bounds"):
+        ft.gather(table, ft.make_data_wrapper(np.array([6])))
+    with pytest.raises(IndexError, match=r"scatter into rows of x of shape "
+                       r"\(6, 3\): index 7 is out of bounds"):
+        ft.scatter(table, np.array([7, 0]), ft.zeros((2, 3)))
+    taken = ft.gather(table, np.array([5, -6]))
+    data = np.arange(18.0).reshape(6, 3)
+    np.testing.assert_array_equal(ft.evaluate_numpy(taken, table=data),
+                                  data[[5, -6]])
+    # a symbolic length is checked at run time
+    n = ft.make_size_param("n")
+    rows = ft.make_placeholder("rows", (n, 3), np.float64)
+    lazy = ft.gather(rows, np.array([4]))
+    with pytest.raises(IndexError, match="out of range"):
+        ft.evaluate_numpy(lazy, rows=data[:3])
+
+
 def test_map_inputs_of_different_lengths():
     a = ft.make_placeholder("a", (3, 2), np.float64)
     b = ft.make_placeholder("b", (4,), np.float64)

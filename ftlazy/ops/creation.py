@@ -49,10 +49,7 @@ def _fill_value(fill_value: Scalar, dtype: Any) -> np.generic:
     if not is_scalar(fill_value):
         raise TypeError(f"fill value must be a scalar or an array, got "
                         f"{type(fill_value).__name__}")
-    if dtype is None:
-        value = asarray(fill_value).expr
-        return value
-    dtype = normalize_dtype(dtype)
+    dtype = asarray(fill_value).dtype if dtype is None else normalize_dtype(dtype)
     with np.errstate(all="ignore"):
         return np.full((), fill_value, dtype)[()]
 
