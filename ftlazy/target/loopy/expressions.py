@@ -41,6 +41,12 @@ C_FUNCTIONS = {
 }
 
 
+#: complex functions OpenCL (and pyopencl) lack, by the one they scale
+_COMPLEX_BY_LOG_EXP = {"log2": ("log", 1 / np.log(2)),
+                       "log10": ("log", 1 / np.log(10)),
+                       "exp2": ("exp", np.log(2))}
+
+
 def storage_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype an array is stored with in device memory (OpenCL has no
     ``bool`` buffers). float16 is a :class:`TypeError`: OpenCL devices
@@ -653,9 +659,13 @@ class Translator(ExprIdentityMapper):
     def map_call(self, expr: prim.Call) -> Any:
         name = C_FUNCTIONS[expr.function.name]
         if expr.function.name in ("isnan", "isfinite", "sign", "floor",
-                                  "ceil", "rint", "fmod", "arctan2"):
+                                  "ceil", "rint", "fmod", "arctan2", "arcsin",
+                                  "arccos", "arctan"):
             for p in expr.parameters:
                 self._refuse_complex(p, f"{expr.function.name}()")
+        if expr.function.name in _COMPLEX_BY_LOG_EXP and expr_kind(
+                expr, self.bindings) == "c":
+            return self._complex_log_exp(expr)
         call = prim.Variable(name)(*[self.rec(p) for p in expr.parameters])
         dtype = self._value_dtype(expr)
         if dtype is not None and dtype.kind in "iu":
@@ -663,6 +673,18 @@ class Translator(ExprIdentityMapper):
             # char is 128, numpy's int8 abs is -128)
             return LoopyTypeCast(dtype, call)
         return call
+
+    def _complex_log_exp(self, expr: prim.Call) -> Any:
+        """A complex ``log2``/``log10`` (a scaled ``log``) or ``exp2`` (``exp``
+        of a scaled argument), as numpy computes them (OpenCL has none for
+        complex values)."""
+        (z,) = expr.parameters
+        real = np.dtype(expr_dtype(expr, self.bindings).char.lower())
+        function, scale = _COMPLEX_BY_LOG_EXP[expr.function.name]
+        factor = real.type(scale)
+        if function == "log":
+            return prim.Product((prim.Variable("log")(self.rec(z)), factor))
+        return prim.Variable("exp")(prim.Product((self.rec(z), factor)))
 
     def _float_dtype(self, expr: Any) -> np.dtype | None:
         dtype = expr_dtype(expr, self.bindings)
