@@ -18,8 +18,11 @@ non-negative when size parameters are bound). So ``x[1:-1]`` has length
 ``n - 2`` and *assumes* ``n >= 2``; at ``n == 1`` numpy would give an empty
 result while ftlazy reports a negative length. ``x[:5]`` and ``x[-3:]`` on an
 axis of length ``n`` are :class:`IndexError` (``5 <= n`` cannot be proven,
-and a violation would silently read out of range). Symbolic slice bounds and
-integer indices are read as non-negative positions. A slice step ``k`` other
+and a violation would silently read out of range). Integer indices and
+constant index arrays that cannot be proven within such an axis (``x[0]``,
+``x[-1]``, ``x[[0, 2]]``) are read as index arrays, checked at run time (an
+:class:`IndexError` where the axis is too short, as in numpy). Symbolic
+slice bounds and integer indices are read as non-negative positions. A slice step ``k`` other
 than 1 needs a length whose coefficients ``k`` divides (``x[::2]`` of length
 ``2*n``), else the result length is not affine, a :class:`ValueError`.
 
@@ -139,17 +142,30 @@ def _classify(item: Any) -> Any:
 
 def _normalize_int(i: ShapeComponent, length: ShapeComponent,
                    axis: int) -> ShapeComponent:
-    """The non-negative position of index *i* in an axis of *length*."""
+    """The non-negative position of index *i* in an axis of *length*
+    (checked at build time: see :func:`_proven_in_range`)."""
     if isinstance(i, int) and isinstance(length, int):
         if not -length <= i < length:
             raise IndexError(f"index {i} is out of bounds for axis {axis} with "
                              f"size {length}")
         return i % length
-    position = sh.add(length, i) if isinstance(i, int) and i < 0 else i
-    if not (sh.prove_le(0, position) and sh.prove_lt(position, length)):
-        raise IndexError(f"index {i} cannot be proven in range for axis {axis} "
-                         f"with size {length}")
-    return position
+    return _position(i, length)
+
+
+def _position(i: ShapeComponent, length: ShapeComponent) -> ShapeComponent:
+    """The position of index *i* (an int, negative from the end, or a
+    non-negative affine expression) in an axis of *length*."""
+    return sh.add(length, i) if isinstance(i, int) and i < 0 else i
+
+
+def _proven_in_range(i: ShapeComponent, length: ShapeComponent) -> bool:
+    """Whether index *i* lies in an axis of *length* for all sizes; else
+    (``x[0]``, ``x[-1]`` of an axis of symbolic length) it is read as a
+    0-d index array, checked at run time as gathers are."""
+    if isinstance(length, int) and isinstance(i, int):
+        return True  # (or out of bounds, which _normalize_int reports)
+    position = _position(i, length)
+    return sh.prove_le(0, position) and sh.prove_lt(position, length)
 
 
 def _slice_part(value: Any, what: str) -> ShapeComponent | None:
@@ -232,9 +248,7 @@ def _check_constant_index(data: np.ndarray, length: ShapeComponent,
         if bad is not None:
             raise IndexError(f"index {bad} is out of bounds for axis {axis} with "
                              f"size {length}")
-    elif not (sh.prove_lt(hi, length) and sh.prove_le(-lo, length)):
-        raise IndexError(f"index array entries from {lo} to {hi} cannot be "
-                         f"proven in range for axis {axis} with size {length}")
+    # (against a symbolic length, entries are checked at run time)
 
 
 def _int_index_array(position: ShapeComponent) -> Array:
@@ -263,6 +277,20 @@ def _expand(index: Any, ndim: int) -> tuple[list[Any], int]:
     return entries, ndim - consumed
 
 
+def _int_entries(entries: list[Any], fill: int) -> list[tuple[Any, int]]:
+    """The int (or affine) entries of *entries* with the axis each indexes."""
+    result = []
+    ax = 0
+    for e in entries:
+        if e is _Ellipsis:
+            ax += fill
+        elif e is not _NewAxis:
+            if not isinstance(e, (slice, _IndexArray)):
+                result.append((e, ax))
+            ax += 1
+    return result
+
+
 def getitem(a: Any, index: Any) -> Array:
     """``a[index]`` with numpy's basic and advanced indexing semantics.
 
@@ -272,7 +300,9 @@ def getitem(a: Any, index: Any) -> Array:
     """
     a = as_array(a)
     entries, fill = _expand(index, a.ndim)
-    advanced = any(isinstance(e, _IndexArray) for e in entries)
+    advanced = any(isinstance(e, _IndexArray) for e in entries) or any(
+        not _proven_in_range(e, a.shape[ax]) for e, ax in _int_entries(
+            entries, fill))
 
     # one spec per axis of a: a NormalizedSlice, a position, or an index
     # array; and the output layout: the axis of a kept there, None for a
@@ -300,7 +330,11 @@ def getitem(a: Any, index: Any) -> Array:
                 adv_entries.append(pos)
                 layout.append("adv")
             elif advanced:  # numpy counts ints among arrays as advanced
-                per_axis.append(_int_index_array(_normalize_int(e, length, ax)))
+                # (an unproven index stays as given: an index array counts a
+                # negative entry from the end once, and checks it)
+                per_axis.append(_int_index_array(
+                    _normalize_int(e, length, ax)
+                    if _proven_in_range(e, length) else e))
                 adv_entries.append(pos)
                 layout.append("adv")
             else:

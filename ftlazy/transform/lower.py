@@ -125,6 +125,14 @@ def _normalize_position(position: ShapeComponent,
     return position
 
 
+def _proven_in_range(position: int, length: ShapeComponent) -> bool:
+    """Whether the constant index *position* lies in ``[-length, length)``
+    for all sizes."""
+    if position < 0:
+        return sh.prove_le(-position, length)
+    return sh.prove_lt(position, length)
+
+
 def _guarded_read(bindings: _Bindings, array: Array, index: list[Any],
                   data_positions: list[tuple[Any, ShapeComponent]]) -> Any:
     """Read *array* at *index*, where the positions in *data_positions* come
@@ -418,9 +426,12 @@ def _lower_advanced_index(expr: AdvancedIndex) -> IndexLambda:
             continue
         value, dtype = _index_array_read(expr.index_arrays[spec], bshape,
                                          adv_start, bindings)
-        if isinstance(value, np.integer):
+        if isinstance(value, np.integer) and _proven_in_range(int(value),
+                                                              length):
             index.append(_normalize_position(int(value), length))
         else:
+            # (data, or a constant read of an axis of symbolic length that
+            # may be too short, ``x[0]``: checked at run time)
             index.append(_wrapped_index(value, dtype, length))
             data_positions.append((index[-1], length))
     return _finish(expr, _guarded_read(bindings, expr.array, index, data_positions),
