@@ -173,8 +173,26 @@ def test_size_params_may_be_given_and_unknown_inputs_are_refused(xs):
     f = ft.compile(result)
     np.testing.assert_allclose(f(xs=data, scale=c_data, m=5),
                                [s.sum(axis=0) for s in data])
-    with pytest.raises(ValueError, match=r"unexpected input\(s\) \['bogus'\]"):
+    with pytest.raises(ValueError, match=r"unexpected input\(s\) 'bogus': "
+                       r"the program's inputs are \['m', 'scale', 'xs'\]$"):
         f(xs=data, scale=c_data, bogus=1)
+
+
+def test_messages_name_a_fractal_tensor_not_its_parts(xs):
+    # (they listed xs_offsets0, xs_values, xs_n0 and xs_nnz)
+    result = ft.map(lambda s: ft.sum(s, axis=0), xs)
+    data = batch(LENGTHS["mixed"])
+    for run in (ft.compile(result), lambda **kw: ft.evaluate_numpy(result, **kw)):
+        with pytest.raises(ValueError, match=r"missing input\(s\) 'xs'$"):
+            run()
+        with pytest.raises(ValueError, match=r"unexpected input\(s\) 'zz': the "
+                           r"program's inputs are \['xs'\]$"):
+            run(xs=data, zz=1)
+    with pytest.raises(TypeError, match=r"stack: item 1: cannot use a "
+                       r"FractalTensor .* with ft.map, .* ft.flatten"):
+        ft.stack([ft.zeros(H), xs])
+    with pytest.raises(TypeError, match="cannot use a FractalTensor"):
+        ft.sum(xs, axis=0)
 
 
 # {{{ element lengths as values, amax initial=, integer max of lengths

@@ -146,6 +146,12 @@ def asarray(x: ArrayLike) -> Array:
         return IndexLambda(x, (), dtype, {})
     if isinstance(x, np.ndarray) or _is_device_array(x):
         return make_data_wrapper(x)
+    from ftlazy.fractal_tensor import Jagged
+    if isinstance(x, Jagged):
+        raise TypeError(f"cannot use a FractalTensor ({x!r}) as an array: its "
+                        "elements have lengths of their own; apply the "
+                        "operation to each element with ft.map, or to its "
+                        "packed rows with ft.flatten")
     raise TypeError(f"cannot use an object of type {type(x).__name__} as an "
                     "array: expected an ftlazy Array, a numpy array or a scalar")
 

@@ -400,10 +400,16 @@ def _array_list(arrays: Any, what: str) -> list[Array]:
     if isinstance(arrays, Array):
         raise TypeError(f"{what} expects a sequence of arrays, got a single array")
     try:
-        result = [as_array(x) for x in arrays]
+        items = list(arrays)
     except TypeError:
         raise TypeError(f"{what} expects a sequence of arrays, got "
                         f"{type(arrays).__name__}") from None
+    result = []
+    for k, x in enumerate(items):
+        try:
+            result.append(as_array(x))
+        except TypeError as err:
+            raise TypeError(f"{what}: item {k}: {err}") from None
     if not result:
         raise ValueError(f"need at least one array to {what}")
     return result

@@ -104,6 +104,35 @@ def _signature(inputs: tuple[Array, ...], size_names: frozenset[str]
                _data_shape(n.data)) for n in wrappers))
 
 
+def user_input_names(names: Iterable[str], placeholders: Iterable[Node],
+                     given: Iterable[str] = ()) -> list[str]:
+    """*names* of program inputs as the user passes them, sorted: the parts
+    of a FractalTensor (values, offsets) and the sizes of their shapes go
+    by the FractalTensor's name, except where parts of it are *given*
+    (passed one by one)."""
+    from ftlazy.fractal_tensor import JaggedInputPart
+    owner: dict[str, str] = {}
+    for p in placeholders:
+        for tag in getattr(p, "tags", ()):
+            if isinstance(tag, JaggedInputPart):
+                owner[p.name] = tag.name
+                for size in sh.shape_size_param_names(p.shape):
+                    owner[size] = tag.name
+    by_parts = {owner[n] for n in given if n in owner}
+    return sorted({n if owner.get(n, n) in by_parts else owner.get(n, n)
+                   for n in names})
+
+
+def unexpected_inputs_message(extra: Iterable[str], placeholders: Iterable[Node],
+                              known: Iterable[str]) -> str:
+    """The message for *extra* inputs a program with inputs *known* (names
+    of *placeholders* and of size parameters) does not take."""
+    placeholders = list(placeholders)
+    return (f"unexpected input(s) {', '.join(map(repr, sorted(extra)))}: the "
+            f"program's inputs are "
+            f"{user_input_names(known, placeholders)}")
+
+
 def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
                 size_names: Iterable[str] = ()
                 ) -> tuple[dict[str, int], dict[str, Any]]:
@@ -122,12 +151,12 @@ def bind_inputs(inputs: list[Array], given: Mapping[str, Any],
 
     extra = sorted(set(given) - set(placeholders) - size_params)
     if extra:
-        raise ValueError(f"unexpected input(s) {', '.join(map(repr, extra))}: the "
-                         f"program's inputs are "
-                         f"{sorted(set(placeholders) | size_params)}")
-    missing = sorted(set(placeholders) - set(given))
+        raise ValueError(unexpected_inputs_message(
+            extra, placeholders.values(), set(placeholders) | size_params))
+    missing = set(placeholders) - set(given)
     if missing:
-        raise ValueError(f"missing input(s) {', '.join(map(repr, missing))}")
+        raise ValueError("missing input(s) " + ", ".join(
+            map(repr, user_input_names(missing, placeholders.values(), given))))
 
     env: dict[str, int] = {}
     for name in size_params & set(given):

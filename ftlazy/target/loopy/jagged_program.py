@@ -34,7 +34,8 @@ from ftlazy.fractal_tensor import Jagged, JaggedInputPart, JaggedMap
 from ftlazy.jagged import JaggedArray
 from ftlazy.node import Node, topological_order
 from ftlazy.target.binding import (
-    bind_inputs, collect_inputs, collect_size_names, with_fractal_tensor_sizes)
+    bind_inputs, collect_inputs, collect_size_names, unexpected_inputs_message,
+    with_fractal_tensor_sizes)
 from ftlazy.target.loopy.host_loops import (
     HostLoops, lowering_with_host_loops, on_host)
 from ftlazy.target.loopy.jagged_first_phase import FirstPhase
@@ -368,8 +369,8 @@ class JaggedCompiledFunction:
         unknown = (set(given) - lowering.user_names
                    - (lowering.dense_names - lowering.host_values.names))
         if unknown:
-            raise ValueError(f"unexpected input(s) {sorted(unknown)}: the "
-                             f"program's inputs are {sorted(lowering.user_names)}")
+            raise ValueError(unexpected_inputs_message(
+                unknown, lowering.input_nodes, lowering.user_names))
         given.update(lowering.host_loops.compute(given))
         given.update(lowering.host_values.compute(given))
         derived = _derive(lowering.host, given, lowering.input_nodes,
