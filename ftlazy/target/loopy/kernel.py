@@ -178,6 +178,9 @@ class KernelBuilder:
         self.private_statements = 0
         #: the :mod:`.vector_values` callables the kernel calls
         self.vector_callables: set[str] = set()
+        #: while a row group is emitted (see :mod:`.row_fusion`): its
+        #: members' axis-0 hardware inames by (extent, group size), shared
+        self.shared_rows: dict[tuple[str, int], tuple[str, str]] | None = None
         #: ranges over one element's packed rows being translated
         self.element_rows: list[ElementRows] = []
         #: id prefixes of fused groups' instructions (one work item writes
@@ -469,8 +472,7 @@ class KernelBuilder:
             if d == 0:
                 if isinstance(extent, int):
                     size = max(1, min(size, extent))
-                outer, inner = self.parts.fresh("_ft_o"), self.parts.fresh("_ft_l")
-                self.parts.add_split_domain(outer, inner, size, extent)
+                outer, inner = self._row_inames(extent, size)
                 inames += [outer, inner]
                 index.append(prim.Variable(outer) * size + prim.Variable(inner))
                 self.parts.iname_tags[inner] = "l.0"
@@ -498,6 +500,22 @@ class KernelBuilder:
                 self.parts.priorities.extend((t, n) for t in scope.outer_inames
                                        for n in names)
         return inames, tuple(index)
+
+    def _row_inames(self, extent: Any, size: int) -> tuple[str, str]:
+        """The work-group and work-item inames of axis 0 (of *extent*, in
+        groups of *size*) of a loop nest: new ones, or, in a row group,
+        those its members share (one pair of hardware inames, not one per
+        member: loopy's code generation reasons over all the hardware
+        inames of a launch at once, in time growing steeply with their
+        number)."""
+        key = (str(extent), size)
+        if self.shared_rows is not None and key in self.shared_rows:
+            return self.shared_rows[key]
+        outer, inner = self.parts.fresh("_ft_o"), self.parts.fresh("_ft_l")
+        self.parts.add_split_domain(outer, inner, size, extent)
+        if self.shared_rows is not None:
+            self.shared_rows[key] = (outer, inner)
+        return outer, inner
 
     def sequential_axis(self, d: int, extent: Any, lanes: int
                         ) -> tuple[list[str], Any]:

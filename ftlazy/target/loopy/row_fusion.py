@@ -202,8 +202,12 @@ def emit_row_group(kb: KernelBuilder, group: RowGroup, scope: Scope,
         mine, reads, _ = kb.emit_array(n, name, scope)
         return mine, reads, name
 
-    emitted = emit_in_program_order(kb, group.members, scope, out_names,
-                                    emit_member)
+    kb.shared_rows = {}
+    try:
+        emitted = emit_in_program_order(kb, group.members, scope, out_names,
+                                        emit_member)
+    finally:
+        kb.shared_rows = None
     names = {kb.plan.names[m] for m in group.members}
     for mine, name in emitted:
         _check_row_local(mine, _store_row(mine, name), names)
