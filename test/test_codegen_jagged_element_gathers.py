@@ -100,6 +100,34 @@ def test_out_of_range_indices_raise(xs):
                  [s[i] for s, i in zip(data, good)])
 
 
+@pytest.mark.parametrize("name", ["s[-1, -1]", "s[0, 1:]", "s[None, -2, ::-1]",
+                                  "s[[0, 2], 0]", "s[idx, -1]", "s[idx, idx]",
+                                  "s[:, idx]", "s[-1, idx]"])
+def test_indexing_several_axes_checks_the_elements_rows(xs, name):
+    # (with an index on another axis too, an index of the element's rows
+    # out of range read 0 when compiled; evaluate_numpy raised)
+    idx = ft.make_placeholder("idx", (2,), np.int64)
+    out = ft.map(lambda s: eval(name, {"s": s, "idx": idx}), xs)
+    compiled = ft.compile(out)
+    short = [RNG.standard_normal((n, H)) for n in (3, 1)]
+    empty = [RNG.standard_normal((n, H)) for n in (3, 0)]
+    for data, positions in ((short, [0, 2]), (empty, [0, 1]), (short, [1, -1])):
+        inputs = {"xs": data}
+        if "idx" in name:
+            inputs["idx"] = np.array(positions)
+        try:
+            want = [eval(name, {"s": s, "idx": np.array(positions)})
+                    for s in data]
+        except IndexError:
+            for run in (compiled, lambda **a: ft.evaluate_numpy(out, **a)):
+                with pytest.raises(IndexError, match="out of"):
+                    run(**inputs)
+            continue
+        got, reference = run_both(out, **inputs)
+        assert_lists(got, want)
+        assert_lists(reference, want)
+
+
 def test_another_list_read_at_the_maps_index_of_other_lengths():
     # (a shorter list raised ValueError in compiled programs where
     # evaluate_numpy raised IndexError; a longer one runs in evaluate_numpy

@@ -840,8 +840,38 @@ class _LowererKeepingGathers(IndexLambdaLowerer):
     def map_advanced_index(self, expr: AdvancedIndex) -> Node:
         gather = _as_gather(expr)
         if gather is None:
-            return super().map_advanced_index(expr)
+            return super().map_advanced_index(_with_checked_indices(expr))
         return self.rec(gather)
+
+
+def _with_checked_indices(expr: AdvancedIndex) -> AdvancedIndex:
+    """*expr*, indexing by several arrays (``s[idx, -1]``, ``s[i, j]``),
+    with each index array ``I`` of an axis of length ``L`` read through
+    ``ft.arange(L)[I]``, a gather (as numpy: the same positions, negative
+    ones counted from the end) whose batched form checks each index at run
+    time against its own element's ``L``; the lowered read that the other
+    indices share would only guard it. Constant indices proven in range
+    stay as they are."""
+    from ftlazy.ops.creation import _created
+    arrays = list(expr.index_arrays)
+    for spec, length in zip(expr.indices, expr.array.shape):
+        if isinstance(spec, int) and not _constant_in_range(arrays[spec],
+                                                            length):
+            # (the positions as index arithmetic: this node is made after
+            # the body's typed arithmetic was prepared)
+            positions = _created(index_var(0), (length,), np.dtype(np.int64))
+            arrays[spec] = Gather(positions, arrays[spec], 0)
+    return AdvancedIndex(expr.array, expr.indices, tuple(arrays))
+
+
+def _constant_in_range(indices: Array, length: Any) -> bool:
+    """Whether *indices* is a constant index (``x[2, -1]``'s ``-1``) within
+    an axis of concrete *length*."""
+    if not (isinstance(indices, IndexLambda) and not indices.bindings
+            and indices.ndim == 0 and isinstance(length, int)):
+        return False
+    value = indices.expr
+    return isinstance(value, (int, np.integer)) and -length <= value < length
 
 
 def _as_gather(expr: AdvancedIndex) -> Gather | None:
