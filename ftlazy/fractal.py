@@ -404,7 +404,8 @@ class Scatter(Array):
         return f", mode={self.mode!r}"
 
 
-def _check_known_indices(indices: Any, length: Any, what: str) -> None:
+def _check_known_indices(indices: Any, length: Any, what: str,
+                         shape: tuple) -> None:
     """Raise :class:`IndexError` where *indices* are known at build time
     (numpy data, nested lists, a data wrapper of numpy data) and some are
     outside ``[-length, length)`` for a concrete *length*; others are
@@ -422,7 +423,7 @@ def _check_known_indices(indices: Any, length: Any, what: str) -> None:
     bad = hi if hi >= length else lo if lo < -length else None
     if bad is not None:
         raise IndexError(f"{what}: index {bad} is out of bounds for an axis of "
-                         f"length {length}")
+                         f"length {length}{sh.internal_sizes_note(shape)}")
 
 
 def _check_scatter_operands(x: Array, indices: Array, mode: Any) -> None:
@@ -955,7 +956,7 @@ def gather(x: Any, indices: Any, axis: int = 0) -> Array:
         raise ValueError(f"gather axis {axis} out of range for array of shape "
                          f"{sh.shape_str(x.shape)}")
     _check_known_indices(known, x.shape[axis], f"gather along axis {axis} of "
-                         f"an array of shape {sh.shape_str(x.shape)}")
+                         f"an array of shape {sh.shape_str(x.shape)}", x.shape)
     return Gather(x, indices, builtins.int(axis) % x.ndim)
 
 
@@ -1016,7 +1017,7 @@ def scatter(x: Any, indices: Any, updates: Any, mode: str = "set") -> Array:
     indices = asarray(indices)
     _check_scatter_operands(x, indices, mode)
     _check_known_indices(known, x.shape[0], f"scatter into rows of x of shape "
-                         f"{sh.shape_str(x.shape)}")
+                         f"{sh.shape_str(x.shape)}", x.shape)
     if not is_weak_scalar(updates):
         updates = asarray(updates)
     _check_scatter_cast(updates, x.dtype, mode)

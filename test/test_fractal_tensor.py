@@ -471,8 +471,11 @@ def test_missing_input_or_part(run):
     xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
     with pytest.raises(ValueError, match="missing input.* 'xs'$"):
         run(xs * 2)
-    with pytest.raises(ValueError, match="missing input.* 'xs_offsets0'$"):
+    with pytest.raises(ValueError, match="missing input.* 'xs_offsets0': "
+                       "jagged input 'xs' is given as parts"):
         run(xs * 2, xs_values=np.ones(3))
+    with pytest.raises(ValueError, match="missing input.* 'xs_offsets0'"):
+        run(ft.map(lambda s: ft.sum(s), xs), xs_values=np.ones(3))
 
 
 @pytest.mark.parametrize("compiled", [False, True])

@@ -69,6 +69,12 @@ def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
             ja = JaggedArray._from_parts(
                 name, result[names["values"]],
                 tuple(result[names[p]] for p in part_names[1:]))
+        elif any(names[p] in result for p in part_names):
+            missing = [names[p] for p in part_names if names[p] not in result]
+            raise ValueError(
+                f"missing input(s) {', '.join(map(repr, missing))}: jagged "
+                f"input {name!r} is given as parts, which needs all of "
+                f"{[names[p] for p in part_names]}")
         else:
             continue  # reported as a missing input by the binding
         if ja.depth != tag.depth:
