@@ -151,6 +151,19 @@ class Jagged(Node):
     # leaf-wise operators (numpy arrays on the left defer to them)
     __array_ufunc__ = None
 
+    def __array_function__(self, func: Any, types: Any, args: Any,
+                           kwargs: Any) -> Any:
+        raise TypeError(
+            f"numpy.{func.__name__} of a FractalTensor ({self!r}): its "
+            "elements have lengths of their own; apply ftlazy's function to "
+            "each element with ft.map, or to its packed rows with ft.flatten")
+
+    @property
+    def shape(self) -> Any:
+        raise AttributeError(
+            "a FractalTensor has no shape: its elements have lengths of their "
+            "own (see .depth, .elem_shape, ft.lengths(xs) and xs.length)")
+
     def __add__(self, other: Any) -> Jagged: return _op("add", self, other)
     def __radd__(self, other: Any) -> Jagged: return _op("add", other, self)
     def __sub__(self, other: Any) -> Jagged: return _op("subtract", self, other)

@@ -193,6 +193,10 @@ def test_messages_name_a_fractal_tensor_not_its_parts(xs):
         ft.stack([ft.zeros(H), xs])
     with pytest.raises(TypeError, match="cannot use a FractalTensor"):
         ft.sum(xs, axis=0)
+    with pytest.raises(TypeError, match="numpy.sum of a FractalTensor.*ft.map"):
+        np.sum(xs)
+    with pytest.raises(AttributeError, match="no shape.*ft.lengths"):
+        xs.shape
 
 
 # {{{ element lengths as values, amax initial=, integer max of lengths

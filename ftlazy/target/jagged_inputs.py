@@ -70,11 +70,16 @@ def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
                 name, result[names["values"]],
                 tuple(result[names[p]] for p in part_names[1:]))
         elif any(names[p] in result for p in part_names):
-            missing = [names[p] for p in part_names if names[p] not in result]
-            raise ValueError(
-                f"missing input(s) {', '.join(map(repr, missing))}: jagged "
-                f"input {name!r} is given as parts, which needs all of "
-                f"{[names[p] for p in part_names]}")
+            # (parts the program reads, given one by one: a program that
+            # another passes its inputs on to may read some parts only)
+            missing = [names[p] for p in part_names
+                       if p in read and names[p] not in result]
+            if missing:
+                raise ValueError(
+                    f"missing input(s) {', '.join(map(repr, missing))}: "
+                    f"jagged input {name!r} is given as parts, which needs "
+                    f"all of {[names[p] for p in part_names if p in read]}")
+            continue
         else:
             continue  # reported as a missing input by the binding
         if ja.depth != tag.depth:
