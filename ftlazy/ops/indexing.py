@@ -22,9 +22,10 @@ and a violation would silently read out of range). Integer indices and
 constant index arrays that cannot be proven within such an axis (``x[0]``,
 ``x[-1]``, ``x[[0, 2]]``) are read as index arrays, checked at run time (an
 :class:`IndexError` where the axis is too short, as in numpy). Symbolic
-slice bounds and integer indices are read as non-negative positions. A slice step ``k`` other
-than 1 needs a length whose coefficients ``k`` divides (``x[::2]`` of length
-``2*n``), else the result length is not affine, a :class:`ValueError`.
+slice bounds and integer indices are read as non-negative positions. A slice
+step ``k`` other than 1 needs a length whose coefficients ``k`` divides
+(``x[::2]`` of length ``2*n``), else the result length is not affine, a
+:class:`ValueError`.
 
 .. autofunction:: getitem
 .. autofunction:: take

@@ -69,19 +69,18 @@ def expand_jagged_inputs(inputs: Iterable[Node], given: Mapping[str, Any]
             ja = JaggedArray._from_parts(
                 name, result[names["values"]],
                 tuple(result[names[p]] for p in part_names[1:]))
-        elif any(names[p] in result for p in part_names):
-            # (parts the program reads, given one by one: a program that
-            # another passes its inputs on to may read some parts only)
+        else:
+            # (none given: reported as a missing input by the binding; parts
+            # given one by one: those the program reads are needed, as a
+            # program that another passes its inputs on to may read some)
             missing = [names[p] for p in part_names
                        if p in read and names[p] not in result]
-            if missing:
+            if missing and any(names[p] in result for p in part_names):
                 raise ValueError(
                     f"missing input(s) {', '.join(map(repr, missing))}: "
                     f"jagged input {name!r} is given as parts, which needs "
                     f"all of {[names[p] for p in part_names if p in read]}")
             continue
-        else:
-            continue  # reported as a missing input by the binding
         if ja.depth != tag.depth:
             raise ValueError(f"jagged input {name!r} has depth {ja.depth}, "
                              f"declared {tag.depth}")

@@ -177,9 +177,10 @@ class ComplexDivision(_InlineBinaryFunction):
 
 #: C body of numpy's complex power (its ``nc_pow``): ``1`` for a zero
 #: exponent, ``0`` for a zero base and an exponent of positive real part
-#: (NaN for other exponents of zero), integer exponents below 100 in magnitude by
-#: repeated squaring (a negative one divides 1 by numpy's division), else
-#: ``exp(b log a)``; products without contraction into FMAs, as numpy's
+#: (NaN for other exponents of zero), integer exponents below 100 in
+#: magnitude by repeated squaring (a negative one divides 1 by numpy's
+#: division), else ``exp(b log a)``; products without contraction into
+#: FMAs, as numpy's
 _COMPLEX_POWER = """\
   #pragma OPENCL FP_CONTRACT OFF
   if (b.real == 0 && b.imag == 0)
