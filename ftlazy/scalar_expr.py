@@ -280,9 +280,10 @@ def canonical_constants(expr) -> tuple[Any, tuple]:
     """*expr* with each real NaN constant replaced by pymbolic's
     :class:`~pymbolic.primitives.NaN` of its type, and the type and bit
     pattern of every constant, which node identity compares (one walk
-    where it holds no NaN, the common case). A NaN compares unequal to itself and hashes by identity,
-    so two nodes built alike from ``np.nan`` would differ (and miss every
-    cache, loopy's too); ``NaN`` nodes of one type are equal."""
+    where it holds no NaN, the common case). A NaN compares unequal to
+    itself and hashes by identity, so two nodes built alike from ``np.nan``
+    would differ (and miss every cache, loopy's too); ``NaN`` nodes of one
+    type are equal."""
     signature, has_nan = _walk_constants(expr)
     if has_nan:
         expr = _CanonicalNaNs()(expr)

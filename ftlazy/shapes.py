@@ -252,6 +252,14 @@ def prove_lt(a: ShapeComponent, b: ShapeComponent) -> bool:
     return _prove(_diff(b, a), ">")
 
 
+def prove_index_in_range(i: ShapeComponent, length: ShapeComponent) -> bool:
+    """Whether index *i* (an int, negative ones counting from the end, or
+    a non-negative affine expression) lies within an axis of *length* for
+    all sizes."""
+    position = add(length, i) if isinstance(i, int) and i < 0 else i
+    return prove_le(0, position) and prove_lt(position, length)
+
+
 def shapes_equal(a: Shape, b: Shape) -> bool:
     """Whether two shapes are provably equal."""
     return len(a) == len(b) and all(prove_equal(x, y) for x, y in zip(a, b))

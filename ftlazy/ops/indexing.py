@@ -150,12 +150,6 @@ def _normalize_int(i: ShapeComponent, length: ShapeComponent,
             raise IndexError(f"index {i} is out of bounds for axis {axis} with "
                              f"size {length}")
         return i % length
-    return _position(i, length)
-
-
-def _position(i: ShapeComponent, length: ShapeComponent) -> ShapeComponent:
-    """The position of index *i* (an int, negative from the end, or a
-    non-negative affine expression) in an axis of *length*."""
     return sh.add(length, i) if isinstance(i, int) and i < 0 else i
 
 
@@ -165,8 +159,7 @@ def _proven_in_range(i: ShapeComponent, length: ShapeComponent) -> bool:
     0-d index array, checked at run time as gathers are."""
     if isinstance(length, int) and isinstance(i, int):
         return True  # (or out of bounds, which _normalize_int reports)
-    position = _position(i, length)
-    return sh.prove_le(0, position) and sh.prove_lt(position, length)
+    return sh.prove_index_in_range(i, length)
 
 
 def _slice_part(value: Any, what: str) -> ShapeComponent | None:

@@ -865,13 +865,12 @@ def _with_checked_indices(expr: AdvancedIndex) -> AdvancedIndex:
 
 
 def _constant_in_range(indices: Array, length: Any) -> bool:
-    """Whether *indices* is a constant index (``x[2, -1]``'s ``-1``) within
-    an axis of concrete *length*."""
-    if not (isinstance(indices, IndexLambda) and not indices.bindings
-            and indices.ndim == 0 and isinstance(length, int)):
-        return False
-    value = indices.expr
-    return isinstance(value, (int, np.integer)) and -length <= value < length
+    """Whether *indices* is a constant index (``x[2, -1]``'s ``-1``) proven
+    within an axis of *length*."""
+    return (isinstance(indices, IndexLambda) and not indices.bindings
+            and indices.ndim == 0
+            and isinstance(indices.expr, (int, np.integer))
+            and sh.prove_index_in_range(int(indices.expr), length))
 
 
 def _as_gather(expr: AdvancedIndex) -> Gather | None:

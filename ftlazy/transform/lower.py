@@ -125,14 +125,6 @@ def _normalize_position(position: ShapeComponent,
     return position
 
 
-def _proven_in_range(position: int, length: ShapeComponent) -> bool:
-    """Whether the constant index *position* lies in ``[-length, length)``
-    for all sizes."""
-    if position < 0:
-        return sh.prove_le(-position, length)
-    return sh.prove_lt(position, length)
-
-
 def _guarded_read(bindings: _Bindings, array: Array, index: list[Any],
                   data_positions: list[tuple[Any, ShapeComponent]]) -> Any:
     """Read *array* at *index*, where the positions in *data_positions* come
@@ -426,8 +418,8 @@ def _lower_advanced_index(expr: AdvancedIndex) -> IndexLambda:
             continue
         value, dtype = _index_array_read(expr.index_arrays[spec], bshape,
                                          adv_start, bindings)
-        if isinstance(value, np.integer) and _proven_in_range(int(value),
-                                                              length):
+        if isinstance(value, np.integer) and sh.prove_index_in_range(
+                int(value), length):
             index.append(_normalize_position(int(value), length))
         else:
             # (data, or a constant read of an axis of symbolic length that

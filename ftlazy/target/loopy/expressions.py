@@ -218,9 +218,11 @@ _COMPLEX_POWER = """\
   return {T}_pow(a, b);"""
 
 
-class ComplexPower(ComplexDivision):
+class ComplexPower(_InlineBinaryFunction):
     """numpy's complex power ``_ft_cpow(a, b)`` as an inline C function
     per dtype (see :data:`_COMPLEX_POWER`), after the division it uses."""
+
+    kinds = "c"
 
     def generate_preambles(self, target: Any) -> Any:
         dtype = self.arg_id_to_dtype[-1].numpy_dtype
