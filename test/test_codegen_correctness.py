@@ -472,6 +472,9 @@ def _wrapping_cases():
     u32 = ft.make_placeholder("x", (3,), np.uint32)
     i32 = ft.make_placeholder("x", (3,), np.int32)
     big = ft.make_placeholder("x", (5000,), np.int8)
+    i64 = ft.make_placeholder("x", (4,), np.int64)
+    info = np.iinfo(np.int64)
+    int64_edges = np.array([info.max, -5, info.min, 7], np.int64)
     return [
         ((u8 - 1) > 0, np.array([0, 1, 200], np.uint8)),
         (ft.sum(i8 * 100), np.array([2, 3, 4], np.int8)),
@@ -486,16 +489,24 @@ def _wrapping_cases():
         ((i32 + i32) > 0, np.array([2**30, 1, -5], np.int32)),
         (ft.sum((i32 + i32) // 2), np.array([2**30, 2**30, 3], np.int32)),
         (big * 100 + 1, (np.arange(5000) % 100).astype(np.int8)),
+        # (int64: the compiler took x + 1 > x and (2 * x) // 2 == x as true
+        # for int64's largest value)
+        (ft.greater(i64 + 1, i64), int64_edges),
+        (ft.equal((i64 * 2) // 2, i64), int64_edges),
+        (ft.less(i64 - 1, i64), int64_edges),
+        (ft.sum(ft.stack([i64, i64 * 3, -i64]), axis=0), int64_edges),
+        ((~i64 + 1) < 0, int64_edges),
     ]
 
 
-@pytest.mark.parametrize("case", range(13))
-def test_integers_of_32_bits_or_fewer_wrap_as_numpys(case):
+@pytest.mark.parametrize("case", range(18))
+def test_integers_wrap_as_numpys(case):
     # (OpenCL C computes char and short in int, widens to wider literals
     # and leaves signed overflow undefined: intermediates that another
     # operation read in the same kernel did not wrap)
     lazy, data = _wrapping_cases()[case]
-    want = ft.evaluate_numpy(lazy, x=data)
+    with np.errstate(over="ignore"):
+        want = ft.evaluate_numpy(lazy, x=data)
     got = ft.compile(lazy)(x=data)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     np.testing.assert_array_equal(got, want)

@@ -402,8 +402,28 @@ class _IntegerCastRemover(IdentityMapper):
     def map_type_cast(self, expr: LoopyTypeCast) -> Any:
         child = self.rec(expr.child)
         if expr.type.numpy_dtype == np.int64:
-            return child
+            return _unwrapped(child)
         return LoopyTypeCast(expr.type, child)
+
+
+def _unwrapped(expr: Any) -> Any:
+    """*expr*, an int64 operation of :func:`_wrapping` (operands cast to
+    uint64) without its cast back, computed in int64 again: an index or
+    guard, where no value wraps and loopy's analysis needs plain
+    arithmetic (uint64 operands would also make its type inference promote
+    a mix with int64 to double)."""
+    def plain(c: Any) -> Any:
+        if isinstance(c, LoopyTypeCast) and c.type.numpy_dtype == np.uint64:
+            return c.child
+        return None
+
+    if isinstance(expr, (prim.Sum, prim.Product)):
+        children = [plain(c) for c in expr.children]
+        if all(c is not None for c in children):
+            return type(expr)(tuple(children))
+    elif isinstance(expr, prim.BitwiseNot) and plain(expr.child) is not None:
+        return prim.BitwiseNot(plain(expr.child))
+    return expr
 
 
 class _TypedIntegerLiterals(IdentityMapper):
@@ -433,7 +453,11 @@ class _TypedIntegerLiterals(IdentityMapper):
         return expr
 
 
-def _without_integer_casts(index: Any) -> Any:
+def plain_index_arithmetic(index: Any) -> Any:
+    """*index*, a translated index, guard or loop bound, in plain integer
+    arithmetic: no int64 casts, and no wrapping of :func:`_wrapping` (an
+    index never overflows, and loopy's affine analysis and ftlazy's own
+    matching of segment rows, see :mod:`.ranges`, read plain sums)."""
     return _IntegerCastRemover()(index)
 
 
@@ -517,7 +541,7 @@ class Translator(ExprIdentityMapper):
 
     def map_if(self, expr: prim.If) -> Any:
         dtype = self._value_dtype(expr)
-        return prim.If(_without_integer_casts(self.rec(expr.condition)),
+        return prim.If(plain_index_arithmetic(self.rec(expr.condition)),
                        self._typed(expr.then, dtype),
                        self._typed(expr.else_, dtype))
 
@@ -546,7 +570,7 @@ class Translator(ExprIdentityMapper):
     def map_subscript(self, expr: prim.Subscript) -> Any:
         outer, self.in_index = self.in_index, True
         try:
-            index = tuple(_without_integer_casts(self.rec(i))
+            index = tuple(plain_index_arithmetic(self.rec(i))
                           for i in expr.index_tuple)
         finally:
             self.in_index = outer
@@ -718,10 +742,12 @@ def _wrapping(op: Callable[[tuple], Any], children: tuple,
     OpenCL C computes ``char`` and ``short`` operands as ``int`` (no wrap at
     their width), widens to the type of a wider literal (``x + 4294967294ul``
     on a ``uint``), and leaves signed overflow undefined (a compiler may take
-    ``(y + y) > 0`` for ``y > 0``): integers of 32 bits or fewer compute in
-    the unsigned type of their width and are cast back. (64-bit signed
-    overflow stays undefined.)"""
-    if dtype is None or dtype.kind not in "iu" or dtype.itemsize > 4:
+    ``(y + y) > 0`` for ``y > 0``, or ``x + 1 > x`` as true for int64's
+    largest value): signed integers compute in the unsigned type of their
+    width and are cast back, unsigned ones of 32 bits or fewer in a wider
+    unsigned type (64-bit unsigned arithmetic wraps in C as in numpy)."""
+    if dtype is None or dtype.kind not in "iu" or (
+            dtype.kind == "u" and dtype.itemsize > 4):
         return op(children)
     # (signed: the unsigned type of the width; unsigned: a wider one, so
     # that loopy, which types the operation in it, keeps the cast back)

@@ -38,7 +38,8 @@ from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.device import quiet_build_options
 from ftlazy.target.loopy.probe import LANES
 from ftlazy.target.loopy.expressions import (
-    C_FUNCTIONS, Translator, register_builtins, storage_dtype)
+    C_FUNCTIONS, Translator, plain_index_arithmetic, register_builtins,
+    storage_dtype)
 from ftlazy.target.loopy.storage import MAX_STEP_KINDS, has_reduce
 import ftlazy.target.loopy.condition_sets  # noqa: F401  (patches loopy once)
 import ftlazy.target.loopy.grid_axes  # noqa: F401  (patches loopy once)
@@ -104,8 +105,9 @@ class RangeTranslator(Translator):
                 inames = {}
                 known = []
                 for name, rng in ranges.items():
-                    translated = DataRange(tuple(self.rec(b) for b in rng.lower),
-                                           tuple(self.rec(b) for b in rng.upper))
+                    translated = DataRange(
+                        tuple(plain_index_arithmetic(self.rec(b)) for b in rng.lower),
+                        tuple(plain_index_arithmetic(self.rec(b)) for b in rng.upper))
                     inames[name] = self.ranged_iname(translated)
                     known += element_rows(translated, inames[name])
                 self.rows.extend(known)
@@ -125,7 +127,7 @@ class RangeTranslator(Translator):
             if name is not None:
                 outer, self.in_index = self.in_index, True
                 try:
-                    index = self.rec(expr.index_tuple[0])
+                    index = plain_index_arithmetic(self.rec(expr.index_tuple[0]))
                 finally:
                     self.in_index = outer
                 element = known_element(self.rows, form, name, index)
@@ -268,6 +270,15 @@ class KernelBuilder:
         variables of *index_map* substituted and bindings read via
         :meth:`_read` in *ctx*."""
         return self.translator(node, index_map, ctx)(expr)
+
+    def translate_range(self, rng: DataRange, node: IndexLambda,
+                        index_map: dict[str, Any], ctx: StoreContext) -> DataRange:
+        """*rng*'s bounds (parts of *node*'s body) translated as
+        :meth:`translate_expr` does, in plain index arithmetic."""
+        def bounds(values: tuple) -> tuple:
+            return tuple(plain_index_arithmetic(
+                self.translate_expr(b, node, index_map, ctx)) for b in values)
+        return DataRange(bounds(rng.lower), bounds(rng.upper))
 
     def translator(self, node: IndexLambda, index_map: dict[str, Any],
                    ctx: StoreContext) -> RangeTranslator:

@@ -23,7 +23,7 @@ import pymbolic.primitives as prim
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
 from ftlazy.target.loopy.plan import ArrayPlan
-from ftlazy.target.loopy.ranges import DataRange, data_dependent_range, element_rows
+from ftlazy.target.loopy.ranges import data_dependent_range, element_rows
 from ftlazy.target.loopy.scopes import Scope, StoreContext
 
 if TYPE_CHECKING:
@@ -49,9 +49,7 @@ def _emit_accumulated(kb: KernelBuilder, node: IndexLambda, name: str,
     inames0, index0 = kb.loop_nest(node.shape[:1], scope, cheap=False)
     ctx = StoreContext(scope, inames0, index0, None)
     outer_map = {"_0": index0[0]}
-    translated = DataRange(
-        tuple(kb.translate_expr(b, node, outer_map, ctx) for b in rng.lower),
-        tuple(kb.translate_expr(b, node, outer_map, ctx) for b in rng.upper))
+    translated = kb.translate_range(rng, node, outer_map, ctx)
     j = kb.ranged_iname(translated, ctx)
     trailing = tuple(node.shape[1:])
     roles: dict[str, list[str]] = {}
