@@ -30,7 +30,8 @@ RTOL = 1e-12
 
 def ref_slide(x: np.ndarray, size: int, stride: int = 1, dilation: int = 1,
               padding: int = 0, pad_value: Any = 0) -> np.ndarray:
-    """Windows of *x* from the definition, or None if no window fits."""
+    """Windows of *x* from the definition, or None if their count
+    ``(n + 2*padding - span) // stride + 1`` is negative."""
     n = len(x)
 
     def padded(j: int) -> Any:
@@ -38,7 +39,7 @@ def ref_slide(x: np.ndarray, size: int, stride: int = 1, dilation: int = 1,
         return x[i] if 0 <= i < n else np.full(x.shape[1:], pad_value, x.dtype)
 
     span = dilation * (size - 1) + 1
-    if n + 2 * padding < span:
+    if (n + 2 * padding - span) // stride + 1 < 0:
         return None
     windows = []
     w = 0
@@ -143,16 +144,34 @@ def test_slide_numpy_integers_accepted():
 
 
 @pytest.mark.parametrize(("kwargs", "length"), [
-    ({"size": 7}, 6),
-    ({"size": 4, "dilation": 2}, 6),          # spans 7
-    ({"size": 9, "padding": 1}, 6),           # 8 padded positions
-    ({"size": 1}, 0),
+    ({"size": 8}, 6),
+    ({"size": 4, "dilation": 2}, 5),          # spans 7
+    ({"size": 10, "padding": 1}, 6),          # 8 padded positions
+    ({"size": 2}, 0),
+    ({"size": 5, "stride": 2}, 2),            # (2 - 5) // 2 + 1 = -1
 ])
 def test_slide_window_longer_than_static_sequence(kwargs, length):
     x = ft.make_placeholder("x", (length,), np.float64)
     with pytest.raises(ValueError, match="size=") as info:
         ft.slide(x, **kwargs)
     assert f"length {length}" in str(info.value)
+    assert "is negative" in str(info.value)
+
+
+@pytest.mark.parametrize(("kwargs", "length"), [
+    ({"size": 7}, 6),
+    ({"size": 4, "dilation": 2}, 6),
+    ({"size": 1}, 0),
+    ({"size": 3, "padding": 1}, 0),
+    ({"size": 5, "stride": 2}, 3),            # (3 - 5) // 2 + 1 = 0
+])
+def test_slide_with_no_window_is_empty(kwargs, length):
+    # API.md's count (L + 2*padding - span) // stride + 1 is 0 here
+    x = ft.make_placeholder("x", (length,), np.float64)
+    w = ft.slide(x, **kwargs)
+    assert w.shape == (0, kwargs["size"])
+    assert ref_slide(np.ones(length), **kwargs).shape == (0, kwargs["size"])
+    assert ft.evaluate_numpy(w, x=np.ones(length)).shape == (0, kwargs["size"])
 
 
 def test_slide_window_exactly_fits_static_sequence():
@@ -229,15 +248,21 @@ def test_slide_stride_on_symbolic_length():
     x = ft.make_placeholder("x", (2 * n + 1,), np.float64)
     windows = ft.slide(x, 3, stride=2, padding=1).shape[0]
     assert ft.shapes.prove_equal(windows, ft.shapes.normalize_component(n + 1))
-    # a window that provably fits needs no run-time guard; even one of
-    # size 1 does not fit an empty sequence (as in numpy's
-    # sliding_window_view)
-    w = ft.slide(X_SYMBOLIC, 1, padding=1)
-    assert "_fits" not in w.bindings
-    assert "_fits" in ft.slide(X_SYMBOLIC, 1).bindings
+    # a count that is provably not negative needs no run-time guard: an
+    # empty sequence has no window of size 1, or of "same" padding (API.md's
+    # count, 0; numpy's sliding_window_view refuses it)
+    for size, padding in ((1, 0), (3, 1), (5, 2)):
+        w = ft.slide(X_SYMBOLIC, size, padding=padding)
+        assert "_fits" not in w.bindings
+        got = ft.evaluate_numpy(w, xs=np.zeros((0, 2)))
+        assert got.shape == (0, size, 2)
+    assert "_fits" in ft.slide(X_SYMBOLIC, 2).bindings
     with pytest.raises(ValueError, match="ft.slide: a sequence of fewer than "
-                       "1 rows holds no window of size 1"):
-        ft.evaluate_numpy(ft.slide(X_SYMBOLIC, 1), xs=np.zeros((0, 2)))
+                       "2 rows gives a negative number of windows of size 3"):
+        ft.evaluate_numpy(ft.slide(X_SYMBOLIC, 3), xs=np.zeros((0, 2)))
+    np.testing.assert_array_equal(  # one row short of a window: none
+        ft.evaluate_numpy(ft.slide(X_SYMBOLIC, 3), xs=np.ones((2, 2))),
+        np.zeros((0, 3, 2)))
 
 # }}}
 
@@ -250,7 +275,8 @@ def check_symbolic_slide(evaluate: Callable[..., Any], windows: Any,
     :class:`ValueError` at run time where no window fits (never garbage)."""
     want = ref_slide(data, **params)
     if want is None:
-        with pytest.raises(ValueError, match="ft.slide: .* holds no window"):
+        with pytest.raises(ValueError, match="ft.slide: .* negative number of "
+                           "windows"):
             evaluate(windows, x=data)
     else:
         np.testing.assert_array_equal(evaluate(windows, x=data), want)
@@ -443,9 +469,10 @@ def test_slide_of_computed_sequence_compiled():
         data = seq_data(rng, length, ())
         np.testing.assert_allclose(f(x=data), ref_slide(np.exp(data) + 1, 3, 1, 2),
                                    rtol=1e-12)
-    with pytest.raises(ValueError, match="fewer than 5 rows holds no window "
-                       "of size 3 \\(dilation 2"):
-        f(x=np.ones(4))
+    assert f(x=np.ones(4)).shape == (0, 3)
+    with pytest.raises(ValueError, match="fewer than 4 rows gives a negative "
+                       "number of windows of size 3 \\(dilation 2"):
+        f(x=np.ones(3))
 
 
 def test_shifted_slide_compiled():
@@ -549,11 +576,14 @@ def test_jagged_slide_element_too_short(run):
     rng = np.random.default_rng(10)
     ok = _jagged_batch(rng, [3, 5], (2,))
     _check_jagged(run(ys, xs=ok), [ref_slide(b, 3) for b in ok])
-    # one element of length 2 (exactly one short: the guard catches it) and
-    # one empty one
-    for lengths in ([3, 2, 5], [4, 0]):
+    # an element one row short of a window has none; shorter ones (one
+    # row, or empty) are refused, naming the element
+    short = _jagged_batch(rng, [3, 2, 5], (2,))
+    _check_jagged(run(ys, xs=short), [ref_slide(b, 3) for b in short])
+    for lengths in ([3, 1, 5], [4, 0]):
         with pytest.raises(ValueError, match="element 1: ft.slide: a sequence "
-                           "of fewer than 3 rows holds no window of size 3"):
+                           "of fewer than 2 rows gives a negative number of "
+                           "windows of size 3"):
             run(ys, xs=_jagged_batch(rng, lengths, (2,)))
 
 
@@ -562,7 +592,8 @@ def test_jagged_conv1d(run):
     bank = np.random.default_rng(11).standard_normal((3, 2, 4))
     ys = ft.map(lambda s: ft.einsum("wkc,kco->wo", ft.slide(s, 3, padding=1),
                                     bank), XS)
-    batch = _jagged_batch(np.random.default_rng(12), [4, 1, 6, 1], (2,))
+    # (an empty sequence: "same" padding gives it no windows, no output)
+    batch = _jagged_batch(np.random.default_rng(12), [4, 1, 0, 6, 1], (2,))
     want = [np.einsum("wkc,kco->wo", ref_slide(b, 3, padding=1), bank)
             for b in batch]
     _check_jagged(run(ys, xs=batch), want)

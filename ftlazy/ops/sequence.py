@@ -10,13 +10,14 @@ ordinary DAG nodes (:class:`~ftlazy.array.IndexLambda` reads, plus a
 symbolic length), so they compose with every other operation and run
 through ``ft.evaluate_numpy`` and ``ft.compile``.
 
-Window counts and run-time checks. :func:`slide` needs the (padded)
-sequence to hold at least one window: ``L + 2*padding >= dilation*(size -
-1) + 1``. With a static length this is checked when the node is built
-(:class:`ValueError`). With a symbolic length it is checked at run time,
-before anything is computed: the windows carry an unread, zero-size guard
-array of shape ``(L + 2*padding - dilation*(size - 1) - 1, 0)`` whose
-first axis is negative exactly when the sequence is too short, and every
+Window counts and run-time checks. :func:`slide` gives ``(L + 2*padding
+- dilation*(size - 1) - 1) // stride + 1`` windows, which must not be
+negative: 0 is an empty result (an empty sequence with "same" padding has
+no windows), a sequence shorter still is an error. With a static length
+this is checked when the node is built (:class:`ValueError`). With a
+symbolic length it is checked at run time, before anything is computed:
+the windows carry an unread, zero-size guard array of shape ``(count, 0)``
+whose first axis is negative exactly when the count is, and every
 evaluator refuses negative shapes (:class:`ValueError`). Inside a compiled
 map over a FractalTensor the same guard makes an element that is too short
 a :class:`ValueError` naming the element.
@@ -134,18 +135,20 @@ def _elem_indices(a: Array, first: int) -> tuple[Any, ...]:
 def _window_count(length: ShapeComponent, size: int, dilation: int,
                   stride: int, padding: int) -> ShapeComponent:
     """``(length + 2*padding - span) // stride + 1`` as an affine shape
-    component; :class:`ValueError` if a static sequence holds no window or
-    the count of a symbolic one is not affine."""
+    component; :class:`ValueError` if that is negative for a static
+    sequence, or not affine for a symbolic one."""
     span = dilation * (size - 1) + 1
     room = sh.add(length, 2 * padding - span)   # free positions after one window
     if isinstance(room, int):
-        if room < 0:
+        if room // stride + 1 < 0:
             raise ValueError(
                 f"slide: a window of size={size} with dilation={dilation} spans "
                 f"{span} positions, more than the sequence of length {length}"
                 + (f" padded by {padding} on each side ({length + 2 * padding})"
                    if padding else "")
-                + "; pass a smaller size (or dilation), or padding")
+                + f" can reach with stride={stride} (the number of windows, "
+                f"({room}) // {stride} + 1, is negative); pass a smaller size "
+                "(or dilation), or padding")
         return room // stride + 1
     form = sh.to_affine(room)
     if any(c % stride for c in form.coeffs.values()):
@@ -168,12 +171,14 @@ def slide(seq: Any, size: int, stride: int = 1, dilation: int = 1,
         result[w, k] = padded[w*stride + k*dilation]
 
     where ``padded`` is *seq* with *padding* rows of *pad_value* before and
-    after it (``padded[j] = seq[j - padding]`` inside the sequence). The
-    padded sequence must hold at least one window: a static length that does
-    not is a :class:`ValueError` here, a symbolic one a :class:`ValueError`
-    at run time (see the module docs). *size*, *stride* and *dilation* must
-    be integers of at least 1 and *padding* a non-negative integer
-    (:class:`TypeError` / :class:`ValueError` naming the argument);
+    after it (``padded[j] = seq[j - padding]`` inside the sequence). A
+    count of 0 is an empty result (an empty sequence with "same" padding,
+    ``2*padding == dilation*(size - 1)``, has no windows); a negative one
+    (a sequence shorter still) is a :class:`ValueError`: here for a static
+    length, at run time for a symbolic one (see the module docs). *size*,
+    *stride* and *dilation* must be integers of at least 1 and *padding* a
+    non-negative integer (:class:`TypeError` / :class:`ValueError` naming
+    the argument);
     *pad_value* a number that the sequence's dtype holds exactly.
     """
     size = _int_arg(size, "size", "slide", 1)
@@ -196,19 +201,19 @@ def slide(seq: Any, size: int, stride: int = 1, dilation: int = 1,
     else:
         expr = read
     bindings: dict[str, Array] = {"_in0": a}
-    room = sh.add(length, 2 * padding - span)
-    if not isinstance(room, int) and not sh.prove_le(0, room):
-        # unread; its shape is negative exactly when no window fits, which
+    if not isinstance(count, int) and not sh.prove_le(0, count):
+        # unread; its shape is negative exactly when the count is, which
         # every evaluator refuses before computing anything. (It binds the
         # sequence, unread too, so that in a map body it stays in the body
         # with the element's length rather than being hoisted out of it.)
-        needed = span - 2 * padding
+        needed = span - 2 * padding - stride
         bindings["_fits"] = IndexLambda(
-            np.int8(0), (room, 0), np.int8, {"_seq": a}).tagged(
+            np.int8(0), (count, 0), np.int8, {"_seq": a}).tagged(
             ShapeRequirement(
-                f"ft.slide: a sequence of fewer than {needed} rows holds no "
-                f"window of size {size} (dilation {dilation}, padding "
-                f"{padding})"))
+                f"ft.slide: a sequence of fewer than {needed} rows gives a "
+                f"negative number of windows of size {size} (dilation "
+                f"{dilation}, padding {padding}, stride {stride}; a window "
+                f"spans {span} rows)"))
     return IndexLambda(expr, (count, size) + tuple(a.shape[1:]), a.dtype,
                        bindings)
 
