@@ -194,14 +194,41 @@ class Jagged(Node):
     def __invert__(self) -> Jagged: return self.with_values(~self.values)
 
     def __matmul__(self, other: Any) -> Jagged:
-        from ftlazy.ops import asarray
+        """``leaf @ other`` for every leaf (numpy's matmul rules per leaf;
+        *other* dense, at least 1-d, its batch axes broadcast with a leaf's
+        own)."""
+        from ftlazy.ops import asarray, expand_dims, squeeze
+        if isinstance(other, Jagged):
+            raise TypeError(
+                f"FractalTensor @ FractalTensor ({self!r} @ {other!r}): the "
+                "right operand must be dense; multiply elements pairwise "
+                "with ft.map(lambda a, b: a @ b, xs, ys)")
         other = asarray(other)
-        if isinstance(other, Jagged) or other.ndim != 2 or len(self.elem_shape) != 1:
+        leaf = self.elem_shape
+        if other.ndim == 0 or not leaf:
             raise ValueError(
-                f"FractalTensor @ W needs vector leaves and a dense 2-D W, got "
-                f"leaves of shape {sh.shape_str(self.elem_shape)} and W of "
-                f"shape {sh.shape_str(other.shape)}")
-        return self.with_values(self.values @ other)
+                f"FractalTensor @ W needs leaves and a dense W of at least "
+                f"one axis each; got leaves of shape {sh.shape_str(leaf)} "
+                f"and W of shape {sh.shape_str(other.shape)}")
+        inner = other.shape[-2] if other.ndim >= 2 else other.shape[0]
+        if not sh.prove_equal(leaf[-1], inner):
+            raise ValueError(
+                f"FractalTensor @ W: the leaves' last axis ({leaf[-1]}, leaf "
+                f"shape {sh.shape_str(leaf)}) does not match W's "
+                f"{'second-to-last' if other.ndim >= 2 else 'only'} axis "
+                f"({inner}, W of shape {sh.shape_str(other.shape)})")
+        values = self.values  # (rows, *leaf)
+        if other.ndim <= 2:
+            return self.with_values(values @ other)
+        # W has batch axes: the leaf (a row if 1-d) gets unit batch axes
+        # after the rows' axis, so that the rows stay an axis of their own
+        if len(leaf) == 1:
+            values = expand_dims(values, 1)
+        for _ in range(other.ndim - max(len(leaf), 2)):
+            values = expand_dims(values, 1)
+        product = values @ other
+        return self.with_values(squeeze(product, -2) if len(leaf) == 1
+                                else product)
 
     def astype(self, dtype: Any) -> Jagged:
         return self.with_values(self.values.astype(dtype))

@@ -636,6 +636,38 @@ def test_leafwise_dense_layer(run, lengths):
     assert_jagged(got, [np.tanh(s @ Wv + bv) for s in batch], (4,))
 
 
+@pytest.mark.parametrize("leaf, w_shape", [
+    ((2, 3), (3, 4)), ((2, 3), (3,)), ((3,), (3,)), ((5, 2, 3), (3, 4)),
+    ((2, 3), (6, 3, 4)), ((3,), (6, 3, 4)), ((1, 2, 3), (6, 3, 4)),
+    ((4, 2, 3), (5, 1, 3, 2))], ids=str)
+def test_leafwise_matmul_follows_numpy_per_leaf(run, leaf, w_shape):
+    # (tile leaves were refused; API.md: @ applies to every leaf)
+    xs = ft.make_jagged_placeholder("xs", leaf, np.float64, depth=2)
+    W = ft.make_placeholder("W", w_shape, np.float64)
+    rng = np.random.default_rng(4)
+    batch = [rng.standard_normal((n, *leaf)) for n in (2, 0, 3)]
+    Wv = rng.standard_normal(w_shape)
+    leaf_out = np.matmul(np.zeros(leaf), Wv).shape
+    want = [np.array([x @ Wv for x in s]).reshape((len(s), *leaf_out))
+            for s in batch]
+    assert_jagged(run(xs @ W, xs=batch, W=Wv), want, leaf_out)
+    assert_jagged(run(ft.matmul(xs, W), xs=batch, W=Wv), want, leaf_out)
+
+
+@pytest.mark.parametrize("leaf, w_shape, match", [
+    ((), (3,), r"leaves of shape \(\) and W of shape \(3,\)"),
+    ((3,), (), r"leaves of shape \(3,\) and W of shape \(\)"),
+    ((3,), (4, 2), r"last axis \(3, leaf shape \(3,\)\) does not match W's "
+     r"second-to-last axis \(4, W of shape \(4, 2\)\)"),
+    ((2, 3), (2,), r"does not match W's only axis \(2")])
+def test_leafwise_matmul_refuses_unaligned_operands(leaf, w_shape, match):
+    xs = ft.make_jagged_placeholder("xs", leaf, np.float64, depth=2)
+    with pytest.raises(ValueError, match=match):
+        xs @ np.ones(w_shape)
+    with pytest.raises(TypeError, match="FractalTensor @ FractalTensor"):
+        xs @ xs
+
+
 #: leaf-wise operations on a FractalTensor with elem_shape (3,):
 #: (lazy, numpy reference); each must keep the structure
 LEAFWISE = {
@@ -913,9 +945,9 @@ def test_leafwise_build_time_structure_errors():
         xs - d3
     with pytest.raises(ValueError):
         xs + np.ones(4)  # does not broadcast against the elements (3,)
-    with pytest.raises(ValueError, match="2-D W"):
+    with pytest.raises(ValueError, match="does not match W's second-to-last"):
         xs @ ft.make_placeholder("W3", (3, 4, 2), np.float64)
-    with pytest.raises(ValueError, match="vector leaves"):
+    with pytest.raises(ValueError, match="leaves and a dense W of at least"):
         ft.make_jagged_placeholder("sc", (), np.float64, depth=2) @ np.ones((1, 2))
     with pytest.raises(ValueError):
         xs @ np.ones((2, 4))  # inner dimensions 3 and 2

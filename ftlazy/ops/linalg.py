@@ -152,7 +152,11 @@ def _check_aligned(ka: ShapeComponent, kb: ShapeComponent, a: Array, b: Array,
 def matmul(a: Any, b: Any) -> Array:
     """``numpy.matmul(a, b)`` (the ``@`` operator): 1-d operands are
     promoted to a row (``a``) or a column (``b``) that is removed from the
-    result; leading (batch) dimensions broadcast."""
+    result; leading (batch) dimensions broadcast. A FractalTensor *a*
+    multiplies each of its leaves by a dense *b* (``xs @ W``)."""
+    from ftlazy.fractal_tensor import Jagged
+    if isinstance(a, Jagged):
+        return a @ b
     a, b = as_array(a), as_array(b)
     for i, x in enumerate((a, b)):
         if x.ndim == 0:
