@@ -788,3 +788,35 @@ def test_complex_division_as_numpys(dtype):
                                           np.signbit(w) | np.isnan(w),
                                           err_msg=name)
             np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def _bitwise_comparison_cases():
+    x = ft.make_placeholder("x", (16,), np.int32)
+    return [
+        ft.equal(x & 1, 0), ft.greater(x | 4, 4), ft.less(x ^ 1, 3),
+        ft.not_equal(x & 3, x | 3), (x & 2).astype(bool), ft.any(x & 16),
+        ft.where(x & 2, 1, 0), ft.logical_not(x & 4),
+        ft.equal(ft.equal(x, 3), ft.less(x, 5)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_bitwise_operands_of_comparisons(case):
+    # (loopy printed (x & 1) == 0 with Python's precedences, as
+    # x & 1 == 0, which C reads as x & (1 == 0))
+    lazy = _bitwise_comparison_cases()[case]
+    data = np.arange(16, dtype=np.int32)
+    np.testing.assert_array_equal(ft.compile(lazy)(x=data),
+                                  ft.evaluate_numpy(lazy, x=data))
+
+
+def test_conditions_keep_the_widening_of_data():
+    # (int64 casts were dropped in every condition: the square of an int32
+    # read overflowed in int32 inside a where)
+    y = ft.make_placeholder("y", (4,), np.int32)
+    square = y.astype(np.int64) * y.astype(np.int64)
+    data = np.array([50000, 3, -50000, 70000], np.int32)
+    for lazy in (ft.where(square > 2**31, 1, 0),
+                 ft.where(y.astype(np.int64) + 2**31 > 2**32, y, -y)):
+        np.testing.assert_array_equal(ft.compile(lazy)(y=data),
+                                      ft.evaluate_numpy(lazy, y=data))

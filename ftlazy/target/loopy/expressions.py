@@ -28,7 +28,8 @@ from loopy.translation_unit import add_callable_to_table
 from loopy.symbolic import TypeCast as LoopyTypeCast
 from loopy.types import NumpyType
 
-from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, TypeCast
+from ftlazy.scalar_expr import (
+    ExprIdentityMapper, Reduce, TypeCast, iter_subexpressions)
 
 #: numpy function names -> OpenCL C names
 C_FUNCTIONS = {
@@ -394,10 +395,10 @@ class _Minimum(_Extremum):
 
 
 class _IntegerCastRemover(IdentityMapper):
-    """Drops widening casts to int64 in indices and conditions: an index
-    read from an inlined integer array (``ft.arange``'s ``(int64) i``)
-    is computed in the index's own type, and loopy's affine analysis of
-    indices and guards (its bounds check) cannot see through casts."""
+    """Drops widening casts to int64 in indices: an index read from an
+    inlined integer array (``ft.arange``'s ``(int64) i``) is computed in
+    the index's own type, and loopy's affine analysis of indices cannot see
+    through casts."""
 
     def map_type_cast(self, expr: LoopyTypeCast) -> Any:
         child = self.rec(expr.child)
@@ -484,6 +485,7 @@ class Translator(ExprIdentityMapper):
         self.fresh_iname = fresh_iname
         self.declare_size = declare_size
         self.in_index = False
+        self.in_condition = False
 
     # {{{ typed constants
 
@@ -541,7 +543,12 @@ class Translator(ExprIdentityMapper):
 
     def map_if(self, expr: prim.If) -> Any:
         dtype = self._value_dtype(expr)
-        return prim.If(plain_index_arithmetic(self.rec(expr.condition)),
+        outer, self.in_condition = self.in_condition, True
+        try:
+            condition = self.rec(expr.condition)
+        finally:
+            self.in_condition = outer
+        return prim.If(condition,
                        self._typed(expr.then, dtype),
                        self._typed(expr.else_, dtype))
 
@@ -606,6 +613,12 @@ class Translator(ExprIdentityMapper):
             op = _Maximum() if op == "max" else _Minimum()
         return Reduction(op, tuple(inames), inner)
 
+    def _reads_data(self, expr: Any) -> bool:
+        """Whether ftlazy expression *expr* reads an array (a binding)."""
+        return any(isinstance(e, prim.Subscript)
+                   or (isinstance(e, prim.Variable) and e.name in self.bindings)
+                   for e in iter_subexpressions(expr))
+
     def map_type_cast(self, expr: TypeCast) -> Any:
         child = self.rec(expr.child)
         if expr.dtype.kind != "c" and expr_kind(expr.child, self.bindings) == "c":
@@ -614,9 +627,12 @@ class Translator(ExprIdentityMapper):
             if expr.dtype == np.bool_:
                 return complex_comparison(complex_parts(child), "!=", (0, 0))
             child = complex_parts(child)[0]
-        if self.in_index and expr.dtype == np.int64:
-            # widening an index read from data: C converts implicitly, and
-            # loopy's affine analysis of indices cannot see through casts
+        if expr.dtype == np.int64 and (self.in_index or (
+                self.in_condition and not self._reads_data(expr.child))):
+            # widening an index read from data, or index arithmetic in a
+            # condition (a guard): C converts implicitly, and loopy's affine
+            # analysis of indices and guards cannot see through casts. (A
+            # condition on data keeps its casts: (long) y * (long) y > 2**31.)
             return child
         if expr.dtype == np.bool_:
             return _compare(child, "!=", 0)

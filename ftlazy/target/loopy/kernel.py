@@ -42,6 +42,7 @@ from ftlazy.target.loopy.expressions import (
     storage_dtype)
 from ftlazy.target.loopy.storage import MAX_STEP_KINDS, has_reduce
 import ftlazy.target.loopy.condition_sets  # noqa: F401  (patches loopy once)
+import ftlazy.target.loopy.c_precedence  # noqa: F401  (patches loopy once)
 import ftlazy.target.loopy.grid_axes  # noqa: F401  (patches loopy once)
 from ftlazy.target.loopy.vectorize import ELEMENTWISE_BUILTINS, vector_view
 from ftlazy.target.loopy.vector_values import (
