@@ -13,7 +13,9 @@ integer computed in the unsigned type of its width to wrap as numpy's do,
 :class:`~pymbolic.mapper.UnsupportedExpressionError` instead, which stopped
 code generation. :func:`_patch_loopy` makes the guard treat that error as
 the non-affine expression it is (applied once at import, before any kernel
-is built).
+is built). The same holds for a float constant in a condition, which
+loopy converts with ``int()`` (an infinity raises :class:`OverflowError`,
+a NaN gives no affine function at all).
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ def _patch_loopy() -> None:
                                   **kwargs: Any) -> Any:
         try:
             return original(f, space, expr, *args, **kwargs)
-        except UnsupportedExpressionError as err:
+        except (UnsupportedExpressionError, OverflowError, ValueError,
+                AttributeError) as err:
+            # (a float constant: int() of an infinity or NaN, and a NaN
+            # that is no PwAff)
             raise ExpressionToAffineConversionError(
                 f"could not convert expression '{expr}' to affine "
                 f"representation: {err}") from None

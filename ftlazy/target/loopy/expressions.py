@@ -257,15 +257,47 @@ def register_builtins(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
     return t_unit
 
 
-def _compare(left: Any, op: str, right: Any) -> prim.Comparison:
+def _compare(left: Any, op: str, right: Any) -> Any:
     """``left op right``; an operand that is itself a comparison is cast to
     ``char``, because loopy prints nested comparisons without parentheses
-    (``a != 0 != b != 0``) and C then parses them left to right."""
+    (``a != 0 != b != 0``) and C then parses them left to right. Two
+    numbers compare now (``inf < 0.0`` in the division by an infinite
+    constant), as numpy compares them: loopy's analysis of conditions reads
+    constants with ``int()``."""
+    known = _known_number(left), _known_number(right)
+    if known[0] is not None and known[1] is not None:
+        return np.int8(_COMPARISONS[op](*known))
+
     def wrap(e: Any) -> Any:
         if isinstance(e, prim.Comparison):
             return LoopyTypeCast(np.dtype(np.int8), e)
         return e
     return prim.Comparison(wrap(left), op, wrap(right))
+
+
+_COMPARISONS = {"<": np.less, "<=": np.less_equal, ">": np.greater,
+                ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal}
+
+
+#: OpenCL C's double infinity (loopy types it as one)
+_HUGE_VAL = prim.Variable("HUGE_VAL")
+
+
+def _known_number(e: Any) -> Any:
+    """The real number a translated constant *e* stands for (a cast one,
+    NaN and double infinities included), else None."""
+    if isinstance(e, LoopyTypeCast) and e.type.numpy_dtype.kind == "f":
+        e = e.child
+    if isinstance(e, prim.NaN):
+        return np.nan
+    if e == _HUGE_VAL:
+        return np.inf
+    if e == -1 * _HUGE_VAL:
+        return -np.inf
+    if isinstance(e, (int, float, np.integer, np.floating)) and not isinstance(
+            e, (bool, np.bool_)):
+        return e
+    return None
 
 
 class _Extremum(ScalarReductionOperation):
@@ -561,6 +593,12 @@ class Translator(ExprIdentityMapper):
                 and expr == np.iinfo(expr.dtype).min):
             # C reads the literal -2147483648 as a wider type
             return LoopyTypeCast(expr.dtype, expr.dtype.type(expr + 1)) - 1
+        if isinstance(expr, np.float64) and not np.isfinite(expr):
+            # loopy prints a double infinity as INFINITY, a float in OpenCL
+            # C: a call of a double and it, atan2(INFINITY, x), is ambiguous
+            if np.isnan(expr):
+                return prim.NaN(np.float64)
+            return _HUGE_VAL if expr > 0 else -1 * _HUGE_VAL
         return expr
 
     def map_variable(self, expr: prim.Variable) -> Any:
@@ -697,6 +735,12 @@ class Translator(ExprIdentityMapper):
             return prim.Variable("_ft_cpow")(
                 self._complex_operand(expr.base, expr),
                 self._complex_operand(expr.exponent, expr))
+        if (isinstance(expr.exponent, (float, np.floating))
+                and expr.exponent == 0.5
+                and expr_kind(expr.base, self.bindings) == "f"):
+            # numpy takes a constant exponent 0.5 as sqrt: -0.0 and NaN
+            # for -0.0 and -inf, where pow gives 0.0 and inf
+            return prim.Variable("sqrt")(self.rec(expr.base))
         return super().map_power(expr)
 
     def map_call(self, expr: prim.Call) -> Any:
@@ -823,6 +867,8 @@ def expr_dtype(expr: Any, bindings: Any) -> np.dtype | None:
 def _float_divmod(a: Any, b: Any, dtype: np.dtype) -> tuple[Any, Any]:
     """numpy's ``npy_divmod``: the floor quotient and the remainder (with
     the divisor's sign) of floats *a* and *b*, signed zeros included."""
+    if _known_number(b) is not None and np.isnan(_known_number(b)):
+        return b, b  # (x // nan and x % nan are NaN)
     zero, one, half = dtype.type(0), dtype.type(1), dtype.type(0.5)
     copysign = prim.Variable("copysign")
     fm = prim.Variable("fmod")(a, b)
