@@ -173,12 +173,42 @@ def test_linspace(args, kwargs):
     np.testing.assert_allclose(step, expected_step, equal_nan=True)
 
 
+@pytest.mark.parametrize("args, kwargs", [
+    ((0, 1), {}), ((1, 0), {"endpoint": False}), ((-3, 7), {"dtype": np.int64}),
+    ((2, 2), {}), ((0, 1e-320), {}), ((0, 1 + 1j), {}),
+    ((np.float32(0), 1), {}), ((5, -5), {"dtype": np.float32}),
+])
+def test_linspace_of_symbolic_length(args, kwargs):
+    # (num = a size parameter: "'SizeParam' object cannot be interpreted as
+    # an integer")
+    n = ft.make_size_param("n")
+    lazy, step = ft.linspace(*args, n, retstep=True, **kwargs)
+    both = ft.make_dict_of_named_arrays({"samples": lazy, "step": step})
+    f = ft.compile(both)
+    for num in (0, 1, 2, 7):
+        want, want_step = np.linspace(*args, num, retstep=True, **kwargs)
+        for got in (ft.evaluate_numpy(both, n=num), f(n=num)):
+            assert got["samples"].dtype == want.dtype
+            np.testing.assert_allclose(got["samples"], want, rtol=1e-6)
+            np.testing.assert_allclose(got["step"], want_step, rtol=1e-6,
+                                       equal_nan=True)
+
+
+def test_linspace_over_each_sequence():
+    xs = ft.make_jagged_placeholder("xs", (2,), np.float64, depth=2)
+    ramp = ft.map(lambda s: s * ft.linspace(0.0, 1.0, s.shape[0])[:, None], xs)
+    batch = [np.ones((3, 2)), np.ones((0, 2)), np.full((1, 2), 2.0)]
+    for got in (ft.evaluate_numpy(ramp, xs=batch), ft.compile(ramp)(xs=batch)):
+        for g, s in zip(got.tolist(), batch, strict=True):
+            np.testing.assert_allclose(g, s * np.linspace(0, 1, len(s))[:, None])
+
+
 def test_linspace_errors():
     with pytest.raises(ValueError, match="-1.*non-negative"):
         ft.linspace(0, 1, -1)
     with pytest.raises(TypeError, match="start and stop must be scalars"):
         ft.linspace(np.zeros(2), 1)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="num must be an int or an affine"):
         ft.linspace(0, 1, 2.5)
 
 

@@ -221,12 +221,22 @@ def linspace(start: Scalar, stop: Scalar, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None) -> Any:
     """*num* evenly spaced values from *start* to *stop* (included if
     *endpoint*), computed as numpy computes them; integer dtypes floor the
-    values. *start* and *stop* must be scalars; *num* an int. With
-    *retstep*, returns ``(samples, step)``."""
+    values. *start* and *stop* must be scalars; *num* an int or an affine
+    expression of size parameters (``s.shape[0]`` of a sequence in a map
+    body). With *retstep*, returns ``(samples, step)`` (the step a 0-d
+    array where *num* is symbolic)."""
     for v in (start, stop):
         if not is_scalar(v):
             raise TypeError(f"linspace: start and stop must be scalars, got "
                             f"{type(v).__name__}")
+    if not isinstance(num, (int, np.integer)) or isinstance(num, (bool, np.bool_)):
+        try:
+            num = sh.normalize_component(num)
+        except (TypeError, ValueError):
+            raise TypeError(f"linspace: num must be an int or an affine "
+                            f"expression of size parameters, got {num!r}") from None
+        if not isinstance(num, int):
+            return _symbolic_linspace(start, stop, num, endpoint, retstep, dtype)
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be "
@@ -257,3 +267,43 @@ def linspace(start: Scalar, stop: Scalar, num: int = 50, endpoint: bool = True,
     result = IndexLambda(cast(body, dt, out), (num,), out, {})
     return (result, step) if retstep else result
 
+
+
+def _symbolic_linspace(start: Scalar, stop: Scalar, num: Any, endpoint: bool,
+                       retstep: bool, dtype: Any) -> Any:
+    """:func:`linspace` of a symbolic *num*: numpy's cases (no step for
+    fewer than two samples, a step that underflows to 0, the exact last
+    sample) chosen at run time."""
+    from ftlazy.ops.reductions import _count_expr
+    dt = np.result_type(start, stop, 1.0)
+    out = dt if dtype is None else normalize_dtype(dtype)
+    start_c = np.asarray(start).astype(dt)[()]
+    stop_c = np.asarray(stop).astype(dt)[()]
+    with np.errstate(all="ignore"):
+        delta = stop_c - start_c
+    count = _count_expr([num])
+    real = np.finfo(dt).dtype  # (the samples' count and index are real)
+    div = TypeCast(real, prim.Sum((count, np.int64(-1))) if endpoint else count)
+    has_step = prim.Comparison(div, ">", real.type(0))
+    step = prim.Quotient(delta, div)
+    i = TypeCast(real, index_var(0))
+    stepped: Any = prim.Product((i, step))
+    if dt.kind == "f":  # a step that underflows to 0: numpy scales by delta
+        stepped = prim.If(prim.Comparison(step, "==", dt.type(0)),
+                          prim.Product((prim.Quotient(i, div), delta)), stepped)
+    body: Any = prim.If(has_step, stepped, prim.Product((i, delta)))
+    body = prim.Sum((body, start_c))
+    if endpoint:  # the last of two or more samples is stop itself
+        last = prim.LogicalAnd((
+            prim.Comparison(index_var(0), "==", prim.Sum((count, np.int64(-1)))),
+            prim.Comparison(index_var(0), ">", np.int64(0))))
+        body = prim.If(last, stop_c, body)
+    if out.kind in "iu":
+        body = prim.Call(prim.Variable("floor"), (body,))
+    result = _created(cast(body, dt, out), (num,), out)
+    if not retstep:
+        return result
+    no_step = real.type(np.nan) if dt == real else TypeCast(dt, real.type(np.nan))
+    step_array = IndexLambda(prim.If(has_step, step, no_step), (), dt,
+                             dict(result.bindings))
+    return result, step_array
