@@ -60,6 +60,14 @@ BODIES = {
                                                      axis=0)),
                      lambda c, s: np.tanh(c + np.concatenate([s, 2 * s]).sum(0)),
                      "any"),
+    # rows read by index (these ran on the host)
+    "first_and_last": (lambda c, s: c + s[0] - 2 * s[-1],
+                       lambda c, s: c + s[0] - 2 * s[-1], "nonempty"),
+    "gathered": (lambda c, s: c + ft.sum(ft.gather(s, np.array([0, -1, 0])),
+                                         axis=0),
+                 lambda c, s: c + s[[0, -1, 0]].sum(axis=0), "nonempty"),
+    "last_of_scaled": (lambda c, s: ft.tanh(c + (s * c)[-1]),
+                       lambda c, s: np.tanh(c + (s * c)[-1]), "nonempty"),
 }
 
 OPS = {"fold": (ft.fold, False), "reduce": (ft.reduce, False),
@@ -94,6 +102,23 @@ def test_max_over_an_empty_element_is_refused(xs):
         ft.evaluate_numpy(result, xs=data)
     with pytest.raises(ValueError, match="element 1: zero-size array"):
         ft.compile(result)(xs=data)
+
+
+def test_rows_by_index_of_a_short_element_are_refused(xs):
+    # (an empty element, and one whose rest s[1:] is empty)
+    for body, data in ((lambda c, s: c + s[-1], batch([3, 0, 2])),
+                       (lambda c, s: c + s[1:][0], batch([3, 1, 2]))):
+        result = ft.scan(body, xs, ft.zeros(H))
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+            ft.evaluate_numpy(result, xs=data)
+        with pytest.raises(IndexError, match="out of range for the rows of its "
+                           "element"):
+            ft.compile(result)(xs=data)
+    # a long enough batch runs
+    long = batch([3, 2, 4])
+    for got in both(ft.scan(lambda c, s: c + s[1:][0], xs, ft.zeros(H)), xs=long):
+        np.testing.assert_allclose(got, numpy_scan(lambda c, s: c + s[1], long,
+                                                   np.zeros(H), True), **TOL)
 
 
 class Stats(NamedTuple):

@@ -16,6 +16,10 @@ along); the packed values are captured whole. In the body of step ``t``:
   read: the element itself reads ``values[offsets[t] + j]`` only for
   ``j < L_t``;
 * ``L`` itself (``s.shape[0]``, index arithmetic) is ``L_t``;
+* rows read by index from such an array (``s[-1]``, ``ft.gather(s, idx)``)
+  count negative indices from element ``t``'s own extent and are checked
+  against it at run time (an :class:`IndexError`, never a read of the
+  padding);
 * a reduction over an extent that involves ``L`` runs to the largest extent
   and masks the steps past element ``t``'s own extent with the reduction's
   neutral element; a max or min over an empty extent is refused at call
@@ -149,6 +153,29 @@ class _Padding:
                              + rest), 0)
         return IndexLambda(expr, new_shape, values.dtype,
                            {_VALUES: values, _START: start, _LEN: self.length})
+
+    def gather_rows(self, array: Array, indices: Array,
+                    form: tuple[int, int]) -> IndexLambda:
+        """Rows *indices* of padded *array* (axis 0 of extent *form* in the
+        element's length: ``s[-1]``, ``ft.gather(s, idx)``), as numpy
+        takes them from the element's own extent: negative ones count from
+        its end, and each is checked at run time against it
+        (:class:`~ftlazy.target.loopy.lowering.ElementRowsChecked`), never
+        reading the padding or beyond."""
+        from ftlazy.target.loopy.lowering import ElementRowsChecked
+        extents = IndexLambda(self.extent(form), indices.shape, _INT64,
+                              {_LEN: self.length})
+        position = tuple(index_var(k) for k in range(indices.ndim))
+        rest = tuple(index_var(indices.ndim + k) for k in range(array.ndim - 1))
+        v, x = _read("_v", position), _read("_x", position)
+        wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
+        inside = prim.LogicalAnd((prim.Comparison(wrapped, ">=", 0),
+                                  prim.Comparison(wrapped, "<", x)))
+        return IndexLambda(
+            prim.If(inside, _read("_a", (wrapped,) + rest), array.dtype.type(0)),
+            indices.shape + array.shape[1:], array.dtype,
+            {"_v": indices, "_x": extents, "_a": array},
+            tags=frozenset({ElementRowsChecked("_v", "_x")}))
 
     def index_lambda(self, node: IndexLambda, bindings: dict[str, Array]
                      ) -> IndexLambda:
@@ -547,12 +574,18 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
             values[node] = padding.index_lambda(
                 node, {name: values[b] for name, b in node.bindings.items()})
         elif isinstance(node, Gather):
-            if _in_shape(symbol, node.array) or node.axis != 0:
+            if node.axis != 0 or any(padding.form_of(c) is not None
+                                     for c in node.array.shape[1:]):
                 raise NotImplementedError(
                     f"compiling a gather inside a {jscan.what} is only "
-                    "supported along axis 0 of an array whose shape does not "
-                    "depend on the element")
-            values[node] = Gather(values[node.array], values[node.indices], 0)
+                    "supported along axis 0 of an array whose other axes do "
+                    "not depend on the element")
+            form = padding.form_of(node.array.shape[0])
+            if form is None:
+                values[node] = Gather(values[node.array], values[node.indices], 0)
+            else:
+                values[node] = padding.gather_rows(
+                    values[node.array], values[node.indices], form)
         elif isinstance(node, (Placeholder, DataWrapper, SizeParam)):
             values[node] = node
         elif isinstance(node, LoopResult) and isinstance(node.loop, Scan):
