@@ -218,3 +218,28 @@ def test_a_carry_changing_dtype_names_the_loop_and_a_python_init(loop):
         build(lambda c, a: c + a, v, ft.zeros((), np.int32))
     with pytest.raises(ValueError, match=f"{loop}: the body changes the shape"):
         build(lambda c, a: c + a * ft.ones(2), v, ft.zeros(()))
+
+
+def test_results_of_a_map_nothing_reads_need_no_inputs():
+    # (evaluate_numpy asked for 'b', which only the unused result reads;
+    # ft.compile does not)
+    a = ft.make_placeholder("a", (3, 2), np.float64)
+    b = ft.make_placeholder("b", (3,), np.float64)
+    w = ft.make_placeholder("w", (2,), np.float64)
+    first, second, third = ft.map(
+        lambda row, q: (ft.sum(row * w), q * 2, ft.map(lambda x: x * q, row)),
+        a, b)
+    av, bv, wv = np.arange(6.).reshape(3, 2), np.array([1., -2., 3.]), np.ones(2)
+    for evaluate in (ft.evaluate_numpy, lambda r, **kw: ft.compile(r)(**kw)):
+        np.testing.assert_allclose(evaluate(first, a=av, w=wv), av @ wv)
+        np.testing.assert_allclose(evaluate(second, b=bv), bv * 2)
+        np.testing.assert_allclose(evaluate(third, a=av, b=bv), av * bv[:, None])
+        both = evaluate(ft.make_dict_of_named_arrays({"f": first, "t": third}),
+                        a=av, b=bv, w=wv)
+        np.testing.assert_allclose(both["f"], av @ wv)
+        np.testing.assert_allclose(both["t"], av * bv[:, None])
+    with pytest.raises(ValueError, match="missing input.*'w'"):
+        ft.evaluate_numpy(first, a=av)
+    # inputs only the unused results read are accepted, and ignored
+    for evaluate in (ft.evaluate_numpy, lambda r, **kw: ft.compile(r)(**kw)):
+        np.testing.assert_allclose(evaluate(second, a=av, b=bv, w=wv), bv * 2)

@@ -30,6 +30,7 @@ from ftlazy.scalar_expr import Reduce, TypeCast
 from ftlazy.target.binding import (
     bind_inputs, check_shape_nonnegative, collect_inputs, collect_size_names)
 from ftlazy.transform.mappers import CachedMapper
+from ftlazy.transform.prune_outputs import prune_unused_map_results
 from ftlazy.fractal_access import (
     DerivedSize, HostIndexArray, check_body_results)
 from ftlazy.fractal_tensor import Jagged, JaggedMap
@@ -507,6 +508,12 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
         raise TypeError(f"evaluate_numpy expects an Array or DictOfNamedArrays, "
                         f"got {type(result).__name__}")
     check_not_body_local(roots, "evaluate_numpy")
+    # (maps' results that no root reads, and the inputs only they read, are
+    # dropped, as ft.compile lowers each result on its own)
+    pruned = dict(zip(roots, prune_unused_map_results(roots)))
+    if any(old is not new for old, new in pruned.items()):
+        inputs = _without_pruned_inputs(inputs, roots, list(pruned.values()))
+    roots = list(pruned.values())
     input_nodes = collect_inputs(roots)
     size_names = collect_size_names(roots)
     # size params that occur only in shapes are not nodes: collect_inputs
@@ -518,12 +525,36 @@ def evaluate_numpy(result: Array | DictOfNamedArrays, /, **inputs: Any) -> Any:
     evaluator.bind_derived_sizes(roots)
     owned = _Owned(list(arrays.values()) + [
         n.data for n in input_nodes if isinstance(n, DataWrapper)])
+
+    def rec(a: Array) -> Any:
+        return evaluator.rec(pruned.get(a, a))
+
     if isinstance(result, DictOfNamedArrays):
-        return {name: jagged_result(a, evaluator.rec) if isinstance(a, Jagged)
-                else owned(evaluator.rec(a)) for name, a in result.items()}
+        return {name: jagged_result(a, rec) if isinstance(a, Jagged)
+                else owned(rec(a)) for name, a in result.items()}
     if isinstance(result, Jagged):
-        return jagged_result(result, evaluator.rec)
-    return owned(evaluator.rec(result))
+        return jagged_result(result, rec)
+    return owned(rec(result))
+
+
+def _without_pruned_inputs(inputs: dict[str, Any], roots: list[Array],
+                           pruned: list[Array]) -> dict[str, Any]:
+    """*inputs* without those only the pruned results of maps read (a
+    program's input that it does not need is accepted and ignored, as by
+    compiled programs)."""
+    from ftlazy.fractal_tensor import JaggedInputPart
+
+    def names(nodes: list[Any]) -> set[str]:
+        found = set()
+        for n in nodes:
+            found.add(getattr(n, "name", None))
+            found |= {t.name for t in getattr(n, "tags", ())
+                      if isinstance(t, JaggedInputPart)}
+        return found
+
+    kept = names(collect_inputs(pruned)) | collect_size_names(pruned)
+    dropped = (names(collect_inputs(roots)) | collect_size_names(roots)) - kept
+    return {k: v for k, v in inputs.items() if k not in dropped}
 
 
 class _Owned:

@@ -261,11 +261,13 @@ def _compare(left: Any, op: str, right: Any) -> Any:
     """``left op right``; an operand that is itself a comparison is cast to
     ``char``, because loopy prints nested comparisons without parentheses
     (``a != 0 != b != 0``) and C then parses them left to right. Two
-    numbers compare now (``inf < 0.0`` in the division by an infinite
-    constant), as numpy compares them: loopy's analysis of conditions reads
-    constants with ``int()``."""
+    float numbers compare now (``inf < 0.0`` in the division by an
+    infinite constant), as numpy compares them: loopy's analysis of
+    conditions reads constants with ``int()``."""
     known = _known_number(left), _known_number(right)
-    if known[0] is not None and known[1] is not None:
+    if (known[0] is not None and known[1] is not None
+            and any(isinstance(k, (float, np.floating)) for k in known)):
+        # (integers stay: loopy's analysis of indices reads them exactly)
         return np.int8(_COMPARISONS[op](*known))
 
     def wrap(e: Any) -> Any:
