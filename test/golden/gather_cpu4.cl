@@ -12,7 +12,7 @@ __kernel void __attribute__ ((reqd_work_group_size(1, 1, 1))) ftlazy_kernel(__gl
     acc__ft_r8 = 9223372036854775807;
   _ft_v4 = _ft_in1[gid(0)];
   for (int _ft_r3 = 0; _ft_r3 <= 7; ++_ft_r3)
-    acc__ft_r3 = acc__ft_r3 + ((((_ft_v4 < 0l) ? _ft_v4 + 100l : _ft_v4) >= 0l && ((_ft_v4 < 0l) ? _ft_v4 + 100l : _ft_v4) < 100l) ? _ft_in0[8 * ((_ft_v4 < 0l) ? _ft_v4 + 100l : _ft_v4) + _ft_r3] : 0.0f);
+    acc__ft_r3 = acc__ft_r3 + ((((_ft_v4 < 0l) ? (long) ((ulong) (_ft_v4) + (ulong) (100l)) : _ft_v4) >= 0l && ((_ft_v4 < 0l) ? (long) ((ulong) (_ft_v4) + (ulong) (100l)) : _ft_v4) < 100l) ? _ft_in0[8 * ((_ft_v4 < 0l) ? _ft_v4 + 100l : _ft_v4) + _ft_r3] : 0.0f);
   _ft_out0[gid(0)] = acc__ft_r3;
   if (gid(0) == 0)
   {

@@ -28,6 +28,7 @@ from loopy.translation_unit import add_callable_to_table
 from loopy.symbolic import TypeCast as LoopyTypeCast
 from loopy.types import NumpyType
 
+from ftlazy.array import SizeParam
 from ftlazy.scalar_expr import (
     ExprIdentityMapper, Reduce, TypeCast, iter_subexpressions)
 
@@ -544,19 +545,33 @@ class Translator(ExprIdentityMapper):
                 operand = np.asarray(operand).astype(dtype)[()]
         return self.rec(operand)
 
+    def _wrapped_dtype(self, expr: Any, dtype: np.dtype | None
+                       ) -> np.dtype | None:
+        """The dtype whose wrapping :func:`_wrapping` gives *expr*: none for
+        64-bit arithmetic of sizes and indices alone (``n - 3``), which
+        cannot overflow and which loopy's analysis of bounds and guards
+        must read as plain sums."""
+        if (dtype is not None and dtype.itemsize == 8
+                and not self._reads_data(expr)):
+            return None
+        return dtype
+
     def map_sum(self, expr: prim.Sum) -> Any:
         dtype = self._value_dtype(expr)
         return _wrapping(prim.Sum, tuple(self._typed(c, dtype)
-                                         for c in expr.children), dtype)
+                                         for c in expr.children),
+                         self._wrapped_dtype(expr, dtype))
 
     def map_product(self, expr: prim.Product) -> Any:
         dtype = self._value_dtype(expr)
         return _wrapping(prim.Product, tuple(self._typed(c, dtype)
-                                             for c in expr.children), dtype)
+                                             for c in expr.children),
+                         self._wrapped_dtype(expr, dtype))
 
     def map_bitwise_not(self, expr: prim.BitwiseNot) -> Any:
+        dtype = self._value_dtype(expr)
         return _wrapping(lambda c: prim.BitwiseNot(c[0]),
-                         (self.rec(expr.child),), self._value_dtype(expr))
+                         (self.rec(expr.child),), self._wrapped_dtype(expr, dtype))
 
     def map_quotient(self, expr: prim.Quotient) -> Any:
         dtype = self._value_dtype(expr)
@@ -654,9 +669,11 @@ class Translator(ExprIdentityMapper):
         return Reduction(op, tuple(inames), inner)
 
     def _reads_data(self, expr: Any) -> bool:
-        """Whether ftlazy expression *expr* reads an array (a binding)."""
+        """Whether ftlazy expression *expr* reads an array (a binding that
+        is no size parameter)."""
         return any(isinstance(e, prim.Subscript)
-                   or (isinstance(e, prim.Variable) and e.name in self.bindings)
+                   or (isinstance(e, prim.Variable) and e.name in self.bindings
+                       and not isinstance(self.bindings[e.name], SizeParam))
                    for e in iter_subexpressions(expr))
 
     def map_type_cast(self, expr: TypeCast) -> Any:
