@@ -551,7 +551,7 @@ class Translator(ExprIdentityMapper):
         64-bit arithmetic of sizes and indices alone (``n - 3``), which
         cannot overflow and which loopy's analysis of bounds and guards
         must read as plain sums."""
-        if (dtype is not None and dtype.itemsize == 8
+        if (dtype is not None and dtype == np.int64
                 and not self._reads_data(expr)):
             return None
         return dtype
