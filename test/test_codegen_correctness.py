@@ -847,3 +847,39 @@ def test_non_finite_constants_as_numpys(case):
     numbers = ~np.isnan(want)
     np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_unsigned_constants_beyond_int64():
+    # (loopy typed a comparison by its operands' difference and overflowed
+    # negating 2**63 and more; ft.where took 2**63 for an int64)
+    u = ft.make_placeholder("u", (3,), np.uint64)
+    i = ft.make_placeholder("i", (3,), np.int64)
+    top = np.uint64(2**64 - 1)
+    uv = np.array([0, 2**63, 2**64 - 1], np.uint64)
+    iv = np.array([-1, 0, 2**63 - 1], np.int64)
+    cases = [
+        (ft.greater(2**63, u), np.greater(2**63, uv), {"u": uv}),
+        (ft.equal(2**64 - 1, u), np.equal(2**64 - 1, uv), {"u": uv}),
+        (ft.less(i, top), np.less(iv, top), {"i": iv}),
+        (ft.where(u > 1, u, 2**63), np.where(uv > 1, uv, 2**63), {"u": uv}),
+        (ft.where(u > 1, 2**64 - 1, u), np.where(uv > 1, 2**64 - 1, uv), {"u": uv}),
+        (ft.where(i > 0, i, 2**63), np.where(iv > 0, iv, 2**63), {"i": iv}),
+    ]
+    for lazy, want, inputs in cases:
+        for got in (ft.evaluate_numpy(lazy, **inputs), ft.compile(lazy)(**inputs)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(OverflowError, match="out of bounds for uint64"):
+        ft.where(u > 1, u, 2**64)
+
+
+def test_float16_inside_a_comparison_is_refused_clearly():
+    # (a float16 scalar made the comparison float16 inside: loopy failed
+    # with "unable to map dtype 'float16'")
+    b = ft.make_placeholder("b", (3,), np.bool_)
+    lazy = ft.equal(b, np.float16(1.0))
+    data = np.array([True, False, True])
+    np.testing.assert_array_equal(ft.evaluate_numpy(lazy, b=data), data)
+    with pytest.raises(TypeError, match="float16 values are not supported.*"
+                       "cast to float32"):
+        ft.compile(lazy)

@@ -49,11 +49,13 @@ def _is_device_array(x: Any) -> bool:
 
 
 def _default_scalar(x: bool | int | float | complex) -> np.generic:
-    """numpy's default-dtype scalar for a Python scalar."""
+    """numpy's default-dtype scalar for a Python scalar (an int from 2**63
+    on is a uint64, as in numpy)."""
     if isinstance(x, int) and not isinstance(x, bool):
-        info = np.iinfo(np.int64)
-        if not info.min <= x <= info.max:
+        if x < np.iinfo(np.int64).min:
             raise OverflowError(f"Python integer {x} out of bounds for int64")
+        if x > np.iinfo(np.uint64).max:
+            raise OverflowError(f"Python integer {x} out of bounds for uint64")
     return np.asarray(x)[()]
 
 

@@ -610,6 +610,11 @@ class Translator(ExprIdentityMapper):
                 and expr == np.iinfo(expr.dtype).min):
             # C reads the literal -2147483648 as a wider type
             return LoopyTypeCast(expr.dtype, expr.dtype.type(expr + 1)) - 1
+        if (isinstance(expr, (int, np.unsignedinteger))
+                and not isinstance(expr, bool) and expr > np.iinfo(np.int64).max):
+            # (loopy types a comparison by its operands' difference, whose
+            # negated constant overflows: typed, it stays a uint64)
+            return LoopyTypeCast(np.dtype(np.uint64), np.uint64(expr))
         if isinstance(expr, np.float64) and not np.isfinite(expr):
             # loopy prints a double infinity as INFINITY, a float in OpenCL
             # C: a call of a double and it, atan2(INFINITY, x), is ambiguous

@@ -33,7 +33,9 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import BodyParam, LoopResult, Scan
 from ftlazy.node import Node, topological_order
-from ftlazy.scalar_expr import ExprIdentityMapper, get_variable_names, substitute
+from ftlazy.scalar_expr import (
+    ExprIdentityMapper, TypeCast, get_variable_names, iter_subexpressions,
+    substitute)
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.device import quiet_build_options
 from ftlazy.target.loopy.probe import LANES
@@ -1133,16 +1135,26 @@ OPENCL_RESERVED = frozenset("""
         "log1p", "erf", "isfinite", "lid", "gid"})
 
 
+def _computes_float16(expr: Any) -> bool:
+    """Whether an IndexLambda body has float16 constants or casts (a bool
+    comparison of float16 values)."""
+    return any(isinstance(e, np.float16)
+               or (isinstance(e, TypeCast) and e.dtype == np.float16)
+               for e in iter_subexpressions(expr))
+
+
 def _check_dtypes(order: list[Node]) -> None:
     """float16 needs an OpenCL extension this target does not enable: say so
     before building, for stored and inlined arrays, in loop bodies too."""
     stack = [order]
     while stack:
         for n in stack.pop():
-            if getattr(n, "dtype", None) == np.float16:
+            if getattr(n, "dtype", None) == np.float16 or (
+                    isinstance(n, IndexLambda) and _computes_float16(n.expr)):
                 raise TypeError(
-                    f"float16 arrays are not supported by the OpenCL target "
+                    f"float16 values are not supported by the OpenCL target "
                     f"({n!r}); numpy gives float16 for some operations on bool "
-                    "and int8 arrays, e.g. sqrt: cast to float32 first")
+                    "and int8 arrays and float16 scalars (sqrt, a comparison "
+                    "with np.float16(1)): cast to float32 first")
             if isinstance(n, Scan):
                 stack.append(topological_order(list(n.body.outputs)))
