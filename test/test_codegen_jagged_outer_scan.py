@@ -68,6 +68,12 @@ BODIES = {
                  lambda c, s: c + s[[0, -1, 0]].sum(axis=0), "nonempty"),
     "last_of_scaled": (lambda c, s: ft.tanh(c + (s * c)[-1]),
                        lambda c, s: np.tanh(c + (s * c)[-1]), "nonempty"),
+    # (indices of the element's length: padded positions are not checked)
+    "reversed": (lambda c, s: c * 0.5 + ft.sum(
+                     ft.gather(s, ft.arange(s.shape[0])[::-1]) * ft.arange(
+                         s.shape[0])[:, None], axis=0),
+                 lambda c, s: c * 0.5 + (s[::-1] * np.arange(len(s))[:, None]
+                                         ).sum(axis=0), "any"),
 }
 
 OPS = {"fold": (ft.fold, False), "reduce": (ft.reduce, False),

@@ -88,6 +88,11 @@ def _read(name: str, index: tuple) -> Any:
     return prim.Subscript(var, index) if index else var
 
 
+def _all(conditions: list[Any]) -> Any:
+    return conditions[0] if len(conditions) == 1 else prim.LogicalAnd(
+        tuple(conditions))
+
+
 def _rows(array: Array, n: Any) -> IndexLambda:
     """*array* seen as ``(n, ...)`` (its length checked equal on the host)."""
     idx = tuple(index_var(k) for k in range(array.ndim))
@@ -155,26 +160,35 @@ class _Padding:
                            {_VALUES: values, _START: start, _LEN: self.length})
 
     def gather_rows(self, array: Array, indices: Array,
-                    form: tuple[int, int]) -> IndexLambda:
+                    form: tuple[int, int], indices_padded: list) -> IndexLambda:
         """Rows *indices* of padded *array* (axis 0 of extent *form* in the
         element's length: ``s[-1]``, ``ft.gather(s, idx)``), as numpy
         takes them from the element's own extent: negative ones count from
         its end, and each is checked at run time against it
         (:class:`~ftlazy.target.loopy.lowering.ElementRowsChecked`), never
-        reading the padding or beyond."""
+        reading the padding or beyond. *indices_padded*: ``(axis, form)``
+        of the indices' own padded axes (``s[ft.arange(L)]``), whose
+        positions past element ``t``'s extent are neither checked nor
+        read."""
         from ftlazy.target.loopy.lowering import ElementRowsChecked
-        extents = IndexLambda(self.extent(form), indices.shape, _INT64,
-                              {_LEN: self.length})
         position = tuple(index_var(k) for k in range(indices.ndim))
+        valid = [prim.Comparison(index_var(k), "<", self.extent(f))
+                 for k, f in indices_padded]
+        # (a padded position holds index 0, checked against extent 1)
+        extent: Any = self.extent(form)
+        if valid:
+            extent = prim.If(_all(valid), extent, 1)
+        extents = IndexLambda(extent, indices.shape, _INT64, {_LEN: self.length})
         rest = tuple(index_var(indices.ndim + k) for k in range(array.ndim - 1))
         v, x = _read("_v", position), _read("_x", position)
         wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
-        inside = prim.LogicalAnd((prim.Comparison(wrapped, ">=", 0),
-                                  prim.Comparison(wrapped, "<", x)))
+        inside = [prim.Comparison(wrapped, ">=", 0),
+                  prim.Comparison(wrapped, "<", x)] + valid
         return IndexLambda(
-            prim.If(inside, _read("_a", (wrapped,) + rest), array.dtype.type(0)),
+            prim.If(_all(inside), _read("_a", (wrapped,) + rest),
+                    array.dtype.type(0)),
             indices.shape + array.shape[1:], array.dtype,
-            {"_v": indices, "_x": extents, "_a": array},
+            {"_v": indices, "_x": extents, "_a": array, _LEN: self.length},
             tags=frozenset({ElementRowsChecked("_v", "_x")}))
 
     def index_lambda(self, node: IndexLambda, bindings: dict[str, Array]
@@ -585,7 +599,8 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
                 values[node] = Gather(values[node.array], values[node.indices], 0)
             else:
                 values[node] = padding.gather_rows(
-                    values[node.array], values[node.indices], form)
+                    values[node.array], values[node.indices], form,
+                    padding.padded_shape(node.indices.shape)[1])
         elif isinstance(node, (Placeholder, DataWrapper, SizeParam)):
             values[node] = node
         elif isinstance(node, LoopResult) and isinstance(node.loop, Scan):
