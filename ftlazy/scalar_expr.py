@@ -166,6 +166,9 @@ class _VariableCollector(ExprCombineMapper):
     def map_constant(self, expr):
         return set()
 
+    def map_nan(self, expr):
+        return set()
+
     def map_variable(self, expr):
         return {expr.name}
 

@@ -883,3 +883,25 @@ def test_float16_inside_a_comparison_is_refused_clearly():
     with pytest.raises(TypeError, match="float16 values are not supported.*"
                        "cast to float32"):
         ft.compile(lazy)
+
+
+def test_products_in_indices_compute_in_64_bits():
+    # (int64 casts were dropped in indices: a product of int32 reads, or of
+    # positions past 2**16, overflowed in 32 bits: a wrong element, and
+    # after the int64 wrapping of guards, a read far out of range)
+    i = ft.make_placeholder("i", (1,), np.int32)
+    c = ft.make_placeholder("c", (1,), np.int64)
+    y = ft.make_placeholder("y", (4,), np.float64)
+    k = i.astype(np.int64)
+    lazy = y[k * k - c]
+    inputs = dict(i=np.array([65536], np.int32), c=np.array([2**32 - 1]),
+                  y=np.arange(4.0))
+    np.testing.assert_array_equal(ft.compile(lazy)(**inputs), [1.0])
+    n = 70000
+    positions = ft.arange(n)
+    x = ft.make_placeholder("x", (n,), np.float32)
+    xv = np.random.default_rng(0).random(n).astype(np.float32)
+    want = xv[(np.arange(n) * np.arange(n)) % n]
+    for lazy in (x[(positions * positions) % n],
+                 ft.gather(x, (positions * positions) % n)):
+        np.testing.assert_array_equal(ft.compile(lazy)(x=xv), want)

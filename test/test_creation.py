@@ -201,6 +201,16 @@ def test_linspace_over_each_sequence():
     for got in (ft.evaluate_numpy(ramp, xs=batch), ft.compile(ramp)(xs=batch)):
         for g, s in zip(got.tolist(), batch, strict=True):
             np.testing.assert_allclose(g, s * np.linspace(0, 1, len(s))[:, None])
+    # (the step: a casts of the length and a NaN, which the jagged
+    # lowering's walk of names refused)
+    steps = ft.map(lambda s: ft.linspace(0.0, 1.0, s.shape[0], retstep=True)[1],
+                   xs)
+    want = [np.linspace(0, 1, len(s), retstep=True)[1] for s in batch]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ft.HostEvaluationWarning)
+        compiled = ft.compile(steps)(xs=batch)
+    for got in (ft.evaluate_numpy(steps, xs=batch), compiled):
+        np.testing.assert_allclose(got, want)
 
 
 def test_linspace_errors():

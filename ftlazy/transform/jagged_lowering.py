@@ -78,7 +78,8 @@ from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.tags import ShapeRequirement
 from ftlazy.scalar_expr import (
-    ExprIdentityMapper, Reduce, index_var, linear_combination)
+    ExprIdentityMapper, Reduce, get_variable_names, index_var,
+    linear_combination)
 from ftlazy.target.loopy.padding import UnreadPadding
 from ftlazy.target.loopy.ranges import segment_ids_binding
 from ftlazy.transform.batch import MapBatcher
@@ -889,10 +890,8 @@ def _as_gather(expr: AdvancedIndex) -> Gather | None:
 
 
 def _free_names(node: IndexLambda) -> set[str]:
-    from pymbolic.mapper.dependency import DependencyMapper
-    names = {v.name for v in DependencyMapper(
-        include_subscripts=False, include_lookups=False, include_calls=False,
-        composite_leaves=False)(node.expr) if isinstance(v, prim.Variable)}
+    # (ftlazy's walk: pymbolic's DependencyMapper cannot read TypeCast)
+    names = get_variable_names(node.expr)
     for e in _reductions(node.expr):
         for _, lo, hi in e.bounds:
             names |= sh.size_param_names(lo) | sh.size_param_names(hi)

@@ -430,16 +430,33 @@ class _Minimum(_Extremum):
 
 
 class _IntegerCastRemover(IdentityMapper):
-    """Drops widening casts to int64 in indices: an index read from an
-    inlined integer array (``ft.arange``'s ``(int64) i``) is computed in
-    the index's own type, and loopy's affine analysis of indices cannot see
-    through casts."""
+    """Drops casts to int64 in indices where they change no value: widening
+    index arithmetic (``ft.arange``'s ``(int64) i``), which is computed in
+    the index's own type, and the cast back of int64 arithmetic computed in
+    uint64 (:func:`_wrapping`); loopy's affine analysis of indices, and
+    ftlazy's matching of segment rows, cannot see through casts. The
+    widened factors of a product of two or more variable factors stay
+    (``(long) i * (long) i`` past 2**31, ``(long) k * (long) k`` on ``int``
+    reads): that product needs 64 bits, and is not affine anyway."""
 
     def map_type_cast(self, expr: LoopyTypeCast) -> Any:
         child = self.rec(expr.child)
         if expr.type.numpy_dtype == np.int64:
             return _unwrapped(child)
         return LoopyTypeCast(expr.type, child)
+
+    def map_product(self, expr: prim.Product) -> Any:
+        if not _nonlinear(expr):
+            return super().map_product(expr)
+        return prim.Product(tuple(
+            LoopyTypeCast(c.type, self.rec(c.child))
+            if isinstance(c, LoopyTypeCast) and c.type.numpy_dtype == np.int64
+            else self.rec(c) for c in expr.children))
+
+
+def _nonlinear(expr: prim.Product) -> bool:
+    """Whether a product has two or more factors that are not constants."""
+    return sum(not isinstance(c, (int, np.integer)) for c in expr.children) >= 2
 
 
 def _unwrapped(expr: Any) -> Any:
@@ -456,6 +473,12 @@ def _unwrapped(expr: Any) -> Any:
     if isinstance(expr, (prim.Sum, prim.Product)):
         children = [plain(c) for c in expr.children]
         if all(c is not None for c in children):
+            if isinstance(expr, prim.Product) and _nonlinear(
+                    prim.Product(tuple(children))):
+                # (the product of variables needs 64 bits)
+                children = [LoopyTypeCast(np.dtype(np.int64), c)
+                            if not isinstance(c, (int, np.integer)) else c
+                            for c in children]
             return type(expr)(tuple(children))
     elif isinstance(expr, prim.BitwiseNot) and plain(expr.child) is not None:
         return prim.BitwiseNot(plain(expr.child))
@@ -563,6 +586,14 @@ class Translator(ExprIdentityMapper):
                          self._wrapped_dtype(expr, dtype))
 
     def map_product(self, expr: prim.Product) -> Any:
+        if (self.in_index or self.in_condition) and _nonlinear(expr):
+            # (its factors' widening casts stay, see _IntegerCastRemover)
+            saved = self.in_index, self.in_condition
+            self.in_index = self.in_condition = False
+            try:
+                return self.map_product(expr)
+            finally:
+                self.in_index, self.in_condition = saved
         dtype = self._value_dtype(expr)
         return _wrapping(prim.Product, tuple(self._typed(c, dtype)
                                              for c in expr.children),
