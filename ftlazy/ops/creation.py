@@ -268,7 +268,6 @@ def linspace(start: Scalar, stop: Scalar, num: int = 50, endpoint: bool = True,
     return (result, step) if retstep else result
 
 
-
 def _symbolic_linspace(start: Scalar, stop: Scalar, num: Any, endpoint: bool,
                        retstep: bool, dtype: Any) -> Any:
     """:func:`linspace` of a symbolic *num*: numpy's cases (no step for
