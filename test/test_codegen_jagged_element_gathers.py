@@ -150,3 +150,31 @@ def test_another_list_read_at_the_maps_index_of_other_lengths():
     with pytest.raises(ValueError, match="'xs'.* has 3 elements, the mapped "
                        "'ys' has 2: compiled maps read the two lists zipped"):
         compiled(xs=longer, ys=y_data)
+
+
+def test_rows_at_unsigned_64_bit_indices(xs):
+    # (uint64 indices mixed with the int64 extents: loopy typed the read's
+    # index as float64, "Non-integral array indices")
+    ids = ft.make_jagged_placeholder("ids", (), np.uint64, depth=2)
+    out = ft.map(lambda s, i: ft.gather(s, i) + s[i % 2], xs, ids)
+    data = [RNG.standard_normal((n, H)) for n in (3, 0, 2)]
+    idd = [np.array([2, 0, 1], np.uint64), np.zeros(0, np.uint64),
+           np.array([1, 1], np.uint64)]
+    want = [s[i.astype(np.int64)] + s[(i % 2).astype(np.int64)]
+            for s, i in zip(data, idd)]
+    for got in run_both(out, xs=data, ids=idd):
+        assert_lists(got, want)
+    too_big = [idd[0], idd[1], np.array([1, 2**64 - 1], np.uint64)]
+    for run in (ft.compile(out), lambda **a: ft.evaluate_numpy(out, **a)):
+        with pytest.raises(IndexError, match="18446744073709551615"):
+            run(xs=data, ids=too_big)
+    # the same in a scan over the list, with one uint64 index array
+    idx = ft.make_placeholder("idx", (2,), np.uint64)
+    scan = ft.scan(lambda c, s: c + ft.sum(ft.gather(s, idx), axis=0), xs,
+                   ft.zeros(H))
+    rows = [RNG.standard_normal((n, H)) for n in (3, 2)]
+    iv = np.array([1, 0], np.uint64)
+    want = np.cumsum([s[[1, 0]].sum(axis=0) for s in rows], axis=0)
+    for got in (ft.compile(scan)(xs=rows, idx=iv),
+                ft.evaluate_numpy(scan, xs=rows, idx=iv)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)

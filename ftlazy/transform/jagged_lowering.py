@@ -78,7 +78,7 @@ from ftlazy.fractal_tensor import JaggedMap, segment_lengths
 from ftlazy.node import Node, topological_order
 from ftlazy.tags import ShapeRequirement
 from ftlazy.scalar_expr import (
-    ExprIdentityMapper, Reduce, get_variable_names, index_var,
+    ExprIdentityMapper, Reduce, TypeCast, get_variable_names, index_var,
     linear_combination)
 from ftlazy.target.loopy.padding import UnreadPadding
 from ftlazy.target.loopy.ranges import segment_ids_binding
@@ -767,7 +767,7 @@ class _MapLowering:
         rest = tuple(index_var(indices.ndim + k)
                      for k in range(array.ndim - 1))
         extents = IndexLambda(extent, indices.shape, _INT64, dict(bindings))
-        v = prim.Variable("_v")[position]
+        v = signed_index(prim.Variable("_v")[position], indices.dtype)
         x = prim.Variable("_x")[position]
         wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
         inside = prim.LogicalAnd((prim.Comparison(wrapped, ">=", 0),
@@ -887,6 +887,14 @@ def _as_gather(expr: AdvancedIndex) -> Gather | None:
                   and sh.prove_equal(index.length, extent)):
             return None
     return Gather(expr.array, expr.index_arrays[0], axis)
+
+
+def signed_index(read: Any, dtype: np.dtype) -> Any:
+    """An index *read* of *dtype* as int64 where it is uint64: mixed with the
+    int64 extents, uint64 would promote to float64, no index (entries
+    beyond the int64 range read as negative, which the run-time check
+    refuses as it refuses a uint64 index past the axis)."""
+    return TypeCast(_INT64, read) if dtype == np.uint64 else read
 
 
 def _free_names(node: IndexLambda) -> set[str]:

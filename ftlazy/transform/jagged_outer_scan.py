@@ -180,7 +180,9 @@ class _Padding:
             extent = prim.If(_all(valid), extent, 1)
         extents = IndexLambda(extent, indices.shape, _INT64, {_LEN: self.length})
         rest = tuple(index_var(indices.ndim + k) for k in range(array.ndim - 1))
-        v, x = _read("_v", position), _read("_x", position)
+        from ftlazy.transform.jagged_lowering import signed_index
+        v = signed_index(_read("_v", position), indices.dtype)
+        x = _read("_x", position)
         wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
         inside = [prim.Comparison(wrapped, ">=", 0),
                   prim.Comparison(wrapped, "<", x)] + valid

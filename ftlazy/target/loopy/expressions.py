@@ -441,7 +441,7 @@ class _IntegerCastRemover(IdentityMapper):
 
     def map_type_cast(self, expr: LoopyTypeCast) -> Any:
         child = self.rec(expr.child)
-        if expr.type.numpy_dtype == np.int64:
+        if expr.type.numpy_dtype == np.int64 and not _sign_change(expr):
             return _unwrapped(child)
         return LoopyTypeCast(expr.type, child)
 
@@ -452,6 +452,15 @@ class _IntegerCastRemover(IdentityMapper):
             LoopyTypeCast(c.type, self.rec(c.child))
             if isinstance(c, LoopyTypeCast) and c.type.numpy_dtype == np.int64
             else self.rec(c) for c in expr.children))
+
+
+def _sign_change(expr: Any) -> bool:
+    """Whether *expr* is ``(long) (ulong) x``: a uint64 value read as int64
+    (an index from uint64 data, whose mix with int64 loopy would type as
+    float64), which index translation keeps."""
+    return (isinstance(expr, LoopyTypeCast) and expr.type.numpy_dtype == np.int64
+            and isinstance(expr.child, LoopyTypeCast)
+            and expr.child.type.numpy_dtype == np.uint64)
 
 
 def _nonlinear(expr: prim.Product) -> bool:
@@ -720,6 +729,11 @@ class Translator(ExprIdentityMapper):
             if expr.dtype == np.bool_:
                 return complex_comparison(complex_parts(child), "!=", (0, 0))
             child = complex_parts(child)[0]
+        if expr.dtype == np.int64 and expr_dtype(
+                expr.child, self.bindings) == np.uint64:
+            # a sign change, kept in indices too (see _sign_change)
+            return LoopyTypeCast(expr.dtype, LoopyTypeCast(
+                np.dtype(np.uint64), child))
         if expr.dtype == np.int64 and (self.in_index or (
                 self.in_condition and not self._reads_data(expr.child))):
             # widening an index read from data, or index arithmetic in a
