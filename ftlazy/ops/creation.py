@@ -242,12 +242,8 @@ def linspace(start: Scalar, stop: Scalar, num: int = 50, endpoint: bool = True,
         raise ValueError(f"linspace: number of samples, {num}, must be "
                          "non-negative")
     div = num - 1 if endpoint else num
-    dt = np.result_type(start, stop, 1.0)
-    out = dt if dtype is None else normalize_dtype(dtype)
-    start_c = np.asarray(start).astype(dt)[()]
-    stop_c = np.asarray(stop).astype(dt)[()]
+    dt, out, start_c, stop_c, delta = _linspace_constants(start, stop, dtype)
     with np.errstate(all="ignore"):
-        delta = stop_c - start_c
         step = delta / div if div > 0 else np.asarray(np.nan).astype(dt)[()]
     i = TypeCast(dt, index_var(0))
     body: Any
@@ -268,18 +264,25 @@ def linspace(start: Scalar, stop: Scalar, num: int = 50, endpoint: bool = True,
     return (result, step) if retstep else result
 
 
+def _linspace_constants(start: Scalar, stop: Scalar, dtype: Any
+                        ) -> tuple[np.dtype, np.dtype, Any, Any, Any]:
+    """The computing and the result dtype of :func:`linspace`, and its
+    start, stop and ``stop - start`` as constants of the computing one."""
+    dt = np.result_type(start, stop, 1.0)
+    out = dt if dtype is None else normalize_dtype(dtype)
+    start_c = np.asarray(start).astype(dt)[()]
+    stop_c = np.asarray(stop).astype(dt)[()]
+    with np.errstate(all="ignore"):
+        return dt, out, start_c, stop_c, stop_c - start_c
+
+
 def _symbolic_linspace(start: Scalar, stop: Scalar, num: Any, endpoint: bool,
                        retstep: bool, dtype: Any) -> Any:
     """:func:`linspace` of a symbolic *num*: numpy's cases (no step for
     fewer than two samples, a step that underflows to 0, the exact last
     sample) chosen at run time."""
     from ftlazy.ops.reductions import _count_expr
-    dt = np.result_type(start, stop, 1.0)
-    out = dt if dtype is None else normalize_dtype(dtype)
-    start_c = np.asarray(start).astype(dt)[()]
-    stop_c = np.asarray(stop).astype(dt)[()]
-    with np.errstate(all="ignore"):
-        delta = stop_c - start_c
+    dt, out, start_c, stop_c, delta = _linspace_constants(start, stop, dtype)
     count = _count_expr([num])
     real = np.finfo(dt).dtype  # (the samples' count and index are real)
     div = TypeCast(real, prim.Sum((count, np.int64(-1))) if endpoint else count)

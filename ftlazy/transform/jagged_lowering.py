@@ -757,27 +757,14 @@ class _MapLowering:
         extent, an array of its own (``_x``) that the run-time check
         compares the indices (``_v``) with (:class:`ElementRowsChecked`);
         indices the same for every element are read per element."""
-        from ftlazy.target.loopy.lowering import ElementRowsChecked
         array, array_kind = values[node.array]
         indices, kind = values[node.indices]
         if kind.what == "hoisted":
             indices, kind = self._broadcast(indices), _DENSE
         extent, start, bindings = self._element_rows_at(kind, array_kind)
-        position = tuple(index_var(k) for k in range(indices.ndim))
-        rest = tuple(index_var(indices.ndim + k)
-                     for k in range(array.ndim - 1))
         extents = IndexLambda(extent, indices.shape, _INT64, dict(bindings))
-        v = signed_index(prim.Variable("_v")[position], indices.dtype)
-        x = prim.Variable("_x")[position]
-        wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
-        inside = prim.LogicalAnd((prim.Comparison(wrapped, ">=", 0),
-                                  prim.Comparison(wrapped, "<", x)))
-        read = prim.Variable("_a")[(start + wrapped,) + rest]
-        bindings.update({"_v": indices, "_x": extents, "_a": array})
-        return IndexLambda(
-            prim.If(inside, read, node.dtype.type(0)),
-            indices.shape + array.shape[1:], node.dtype, bindings,
-            tags=frozenset({ElementRowsChecked("_v", "_x")})), kind
+        return checked_rows(array, indices, extents, start=start,
+                            bindings=bindings), kind
 
     def _broadcast(self, value: Array) -> IndexLambda:
         idx = tuple(index_var(k + 1) for k in range(value.ndim))
@@ -889,12 +876,36 @@ def _as_gather(expr: AdvancedIndex) -> Gather | None:
     return Gather(expr.array, expr.index_arrays[0], axis)
 
 
-def signed_index(read: Any, dtype: np.dtype) -> Any:
-    """An index *read* of *dtype* as int64 where it is uint64: mixed with the
-    int64 extents, uint64 would promote to float64, no index (entries
-    beyond the int64 range read as negative, which the run-time check
-    refuses as it refuses a uint64 index past the axis)."""
-    return TypeCast(_INT64, read) if dtype == np.uint64 else read
+def checked_rows(array: Array, indices: Array, extents: Array,
+                 start: Any = 0, conditions: tuple = (),
+                 bindings: dict[str, Array] | None = None) -> IndexLambda:
+    """Rows ``start + i`` of *array* for each entry ``i`` of *indices*, as
+    numpy takes them from an extent of its own (the same entry of
+    *extents*): negative indices count back from it, and the run-time
+    check (:class:`~ftlazy.target.loopy.lowering.ElementRowsChecked`)
+    refuses indices outside it; such entries, and those where one of
+    *conditions* fails, read nothing (0). *bindings*: those *start*,
+    *conditions* and *extents* name."""
+    from ftlazy.target.loopy.lowering import ElementRowsChecked
+    position = tuple(index_var(k) for k in range(indices.ndim))
+    rest = tuple(index_var(indices.ndim + k) for k in range(array.ndim - 1))
+    v = prim.Variable("_v")[position] if position else prim.Variable("_v")
+    if indices.dtype == np.uint64:
+        # (uint64 mixed with the int64 extents would promote to float64;
+        # entries past int64's range read as negative, which the check
+        # refuses as it refuses a uint64 index past the extent)
+        v = TypeCast(_INT64, v)
+    x = prim.Variable("_x")[position] if position else prim.Variable("_x")
+    wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
+    inside = (prim.Comparison(wrapped, ">=", 0),
+              prim.Comparison(wrapped, "<", x)) + tuple(conditions)
+    row = start + wrapped if start != 0 else wrapped
+    return IndexLambda(
+        prim.If(prim.LogicalAnd(inside), prim.Variable("_a")[(row,) + rest],
+                array.dtype.type(0)),
+        indices.shape + array.shape[1:], array.dtype,
+        {**(bindings or {}), "_v": indices, "_x": extents, "_a": array},
+        tags=frozenset({ElementRowsChecked("_v", "_x")}))
 
 
 def _free_names(node: IndexLambda) -> set[str]:

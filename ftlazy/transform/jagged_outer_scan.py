@@ -88,11 +88,6 @@ def _read(name: str, index: tuple) -> Any:
     return prim.Subscript(var, index) if index else var
 
 
-def _all(conditions: list[Any]) -> Any:
-    return conditions[0] if len(conditions) == 1 else prim.LogicalAnd(
-        tuple(conditions))
-
-
 def _rows(array: Array, n: Any) -> IndexLambda:
     """*array* seen as ``(n, ...)`` (its length checked equal on the host)."""
     idx = tuple(index_var(k) for k in range(array.ndim))
@@ -170,28 +165,16 @@ class _Padding:
         of the indices' own padded axes (``s[ft.arange(L)]``), whose
         positions past element ``t``'s extent are neither checked nor
         read."""
-        from ftlazy.target.loopy.lowering import ElementRowsChecked
-        position = tuple(index_var(k) for k in range(indices.ndim))
-        valid = [prim.Comparison(index_var(k), "<", self.extent(f))
-                 for k, f in indices_padded]
+        from ftlazy.transform.jagged_lowering import checked_rows
+        valid = tuple(prim.Comparison(index_var(k), "<", self.extent(f))
+                      for k, f in indices_padded)
         # (a padded position holds index 0, checked against extent 1)
         extent: Any = self.extent(form)
         if valid:
-            extent = prim.If(_all(valid), extent, 1)
+            extent = prim.If(prim.LogicalAnd(valid), extent, 1)
         extents = IndexLambda(extent, indices.shape, _INT64, {_LEN: self.length})
-        rest = tuple(index_var(indices.ndim + k) for k in range(array.ndim - 1))
-        from ftlazy.transform.jagged_lowering import signed_index
-        v = signed_index(_read("_v", position), indices.dtype)
-        x = _read("_x", position)
-        wrapped = prim.If(prim.Comparison(v, "<", 0), v + x, v)
-        inside = [prim.Comparison(wrapped, ">=", 0),
-                  prim.Comparison(wrapped, "<", x)] + valid
-        return IndexLambda(
-            prim.If(_all(inside), _read("_a", (wrapped,) + rest),
-                    array.dtype.type(0)),
-            indices.shape + array.shape[1:], array.dtype,
-            {"_v": indices, "_x": extents, "_a": array, _LEN: self.length},
-            tags=frozenset({ElementRowsChecked("_v", "_x")}))
+        return checked_rows(array, indices, extents, conditions=valid,
+                            bindings={_LEN: self.length})
 
     def index_lambda(self, node: IndexLambda, bindings: dict[str, Array]
                      ) -> IndexLambda:
