@@ -1217,12 +1217,6 @@ def test_map_result_shape_with_the_length_after_the_first_axis():
         ft.map(lambda s: ft.reshape(s, (1, -1)), xs)
 
 
-def test_map_result_length_not_affine():
-    xs = ft.make_jagged_placeholder("xs", (), np.float64, depth=2)
-    with pytest.raises(ValueError, match="affine"):
-        ft.map(lambda s: s[::2], xs)
-
-
 def test_map_depth4():
     # (more in test_fractal_depth4.py)
     q = ft.make_jagged_placeholder("q", (), np.float64, depth=4)

@@ -175,11 +175,8 @@ def test_indices_checked_at_run_time_on_symbolic_axes(index, want_index):
 
 
 @pytest.mark.parametrize("index, exc, msg", [
-    (IX[:5], IndexError, "cannot be proven"),
-    (IX[-3:], IndexError, "cannot be proven"),
-    (IX[::2], ValueError, "not affine"),
     (IX[N - 1:0:-1], IndexError, "cannot be proven non-negative"),
-    (IX[1:N + 1], IndexError, "cannot be proven"),
+    (IX[1:N + 1], IndexError, "cannot be proven.*ftlazy clamps only integer"),
 ])
 def test_symbolic_errors(index, exc, msg):
     x = ft.make_placeholder("x", (N,), np.float64)

@@ -10,22 +10,25 @@ followed by a :class:`~ftlazy.array.Reshape` that inserts the new axes of
 case where numpy's placement of advanced dimensions depends on a ``None`` or
 ``...`` between advanced indices).
 
-Symbolic axis lengths. ftlazy cannot clamp a slice bound against a length
-it does not know, so for a symbolic length ``n`` it accepts a bound only if
-either it is provably within the axis, or a violation would make the result
-length negative, which the runtime reports (every shape is checked to be
-non-negative when size parameters are bound). So ``x[1:-1]`` has length
-``n - 2`` and *assumes* ``n >= 2``; at ``n == 1`` numpy would give an empty
-result while ftlazy reports a negative length. ``x[:5]`` and ``x[-3:]`` on an
-axis of length ``n`` are :class:`IndexError` (``5 <= n`` cannot be proven,
-and a violation would silently read out of range). Integer indices and
+Symbolic axis lengths. A slice of a symbolic length ``n`` keeps an affine
+length where either its bounds provably lie within the axis, or a violation
+would make the result length negative, which the runtime reports (every
+shape is checked to be non-negative when size parameters are bound). So
+``x[1:-1]`` has length ``n - 2`` and *assumes* ``n >= 2``; at ``n == 1``
+numpy would give an empty result while ftlazy reports a negative length.
+Other slices of integer bounds are clamped as numpy does
+(:mod:`ftlazy.ops.clamped_slices`): ``x[:5]`` has ``min(5, n)`` rows,
+``x[-3:]`` ``min(3, n)`` and ``x[::2]`` ``ceil(n / 2)``, data-dependent
+sizes computed at run time. Integer indices and
 constant index arrays that cannot be proven within such an axis (``x[0]``,
 ``x[-1]``, ``x[[0, 2]]``) are read as index arrays, checked at run time (an
 :class:`IndexError` where the axis is too short, as in numpy). Symbolic
-slice bounds and integer indices are read as non-negative positions. A slice
-step ``k`` other than 1 needs a length whose coefficients ``k`` divides
-(``x[::2]`` of length ``2*n``), else the result length is not affine, a
-:class:`ValueError`.
+slice bounds and integer indices are read as non-negative positions; a
+symbolic bound that cannot be proven within the axis is an
+:class:`IndexError`. A slice
+step ``k`` other than 1 keeps an affine length where ``k`` divides its
+coefficients (``x[::2]`` of length ``2*n`` has ``n`` rows); with symbolic
+bounds and a length that is not affine it is a :class:`ValueError`.
 
 .. autofunction:: getitem
 .. autofunction:: take
@@ -175,7 +178,7 @@ def _slice_part(value: Any, what: str) -> ShapeComponent | None:
 
 
 def _normalize_slice(slc: slice, length: ShapeComponent,
-                     axis: int) -> NormalizedSlice:
+                     axis: int) -> NormalizedSlice | None:
     start = _slice_part(slc.start, "start")
     stop = _slice_part(slc.stop, "stop")
     step = _slice_part(slc.step, "step")
@@ -193,7 +196,11 @@ def _normalize_slice(slc: slice, length: ShapeComponent,
 
 
 def _symbolic_slice(slc: slice, start: Any, stop: Any, step: int,
-                    length: ShapeComponent, axis: int) -> NormalizedSlice:
+                    length: ShapeComponent, axis: int
+                    ) -> NormalizedSlice | None:
+    """*slc* over an axis of symbolic *length* as an affine slice, or None
+    where its integer bounds need Python's clamping or its length is not
+    affine (see :func:`_clamp_slices`)."""
     def position(v: ShapeComponent) -> ShapeComponent:
         return sh.add(length, v) if isinstance(v, int) and v < 0 else v
 
@@ -217,13 +224,18 @@ def _symbolic_slice(slc: slice, start: Any, stop: Any, step: int,
     if sh.prove_le(extent, 0):
         # empty whatever the length: clamping both bounds keeps their order
         return NormalizedSlice(0, 1, 0)
+    constant = all(isinstance(v, (int, type(None))) for v in (start, stop))
     if not in_range:
+        if constant:
+            return None
         raise IndexError(f"slice {slc} cannot be proven to lie within axis "
-                         f"{axis} of symbolic length {length}; ftlazy does "
-                         "not clamp slice bounds against symbolic lengths")
+                         f"{axis} of symbolic length {length}, and its bounds "
+                         "are symbolic: ftlazy clamps only integer bounds")
     k = abs(step)
     form = sh.to_affine(extent) + sh.AffineForm({}, k - 1)
     if any(c % k for c in form.coeffs.values()):
+        if constant:
+            return None
         raise ValueError(f"slice {slc} of axis {axis} with length {length} "
                          f"would have length ceil(({extent})/{k}), which is "
                          "not affine")
@@ -294,6 +306,7 @@ def getitem(a: Any, index: Any) -> Array:
     """
     a = as_array(a)
     entries, fill = _expand(index, a.ndim)
+    a, entries = _clamp_slices(a, entries, fill)
     advanced = any(isinstance(e, _IndexArray) for e in entries) or any(
         not _proven_in_range(e, a.shape[ax]) for e, ax in _int_entries(
             entries, fill))
@@ -347,6 +360,28 @@ def getitem(a: Any, index: Any) -> Array:
     if final != result.shape:
         result = Reshape(result, final, "C")
     return result
+
+
+def _clamp_slices(a: Array, entries: list[Any], fill: int
+                  ) -> tuple[Array, list[Any]]:
+    """*a* with every slice of integer bounds that needs clamping against
+    a symbolic length (or whose length is not affine) applied first, as
+    :func:`~ftlazy.ops.clamped_slices.clamped_slice`, and its entry made a full
+    slice (slices keep the axis order, so the rest of the index applies
+    unchanged)."""
+    from ftlazy.ops.clamped_slices import clamped_slice
+    entries = list(entries)
+    ax = 0
+    for pos, e in enumerate(entries):
+        if e is _Ellipsis:
+            ax += fill
+        elif e is not _NewAxis:
+            if (isinstance(e, slice) and not isinstance(a.shape[ax], int)
+                    and _normalize_slice(e, a.shape[ax], ax) is None):
+                a = clamped_slice(a, ax, e)
+                entries[pos] = slice(None)
+            ax += 1
+    return a, entries
 
 
 def _advanced(a: Array, per_axis: list[Any], adv_entries: list[int],

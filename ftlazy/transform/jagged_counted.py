@@ -251,6 +251,14 @@ def _zips(jmap: JaggedMap) -> dict[str, tuple]:
             made = _zip_count(jmap, jmap.body.outputs[count], name)
             if made is not None:
                 zips[size] = made + (None,)
+    for size in _host_nodes(jmap.body.outputs, (DerivedSize,)):
+        if size.name not in zips and size.name not in counted:
+            # (a length the body only reads, x[:5] of the element: a list
+            # of no data whose element has that many rows)
+            made = _zip_count(jmap, size.value,
+                              f"{DERIVED_SIZE_PREFIX}cnt{next(_NAMES)}")
+            if made is not None:
+                zips[size.name] = made + (None,)
     return zips
 
 

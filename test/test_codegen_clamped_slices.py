@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: MIT
+"""Slices that Python clamps, on axes of symbolic length (``x[:5]``,
+``x[-2:]``, ``x[::2]``): their lengths are data-dependent sizes. Checked
+against numpy through the reference evaluator and OpenCL, on every profile
+flavour (conftest.py), on dense arrays and on the elements of a map over a
+FractalTensor; one compiled program serves every length, and nothing runs
+on the host."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pymbolic.primitives as prim
+import pytest
+from pymbolic import evaluate
+
+import ftlazy as ft
+from ftlazy.ops.clamped_slices import _canonical_count
+
+H = 3
+RNG = np.random.default_rng(5)
+LENGTHS = (0, 1, 2, 4, 9)
+
+SLICES = [slice(None, 5), slice(-2, None), slice(None, None, 2),
+          slice(1, None, 3), slice(None, None, -2), slice(5, None, -1),
+          slice(-4, -1), slice(2, 4), slice(-1, -6, -2)]
+
+
+def compile_on_device(result):
+    """``ft.compile(result)``, failing if any loop runs on the host."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ft.HostEvaluationWarning)
+        return ft.compile(result)
+
+
+def test_canonical_counts_are_pythons_and_unique():
+    n = prim.Variable("n")
+    bounds = (None, -7, -3, -1, 0, 1, 2, 5)
+    forms: dict[tuple, set] = {}
+    for start, stop, step in itertools.product(bounds, bounds,
+                                               (1, 2, 3, -1, -2, -3)):
+        s = slice(start, stop, step)
+        expr = _canonical_count(n, s)
+        counts = tuple(len(range(*s.indices(m))) for m in range(40))
+        assert tuple(evaluate(expr, {"n": m}) for m in range(40)) == counts, s
+        forms.setdefault(counts, set()).add(str(expr))
+    assert all(len(f) == 1 for f in forms.values())
+    assert len(forms) > 50
+
+
+@pytest.mark.parametrize("s", SLICES, ids=str)
+def test_dense_slices_clamp_as_numpys(s):
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, H), np.float64)
+    result = ft.sum(x[s] * 2, axis=1)
+    f = compile_on_device(result)
+    for length in LENGTHS:
+        data = RNG.standard_normal((length, H))
+        want = (data[s] * 2).sum(axis=1)
+        np.testing.assert_allclose(ft.evaluate_numpy(result, x=data), want,
+                                   rtol=1e-13)
+        np.testing.assert_allclose(f(x=data), want, rtol=1e-13)
+
+
+def test_clamped_slices_on_several_axes_and_with_other_indices():
+    n, m = ft.make_size_param("n"), ft.make_size_param("m")
+    x = ft.make_placeholder("x", (n, m), np.float64)
+    result = x[:2, None, -3::2] + x[-2:, None, 1][:, :, None]
+    f = compile_on_device(result)
+    for shape in [(0, 2), (1, 5), (3, 2), (4, 7)]:
+        data = RNG.standard_normal(shape)
+        want = data[:2, None, -3::2] + data[-2:, None, 1][:, :, None]
+        np.testing.assert_allclose(ft.evaluate_numpy(result, x=data), want)
+        np.testing.assert_allclose(f(x=data), want)
+
+
+def test_equal_counts_combine_and_different_ones_do_not():
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n,), np.float64)
+    assert x[:2].shape == x[-2:].shape == x[0:2].shape
+    summed = x[:2] + x[-2:] * x[-2::1]
+    for length in (0, 1, 3):
+        data = RNG.standard_normal(length)
+        np.testing.assert_allclose(compile_on_device(summed)(x=data),
+                                   data[:2] + data[-2:] * data[-2:])
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        x[:2] + x[:3]
+
+
+def test_slices_that_need_no_clamping_keep_affine_lengths():
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n + 5,), np.float64)
+    assert x[:5].shape == (5,)
+    assert x[-2:].shape == (2,)
+    assert x[1:].shape == (prim.Variable("n") + 4,)
+    y = ft.make_placeholder("y", (2 * n,), np.float64)
+    assert y[::2].shape == (prim.Variable("n"),)
+    assert ft.make_placeholder("z", (7,), np.float64)[:9].shape == (7,)
+
+
+def _batch():
+    return [RNG.standard_normal((k, H)) for k in (0, 2, 7, 1, 5)]
+
+
+def _nested_close(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("s", SLICES[:6], ids=str)
+def test_slices_of_each_element(s):
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    rows = ft.map(lambda e: e[s] * 2, xs)
+    sums = ft.map(lambda e: ft.sum(e[s], axis=0), xs)
+    f = compile_on_device(ft.make_dict_of_named_arrays(
+        {"rows": rows, "sums": sums}))
+    for data in (_batch(), [], [np.zeros((0, H))]):
+        got = f(xs=data)
+        _nested_close(got["rows"].tolist(), [d[s] * 2 for d in data])
+        _nested_close(ft.evaluate_numpy(rows, xs=data).tolist(),
+                      [d[s] * 2 for d in data])
+        want = np.array([d[s].sum(axis=0) for d in data]).reshape(-1, H)
+        np.testing.assert_allclose(got["sums"], want, atol=1e-12)
+
+
+def test_truncated_sequences_in_attention_and_scans():
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    W = ft.make_placeholder("W", (H, H), np.float64)
+
+    def attention(s):
+        t = s[:4]
+        return ft.exp(t @ t.T) @ t
+
+    attended = ft.map(attention, xs)
+    last = ft.map(lambda s: ft.scan(lambda c, r: ft.tanh(c @ W + r), s[-3:],
+                                    ft.zeros(H))[-1:], xs)
+    f = compile_on_device(ft.make_dict_of_named_arrays(
+        {"attended": attended, "last": last}))
+    data, Wv = _batch(), RNG.standard_normal((H, H))
+
+    def rnn(s):
+        h, hs = np.zeros(H), []
+        for r in s:
+            h = np.tanh(h @ Wv + r)
+            hs.append(h)
+        return np.array(hs).reshape(-1, H)[-1:]
+
+    got = f(xs=data, W=Wv)
+    _nested_close(got["attended"].tolist(),
+                  [np.exp(d[:4] @ d[:4].T) @ d[:4] for d in data])
+    _nested_close(got["last"].tolist(), [rnn(d[-3:]) for d in data])
