@@ -241,9 +241,13 @@ def test_dilated_map_bad_arguments():
 
 
 def test_slide_stride_on_symbolic_length():
-    # (n - 3) // 2 + 1 windows is not affine: refused when built
-    with pytest.raises(ValueError, match="not an affine"):
-        ft.slide(X_SYMBOLIC, 3, stride=2)
+    # (n - 3) // 2 + 1 windows is not affine: a data-dependent size
+    windows = ft.slide(X_SYMBOLIC, 3, stride=2)
+    assert str(windows.shape[0]).startswith("_ft_dyn")
+    for length in (0, 1, 2, 3, 4, 7):
+        data = np.arange(2.0 * length).reshape(length, 2)
+        check_symbolic_slide(lambda w, x: ft.evaluate_numpy(w, xs=x), windows,
+                             data, {"size": 3, "stride": 2})
     # a length 2*n + 1: (2*n + 1 + 2 - 3) // 2 + 1 = n + 1 windows
     x = ft.make_placeholder("x", (2 * n + 1,), np.float64)
     windows = ft.slide(x, 3, stride=2, padding=1).shape[0]
@@ -310,7 +314,6 @@ def test_slide_static_matches_reference(params, length, elem, seed):
                                              max_size=4),
        elem=st.sampled_from([(), (3,)]), seed=st.integers(0, 2**16))
 def test_slide_symbolic_matches_reference(params, lengths, elem, seed):
-    params = dict(params, stride=1)
     rng = np.random.default_rng(seed)
     x = ft.make_placeholder("x", (n,) + elem, np.float64)
     w = ft.slide(x, **params)
@@ -427,6 +430,10 @@ def compiled_slides():
         (x, {"size": 3}),
         (x, {"size": 2, "dilation": 3, "padding": 2, "pad_value": -1.0}),
         (xi, {"size": 4, "padding": 1, "pad_value": 9}),
+        # (counts not affine in n: data-dependent sizes)
+        (x, {"size": 3, "stride": 2}),
+        (xi, {"size": 2, "stride": 3, "dilation": 2, "padding": 1,
+              "pad_value": 4}),
     ]
     return [(x.shape[1:], x.dtype, p, ft.compile(ft.slide(x, **p)))
             for x, p in cases]
@@ -605,11 +612,27 @@ def test_jagged_shifted_slide(run):
     _check_jagged(run(ys, xs=batch), [ref_shifted_slide(b, 4, 2) for b in batch])
 
 
-def test_jagged_slide_stride_is_refused_when_built():
-    # (L - 3) // 2 + 1 windows per element is not affine in L: a clear
-    # error, before anything could compute a wrong answer
-    with pytest.raises(ValueError, match="stride=2"):
-        ft.map(lambda s: ft.slide(s, 3, stride=2), XS)
+@pytest.mark.parametrize("lengths", list(BATCHES.values()), ids=list(BATCHES))
+def test_jagged_slide_strided(run, lengths):
+    # (L + 2 - 3) // 2 + 1 windows per element, not affine in L: counted per
+    # element; an empty element has none
+    params = {"size": 3, "stride": 2, "padding": 1, "pad_value": 0.5}
+    ys = ft.map(lambda s: ft.slide(s, **params), XS)
+    pooled = ft.map(lambda s: ft.sum(ft.slide(s, 2, stride=3), axis=(0, 1)),
+                    XS)
+    batch = _jagged_batch(np.random.default_rng(11), lengths, (2,))
+    _check_jagged(run(ys, xs=batch), [ref_slide(b, **params) for b in batch])
+    want = np.array([ref_slide(b, 2, stride=3).sum(axis=(0, 1))
+                     for b in batch]).reshape(-1, 2)
+    np.testing.assert_allclose(run(pooled, xs=batch), want, rtol=1e-12)
+    # (5 rows by 2: (L - 5) // 2 + 1 is negative for L < 3)
+    wide = ft.map(lambda s: ft.slide(s, 5, stride=2), XS)
+    if any(len(b) < 3 for b in batch):
+        with pytest.raises(ValueError, match="fewer than 3 rows gives a "
+                           "negative number of windows"):
+            run(wide, xs=batch)
+    _check_jagged(run(wide, xs=[b for b in batch if len(b) >= 3]),
+                  [ref_slide(b, 5, stride=2) for b in batch if len(b) >= 3])
 
 
 @settings(max_examples=25)
@@ -617,7 +640,6 @@ def test_jagged_slide_stride_is_refused_when_built():
        lengths=st.lists(st.integers(0, 7), min_size=0, max_size=4),
        seed=st.integers(0, 2**16))
 def test_jagged_slide_matches_reference(params, lengths, seed):
-    params = dict(params, stride=1)
     ys = ft.map(lambda s: ft.slide(s, **params), XS)
     batch = _jagged_batch(np.random.default_rng(seed), lengths, (2,))
     want = [ref_slide(b, **params) for b in batch]

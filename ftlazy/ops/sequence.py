@@ -22,11 +22,12 @@ evaluator refuses negative shapes (:class:`ValueError`). Inside a compiled
 map over a FractalTensor the same guard makes an element that is too short
 a :class:`ValueError` naming the element.
 
-Shapes must be affine in the size parameters, so a stride above 1 on a
-symbolic length is accepted only where the stride divides every
-coefficient of the length (``stride=2`` on a length ``2*n``); elsewhere
-the window count ``(...) // stride + 1`` is not affine and :func:`slide`
-raises :class:`ValueError` when the node is built.
+A stride above 1 on a symbolic length keeps an affine count where the
+stride divides every coefficient of the length (``stride=2`` on a length
+``2*n``); elsewhere the count ``(...) // stride + 1`` is a data-dependent
+size (:func:`~ftlazy.fractal_access.derived_size`, computed at run time,
+per element in a map over a FractalTensor), and the guard requires the
+affine ``L + 2*padding - span + stride >= 0`` rows instead.
 
 The functions are :func:`ftlazy.slide`, :func:`ftlazy.shifted_slide` and
 :func:`ftlazy.dilated_map` (documented with the top-level functions).
@@ -134,9 +135,10 @@ def _elem_indices(a: Array, first: int) -> tuple[Any, ...]:
 
 def _window_count(length: ShapeComponent, size: int, dilation: int,
                   stride: int, padding: int) -> ShapeComponent:
-    """``(length + 2*padding - span) // stride + 1`` as an affine shape
-    component; :class:`ValueError` if that is negative for a static
-    sequence, or not affine for a symbolic one."""
+    """``(length + 2*padding - span) // stride + 1`` as a shape component
+    (:class:`ValueError` if that is negative for a static sequence): affine,
+    or for a symbolic length and a stride that does not divide its
+    coefficients a data-dependent size."""
     span = dilation * (size - 1) + 1
     room = sh.add(length, 2 * padding - span)   # free positions after one window
     if isinstance(room, int):
@@ -152,12 +154,12 @@ def _window_count(length: ShapeComponent, size: int, dilation: int,
         return room // stride + 1
     form = sh.to_affine(room)
     if any(c % stride for c in form.coeffs.values()):
-        raise sh.NonAffineError(
-            f"slide: with stride={stride}, a sequence of symbolic length {length} "
-            f"has ({room}) // {stride} + 1 windows, which is not an affine "
-            f"expression (shapes must be affine in the size parameters); use "
-            f"stride=1, or a length whose coefficients {stride} divides"
-            + sh.internal_sizes_note(length))
+        # (a data-dependent size; 0 where the sequence is too short, which
+        # the guard of slide then reports)
+        from ftlazy.fractal_access import _size
+        reach = sh.to_affine(sh.add(room, stride)).to_expr()
+        return _size(prim.If(prim.Comparison(reach, "<", 0), 0,
+                             prim.FloorDiv(reach, stride)))
     return sh.AffineForm({k: c // stride for k, c in form.coeffs.items()},
                          form.const // stride + 1).to_expr()
 
@@ -194,28 +196,44 @@ def slide(seq: Any, size: int, stride: int = 1, dilation: int = 1,
     position = _affine((stride, index_var(0)), (dilation, index_var(1)),
                        (-padding, 1))
     read = prim.Variable("_in0")[(position,) + _elem_indices(a, 2)]
-    if padding:
+    if padding or _derived(count):
+        # (with a data-dependent count, loopy's bounds check cannot prove
+        # the windows in range: guarded as padding is)
         inside = prim.LogicalAnd((prim.Comparison(position, ">=", 0),
                                   prim.Comparison(position, "<", length)))
         expr: Any = prim.If(inside, read, pad)
     else:
         expr = read
     bindings: dict[str, Array] = {"_in0": a}
-    if not isinstance(count, int) and not sh.prove_le(0, count):
+    # (a data-dependent count is never negative: the windows fit where
+    # span - 2*padding - stride rows are there, an affine requirement)
+    fits = (sh.add(length, 2 * padding - span + stride) if _derived(count)
+            else count)
+    if not isinstance(fits, int) and not sh.prove_le(0, fits):
         # unread; its shape is negative exactly when the count is, which
         # every evaluator refuses before computing anything. (It binds the
         # sequence, unread too, so that in a map body it stays in the body
         # with the element's length rather than being hoisted out of it.)
         needed = span - 2 * padding - stride
         bindings["_fits"] = IndexLambda(
-            np.int8(0), (count, 0), np.int8, {"_seq": a}).tagged(
+            np.int8(0), (fits, 0), np.int8, {"_seq": a}).tagged(
             ShapeRequirement(
                 f"ft.slide: a sequence of fewer than {needed} rows gives a "
                 f"negative number of windows of size {size} (dilation "
                 f"{dilation}, padding {padding}, stride {stride}; a window "
                 f"spans {span} rows)"))
+    if _derived(count):
+        from ftlazy.fractal_access import derived_size_bindings
+        bindings.update(derived_size_bindings((count,)))
     return IndexLambda(expr, (count, size) + tuple(a.shape[1:]), a.dtype,
                        bindings)
+
+
+def _derived(count: ShapeComponent) -> bool:
+    """Whether a window count is a data-dependent size."""
+    from ftlazy.fractal_access import DERIVED_SIZE_PREFIX
+    return any(name.startswith(DERIVED_SIZE_PREFIX)
+               for name in sh.size_param_names(count))
 
 # }}}
 
