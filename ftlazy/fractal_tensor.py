@@ -850,6 +850,13 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
                            out_kinds[0], what)
             if rebuilt is not None:
                 return rebuilt
+    if depths == [3] and not counted:
+        # (a sentence map counting lists it reads, s[:5] or ft.filter of
+        # each sentence reduced: over all sentences, where they are zipped)
+        flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0],
+                                    frozenset(first_symbols))
+        if flat is not None:
+            return flat
     if counted and depths == [3]:
         from ftlazy.fractal_sentence_reads import picked_sentence_result
         flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0],
@@ -915,7 +922,8 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
                          structure: Any, doc_symbols: frozenset[str]) -> Any:
     """A map over documents whose function returns maps over the
     document's sentences, lists of a length computed per sentence
-    (``ft.map(lambda d: ft.map(lambda s: ft.filter(p, s), d), docs)``), as
+    (``ft.map(lambda d: ft.map(lambda s: ft.filter(p, s), d), docs)``) or
+    results that read such lists (``ft.sum(s[:5], axis=0)``), as
     that sentence map over all sentences of all documents nested per
     document (the same values), which ft.compile zips as any map over
     depth 2. Arrays of a static shape that the sentence map captures from
@@ -927,16 +935,18 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
     inner = None
     picked = []
     for leaf in leaves:
-        values = _copied(leaf.values) if isinstance(leaf, Jagged) else None
+        values = (_copied(leaf.values) if isinstance(leaf, Jagged)
+                  and len(leaf.offsets) == 1 else _copied(leaf))
         if not (isinstance(values, LoopResult) and isinstance(
-                values.loop, JaggedMap) and len(leaf.offsets) == 1):
+                values.loop, JaggedMap)):
             return None
         if inner is None:
             inner = values.loop
         if values.loop is not inner:
             return None
         picked.append(values.index)
-    if (inner is None or inner.depths != (2,) or not inner.counted
+    if (inner is None or inner.depths != (2,)
+            or not (inner.counted or _counts_in_body(inner))
             or inner.inputs[:2] != (params[0], params[1])):
         return None
     from ftlazy.node import topological_order
@@ -968,7 +978,18 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
     flat = jagged_map(sentence_fn, sentences, *rows, what=inner.what)
     flat_leaves, _ = tree_flatten(flat, "map")
     return tree_unflatten([Jagged(r.values, (docs.offsets[0],) + r.offsets)
+                           if isinstance(r, Jagged)
+                           else Jagged(r, (docs.offsets[0],))
                            for r in flat_leaves], structure)
+
+
+def _counts_in_body(loop: JaggedMap) -> bool:
+    """Whether *loop*'s body (not a body nested in it) defines a
+    data-dependent size, a list it counts and reads (``s[:5]``)."""
+    from ftlazy.fractal_access import DerivedSize
+    from ftlazy.node import topological_order
+    return any(isinstance(n, DerivedSize)
+               for n in topological_order(list(loop.body.outputs)))
 
 
 def _rows_per_sentence(docs: Jagged, params: Any, arrays: list[Array]

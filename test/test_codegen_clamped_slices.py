@@ -152,3 +152,36 @@ def test_truncated_sequences_in_attention_and_scans():
     _nested_close(got["attended"].tolist(),
                   [np.exp(d[:4] @ d[:4].T) @ d[:4] for d in data])
     _nested_close(got["last"].tolist(), [rnn(d[-3:]) for d in data])
+
+
+def test_clamped_slices_of_each_sentence_of_each_document():
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    heads = ft.map(lambda d: ft.map(lambda s: ft.sum(s[:2], axis=0), d), docs)
+    tails, strided = ft.map(lambda d: ft.map(
+        lambda s: (ft.amax(s[-2:], axis=0, initial=0.0),
+                   ft.sum(ft.slide(s, 2, stride=2), axis=1)), d), docs)
+    kept = ft.map(lambda d: ft.map(lambda s: ft.sum(ft.filter(
+        lambda r: r[0] > 0, s), axis=0), d), docs)
+    f = compile_on_device(ft.make_dict_of_named_arrays(
+        {"heads": heads, "tails": tails, "strided": strided, "kept": kept}))
+
+    def per_sentence(g, data):
+        return [[g(s) for s in d] for d in data]
+
+    for data in ([[RNG.standard_normal((k, H)) for k in ks]
+                  for ks in [(3, 0, 6), (), (1,), (8, 2)]], [], [[]]):
+        got = f(docs=data)
+        for name, g in [
+                ("heads", lambda s: s[:2].sum(axis=0)),
+                ("tails", lambda s: s[-2:].max(axis=0, initial=0.0)),
+                ("strided", lambda s: s[:len(s) // 2 * 2].reshape(
+                    -1, 2, H).sum(axis=1)),
+                ("kept", lambda s: s[s[:, 0] > 0].sum(axis=0))]:
+            want = per_sentence(g, data)
+            assert len(got[name].tolist()) == len(want)
+            for g_doc, w_doc in zip(got[name].tolist(), want):
+                if name == "strided":
+                    _nested_close(g_doc, w_doc)
+                else:
+                    np.testing.assert_allclose(
+                        g_doc, np.reshape(w_doc, (-1, H)), atol=1e-12)
