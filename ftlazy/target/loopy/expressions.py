@@ -592,7 +592,7 @@ class Translator(ExprIdentityMapper):
         dtype = self._value_dtype(expr)
         return _wrapping(prim.Sum, tuple(self._typed(c, dtype)
                                          for c in expr.children),
-                         self._wrapped_dtype(expr, dtype))
+                         self._wrapped_dtype(expr, dtype), identity=0)
 
     def map_product(self, expr: prim.Product) -> Any:
         if (self.in_index or self.in_condition) and _nonlinear(expr):
@@ -606,7 +606,7 @@ class Translator(ExprIdentityMapper):
         dtype = self._value_dtype(expr)
         return _wrapping(prim.Product, tuple(self._typed(c, dtype)
                                              for c in expr.children),
-                         self._wrapped_dtype(expr, dtype))
+                         self._wrapped_dtype(expr, dtype), identity=1)
 
     def map_bitwise_not(self, expr: prim.BitwiseNot) -> Any:
         dtype = self._value_dtype(expr)
@@ -866,7 +866,7 @@ class Translator(ExprIdentityMapper):
 
 
 def _wrapping(op: Callable[[tuple], Any], children: tuple,
-              dtype: np.dtype | None) -> Any:
+              dtype: np.dtype | None, identity: int | None = None) -> Any:
     """``op(children)`` wrapping around as numpy's integers of *dtype* do.
     OpenCL C computes ``char`` and ``short`` operands as ``int`` (no wrap at
     their width), widens to the type of a wider literal (``x + 4294967294ul``
@@ -874,10 +874,19 @@ def _wrapping(op: Callable[[tuple], Any], children: tuple,
     ``(y + y) > 0`` for ``y > 0``, or ``x + 1 > x`` as true for int64's
     largest value): signed integers compute in the unsigned type of their
     width and are cast back, unsigned ones of 32 bits or fewer in a wider
-    unsigned type (64-bit unsigned arithmetic wraps in C as in numpy)."""
+    unsigned type (64-bit unsigned arithmetic wraps in C as in numpy).
+    Constant operands equal to the operation's *identity* (``0 + x``,
+    ``1 * x``) are left out of a wrapped operation."""
     if dtype is None or dtype.kind not in "iu" or (
             dtype.kind == "u" and dtype.itemsize > 4):
         return op(children)
+    if identity is not None:
+        kept = tuple(c for c in children if not (
+            isinstance(c, (int, np.integer)) and not isinstance(
+                c, (bool, np.bool_)) and c == identity))
+        if len(kept) == 1:
+            return kept[0]
+        children = kept or children[:1]
     # (signed: the unsigned type of the width; unsigned: a wider one, so
     # that loopy, which types the operation in it, keeps the cast back)
     width = dtype.itemsize if dtype.kind == "i" else max(4, 2 * dtype.itemsize)
