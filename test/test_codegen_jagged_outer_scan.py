@@ -317,3 +317,21 @@ def test_extents_mixing_the_length_with_other_sizes_run_on_the_host(xs):
     np.testing.assert_allclose(compiled(xs=data, extra=extra_data), want, **TOL)
     np.testing.assert_allclose(compiled(xs=[], extra=extra_data[:1]),
                                np.zeros(H), **TOL)
+
+
+def test_lengths_read_from_the_offsets_print_plainly(xs):
+    rng = np.random.default_rng(3)
+    # (an element's length L, affine as 1*L + 0, read from the data: its
+    # wrapped int64 arithmetic leaves out the identities)
+    W = ft.make_placeholder("W", (H, H), np.float64)
+    result = ft.fold(lambda h, s: ft.tanh(ft.sum(s @ W * h, axis=0)), xs,
+                     ft.ones(H))
+    source = ft.compile(result).source
+    assert "(ulong) (0l)" not in source and "(ulong) (1l)" not in source
+    data = [rng.standard_normal((n, H)) for n in (2, 1, 3)]
+    Wv = rng.standard_normal((H, H))
+    h = np.ones(H)
+    for s in data:
+        h = np.tanh((s @ Wv * h).sum(axis=0))
+    np.testing.assert_allclose(ft.compile(result)(xs=data, W=Wv), h,
+                               rtol=1e-12)
