@@ -132,3 +132,24 @@ def test_rounding_a_product_ties_as_numpys(dtype) -> None:
         np.testing.assert_array_equal(got[name], want, err_msg=name)
         np.testing.assert_array_equal(np.signbit(got[name]), np.signbit(want),
                                       err_msg=name)
+
+
+def test_diagonals_of_unrelated_symbolic_lengths_compiled(codegen_vector_width
+                                                          ) -> None:
+    # (min(n, m) and max(0, n - 1) are not affine: data-dependent lengths,
+    # the reads guarded)
+    n, m = ft.make_size_param("n"), ft.make_size_param("m")
+    a = ft.make_placeholder("a", (n, m), np.int32)
+    b = ft.make_placeholder("b", (2, n, m), np.float64)
+    lazy = {"diag": ft.diag(a, -1), "diag_up": ft.diag(a, 2),
+            "trace": ft.trace(a), "batched": ft.trace(b, 1, axis1=1, axis2=2)}
+    compiled = ft.compile(ft.make_dict_of_named_arrays(lazy))
+    rng = np.random.default_rng(4)
+    for shape in [(0, 3), (3, 0), (1, 1), (2, 5), (5, 2)]:
+        av = rng.integers(-9, 9, shape).astype(np.int32)
+        bv = rng.standard_normal((2,) + shape)
+        got = compiled(a=av, b=bv)
+        assert_same(got["diag"], np.diag(av, -1))
+        assert_same(got["diag_up"], np.diag(av, 2))
+        assert_same(got["trace"], np.trace(av))
+        assert_same(got["batched"], np.trace(bv, 1, axis1=1, axis2=2))

@@ -34,21 +34,56 @@ def _zero(dtype: np.dtype) -> np.generic:
 
 
 def _diagonal_length(rows: Any, cols: Any) -> Any:
-    """``max(0, min(rows, cols))`` as a shape component, or None where
-    which one it is cannot be proven for every size parameter value."""
+    """``max(0, min(rows, cols))`` as a shape component: affine where which
+    one it is can be proven for every size parameter value, else a
+    data-dependent size."""
     if isinstance(rows, int) and isinstance(cols, int):
         return max(0, min(rows, cols))
     for length, other in ((rows, cols), (cols, rows)):
         if sh.prove_le(length, other) and sh.prove_le(0, length):
             return length
-    return None
+    from ftlazy.fractal_access import _size
+    r, c = (sh.to_affine(x).to_expr() for x in (rows, cols))
+    smaller = prim.If(prim.Comparison(r, "<", c), r, c)
+    return _size(prim.If(prim.Comparison(smaller, "<", 0), 0, smaller))
+
+
+def diagonal_view(a: Array, offset: int, axis1: int, axis2: int) -> Array:
+    """Diagonal *offset* of axes *axis1* and *axis2* of *a* as
+    ``numpy.diagonal`` gives it: the other axes in order, then the
+    diagonal. Its length is a data-dependent size where it is not affine
+    (``min(n, m)`` of an ``(n, m)`` array); the reads are then guarded, in
+    range by construction."""
+    r0, c0 = max(0, -offset), max(0, offset)
+    n1, n2 = a.shape[axis1], a.shape[axis2]
+    length = _diagonal_length(sh.add(n1, -r0), sh.add(n2, -c0))
+    others = [i for i in range(a.ndim) if i not in (axis1, axis2)]
+    d = index_var(len(others))
+    index: list[Any] = [None] * a.ndim
+    for out, i in enumerate(others):
+        index[i] = index_var(out)
+    index[axis1] = prim.Sum((d, np.int64(r0)))
+    index[axis2] = prim.Sum((d, np.int64(c0)))
+    read: Any = prim.Subscript(prim.Variable("_in0"), tuple(index))
+    bindings: dict[str, Array] = {"_in0": a}
+    if not sh.size_param_names(length) <= _names(n1, n2):
+        from ftlazy.fractal_access import _guarded, derived_size_bindings
+        for i, n in ((axis1, n1), (axis2, n2)):
+            read = _guarded(read, index[i], n, a.dtype)
+        bindings.update(derived_size_bindings((length,)))
+    shape = tuple(a.shape[i] for i in others) + (length,)
+    return IndexLambda(read, shape, a.dtype, bindings)
+
+
+def _names(*components: Any) -> set[str]:
+    return {name for c in components for name in sh.size_param_names(c)}
 
 
 def diag(v: ArrayLike, k: int = 0) -> Array:
     """``numpy.diag``: for a 1-d *v*, a square 2-d array with *v* on
     diagonal *k* (positive: above the main one) and zeros elsewhere; for a
-    2-d *v*, its diagonal *k* as a 1-d array. For a symbolic 2-d shape the
-    diagonal's length must be provable (a :class:`ValueError` otherwise)."""
+    2-d *v*, its diagonal *k* as a 1-d array (of a data-dependent length
+    where it is not affine in the size parameters)."""
     k = _as_int(k, "diag: k")
     a = as_array(v)
     if a.ndim == 1:
@@ -67,18 +102,7 @@ def diag(v: ArrayLike, k: int = 0) -> Array:
     if a.ndim != 2:
         raise ValueError(f"diag: the input must be 1-d or 2-d, got shape "
                          f"{sh.shape_str(a.shape)}")
-    rows, cols = a.shape
-    length = _diagonal_length(sh.add(rows, min(k, 0)), sh.add(cols, -max(k, 0)))
-    if length is None:
-        raise ValueError(f"diag: the length of diagonal {k} of the array of "
-                         f"shape {sh.shape_str(a.shape)} is not an affine "
-                         "expression of the size parameters (it depends on "
-                         "which of two lengths is smaller, or whether one is "
-                         "negative)")
-    d = index_var(0)
-    read = prim.Subscript(prim.Variable("_in0"), (
-        prim.Sum((d, np.int64(-min(k, 0)))), prim.Sum((d, np.int64(max(k, 0))))))
-    return IndexLambda(read, (length,), a.dtype, {"_in0": a})
+    return diagonal_view(a, k, 0, 1)
 
 
 def _triangle(m: ArrayLike, k: Any, lower: bool, what: str) -> Array:
