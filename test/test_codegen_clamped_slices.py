@@ -64,6 +64,26 @@ def test_dense_slices_clamp_as_numpys(s):
         np.testing.assert_allclose(f(x=data), want, rtol=1e-13)
 
 
+@pytest.mark.parametrize("s", [
+    slice(None, 10**7), slice(None, 2**63 - 1), slice(-10**12, None),
+    slice(10**30, None), slice(2**63, None), slice(-10**30, 3),
+    slice(None, None, 10**9), slice(100, None, -70), slice(None, -65, 66),
+    slice(3, -10**40, -1)], ids=str)
+def test_bounds_beyond_every_length(s):
+    # (numpy's x[:sys.maxsize]: no huge constants in the generated code, and
+    # bounds past 64 are not tabulated)
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, H), np.float64)
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    rows = compile_on_device(x[s] * 2)
+    sums = compile_on_device(ft.map(lambda e: ft.sum(e[s], axis=0), xs))
+    data = [RNG.standard_normal((length, H)) for length in (0, 1, 5, 130)]
+    for d in data:
+        np.testing.assert_array_equal(rows(x=d), d[s] * 2)
+    np.testing.assert_allclose(sums(xs=data),
+                               np.array([d[s].sum(axis=0) for d in data]))
+
+
 def test_clamped_slices_on_several_axes_and_with_other_indices():
     n, m = ft.make_size_param("n"), ft.make_size_param("m")
     x = ft.make_placeholder("x", (n, m), np.float64)

@@ -12,7 +12,9 @@ conditional expressions (it is never a shape).
 The count is written in one canonical form of the function ``n -> len(
 range(*s.indices(n)))`` (:func:`_canonical_count`), so that slices with
 equal counts (``x[:2]`` and ``x[-2:]``) get the same size and their
-results combine (``x[:2] + x[-2:]``).
+results combine (``x[:2] + x[-2:]``); for bounds or steps beyond 64 it is
+Python's clamping written out (``x[:10**6]`` and ``x[-10**6:]`` do not
+combine).
 
 .. autofunction:: clamped_slice
 """
@@ -46,6 +48,15 @@ class _ClampsAsConditions(IdentityMapper):
 
     def map_min(self, expr: prim.Min) -> Any:
         return self._chosen(expr, "<")
+
+
+#: slice bounds beyond this are the same as infinite ones for every length
+#: an array can have
+_FAR = 2**62
+
+#: the largest bound and step whose counts are written canonically (the
+#: canonical form tabulates the lengths below twice the bounds)
+_TABULATED = 64
 
 
 def _far_form(count: Any, far: int, step: int) -> tuple[int, int]:
@@ -104,9 +115,13 @@ def clamped_slice(a: Array, axis: int, s: slice) -> Array:
     reads are guarded: in range by construction, which loopy's bounds
     check cannot prove."""
     from ftlazy.fractal_access import _guarded, _lam, _size, _slice_bounds
+    s = slice(*(None if v is None else max(-_FAR, min(_FAR, int(v)))
+                for v in (s.start, s.stop, s.step)))
     length = sh.to_affine(a.shape[axis]).to_expr()
-    start, _, step = _slice_bounds(a.shape[axis], s)
-    count = _size(_canonical_count(length, s))
+    start, count, step = _slice_bounds(a.shape[axis], s)
+    if max(abs(v) for v in (s.start or 0, s.stop or 0, step)) <= _TABULATED:
+        count = _canonical_count(length, s)
+    count = _size(_ClampsAsConditions()(count))
     indices = [index_var(k) for k in range(a.ndim)]
     row = _ClampsAsConditions()(start) + step * indices[axis]
     indices[axis] = row

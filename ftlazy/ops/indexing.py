@@ -195,6 +195,11 @@ def _normalize_slice(slc: slice, length: ShapeComponent,
     return _symbolic_slice(slc, start, stop, step, length, axis)
 
 
+#: slice bounds and steps from which a slice of a symbolic length is
+#: clamped whatever its bounds (beyond every length an array can have)
+_HUGE = 2**61
+
+
 def _symbolic_slice(slc: slice, start: Any, stop: Any, step: int,
                     length: ShapeComponent, axis: int
                     ) -> NormalizedSlice | None:
@@ -225,6 +230,9 @@ def _symbolic_slice(slc: slice, start: Any, stop: Any, step: int,
         # empty whatever the length: clamping both bounds keeps their order
         return NormalizedSlice(0, 1, 0)
     constant = all(isinstance(v, (int, type(None))) for v in (start, stop))
+    if constant and any(v is not None and abs(v) >= _HUGE
+                        for v in (start, stop, step)):
+        return None     # (as good as infinite: clamped, no huge constants)
     if not in_range:
         if constant:
             return None
