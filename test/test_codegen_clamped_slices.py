@@ -205,3 +205,39 @@ def test_clamped_slices_of_each_sentence_of_each_document():
                 else:
                     np.testing.assert_allclose(
                         g_doc, np.reshape(w_doc, (-1, H)), atol=1e-12)
+
+
+def test_filters_of_clamped_slices_and_strided_windows():
+    # (the selection is zipped in the round after the count it selects
+    # from; its total was zipped as a plain count before, and the program
+    # missed a size at each call)
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+
+    def positive(row):
+        return row[0] > 0
+
+    results = {
+        "kept": ft.map(lambda s: ft.filter(positive, s[:5]), xs),
+        "kept_tail": ft.map(lambda s: ft.filter(positive, s[-2:]), xs),
+        "summed": ft.map(lambda s: ft.sum(ft.filter(positive, s[:5]), axis=0),
+                         xs),
+        "windows": ft.map(lambda s: ft.filter(
+            lambda w: w[0, 0] > 0, ft.slide(s, 2, stride=2)), xs),
+    }
+    f = compile_on_device(ft.make_dict_of_named_arrays(results))
+
+    def kept(a):
+        return a[a[:, 0] > 0]
+
+    def windows(s):
+        w = s[:len(s) // 2 * 2].reshape(-1, 2, H)
+        return w[w[:, 0, 0] > 0]
+
+    for data in (_batch(), [], [np.zeros((0, H))]):
+        got = f(xs=data)
+        _nested_close(got["kept"].tolist(), [kept(d[:5]) for d in data])
+        _nested_close(got["kept_tail"].tolist(), [kept(d[-2:]) for d in data])
+        _nested_close(got["windows"].tolist(), [windows(d) for d in data])
+        np.testing.assert_allclose(
+            got["summed"], np.array([kept(d[:5]).sum(axis=0) for d in data]
+                                    ).reshape(-1, H), atol=1e-12)

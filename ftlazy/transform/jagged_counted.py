@@ -244,21 +244,28 @@ def _zips(jmap: JaggedMap) -> dict[str, tuple]:
         made = _zip_selection(jmap, selection, name)
         if made is not None:
             zips[size] = made + (selection,)
-    for size, (count, name) in counted.items():
-        if size not in zips:
-            # (the body's count output: the size's value, or a size
-            # defined outside the body, the same for every element)
-            made = _zip_count(jmap, jmap.body.outputs[count], name)
-            if made is not None:
-                zips[size] = made + (None,)
+    # (a selection's total is zipped with its selection, in a later round
+    # where the rows it selects from are a count zipped in this one: a
+    # filter of s[:5])
+    totals = {size.name for size in _host_nodes(jmap.body.outputs,
+                                                (DerivedSize,))
+              if last_entry_of(size.value) is not None}
     for size in _host_nodes(jmap.body.outputs, (DerivedSize,)):
-        if size.name not in zips and size.name not in counted:
+        if size.name not in zips and size.name not in {*counted, *totals}:
             # (a length the body only reads, x[:5] of the element: a list
             # of no data whose element has that many rows)
             made = _zip_count(jmap, size.value,
                               f"{DERIVED_SIZE_PREFIX}cnt{next(_NAMES)}")
             if made is not None:
                 zips[size.name] = made + (None,)
+    deferred = totals if zips else set()
+    for size, (count, name) in counted.items():
+        if size not in zips and size not in deferred:
+            # (the body's count output: the size's value, or a size
+            # defined outside the body, the same for every element)
+            made = _zip_count(jmap, jmap.body.outputs[count], name)
+            if made is not None:
+                zips[size] = made + (None,)
     return zips
 
 
