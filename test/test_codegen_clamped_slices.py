@@ -241,3 +241,40 @@ def test_filters_of_clamped_slices_and_strided_windows():
         np.testing.assert_allclose(
             got["summed"], np.array([kept(d[:5]).sum(axis=0) for d in data]
                                     ).reshape(-1, H), atol=1e-12)
+
+
+def test_reductions_over_counted_rows_that_are_stored():
+    # (the CPU plan stores the rows of s[:4] in a temporary sized by the
+    # zipped count's total, which was no argument of the kernel: "nothing
+    # known about variable")
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    Wc = ft.make_placeholder("Wc", (3, H, 2), np.float64)
+    bodies = {
+        "gram": (lambda s: s[:4].T @ s[:4], lambda s: s[:4].T @ s[:4]),
+        "argmin": (lambda s: ft.argmin(s[::-2], axis=0),
+                   lambda s: np.argmin(s[::-2], axis=0)),
+        "var": (lambda s: ft.var(s[-3:], axis=0), lambda s: s[-3:].var(axis=0)),
+        "weighted": (lambda s: ft.sum(s[:4] * s[:4, :1], axis=0),
+                     lambda s: (s[:4] * s[:4, :1]).sum(axis=0)),
+        "conv_pool": (lambda s: ft.max(ft.einsum(
+            "wkh,kho->wo", ft.slide(s, 3, stride=2, padding=1), Wc), axis=0,
+            initial=-100.0), None),
+    }
+    f = compile_on_device(ft.make_dict_of_named_arrays(
+        {k: ft.map(body, xs) for k, (body, _) in bodies.items()}))
+    rng = np.random.default_rng(8)
+    Wv = rng.standard_normal((3, H, 2))
+
+    def conv_pool(s):
+        padded = np.concatenate([np.zeros((1, H)), s, np.zeros((1, H))])
+        windows = [padded[w:w + 3] for w in range(0, len(padded) - 2, 2)]
+        out = np.einsum("wkh,kho->wo", np.array(windows).reshape(-1, 3, H), Wv)
+        return out.max(axis=0, initial=-100.0)
+
+    data = [rng.standard_normal((k, H)) for k in (5, 2, 7, 3)]
+    got = f(xs=data, Wc=Wv)
+    for name, (_, reference) in bodies.items():
+        reference = reference or conv_pool
+        np.testing.assert_allclose(
+            got[name], np.array([reference(d) for d in data]), rtol=1e-12,
+            atol=1e-12, err_msg=name)

@@ -990,11 +990,13 @@ class KernelBuilder:
             args.append(lp.GlobalArg(a.name, storage_dtype(a.dtype),
                                      shape=tuple(a.shape) or (1,), is_input=False,
                                      is_output=True))
-        # (sizes of the arguments' shapes are arguments too, also where no
-        # statement reads them: an empty output's, an input's read only
-        # indirectly)
+        # (sizes of the arguments' and temporaries' shapes are arguments
+        # too, also where no statement reads them: an empty output's, an
+        # input's read only indirectly, the rows of a list of no data)
         params = set(self.parts.params).union(*(
-            sh.size_param_names(d) for a in inputs + outputs for d in a.shape))
+            sh.size_param_names(d) for a in inputs + outputs for d in a.shape
+        ), *(_names_in(d) for t in self.parts.temporaries.values()
+             for d in t.shape or ()))
         for p in sorted(params):
             args.append(lp.ValueArg(p, np.int64))
         args.extend(self.parts.temporaries.values())
@@ -1158,3 +1160,12 @@ def _check_dtypes(order: list[Node]) -> None:
                     "with np.float16(1)): cast to float32 first")
             if isinstance(n, Scan):
                 stack.append(topological_order(list(n.body.outputs)))
+
+
+def _names_in(extent: Any) -> set[str]:
+    """The variable names of a temporary's extent (an int or an expression
+    of size parameters)."""
+    if isinstance(extent, (int, np.integer)):
+        return set()
+    from pymbolic.mapper.dependency import DependencyMapper
+    return {v.name for v in DependencyMapper(composite_leaves=False)(extent)}
