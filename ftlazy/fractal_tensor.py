@@ -40,8 +40,8 @@ from ftlazy.array import (
     Array, IndexLambda, Placeholder, SizeParam, check_user_name,
     normalize_dtype)
 from ftlazy.fractal import (
-    Body, Loop, LoopResult, Scan, _trace, check_carries, tree_flatten,
-    tree_unflatten)
+    Body, BodyParam, Loop, LoopResult, Scan, _trace, check_carries,
+    tree_flatten, tree_unflatten)
 from ftlazy.node import Node, node
 from ftlazy.scalar_expr import index_var, linear_combination, substitute
 from ftlazy.shapes import Shape, ShapeComponent
@@ -542,14 +542,17 @@ class JaggedMap(Loop):
         first = len(self.inputs) - len(self.captured)
         check_captured_params(self.body, self.captured, self.what, frozenset(
             k - first for _, k in self.element_index))
+        per_element = self._element_symbols | sizes_per_element(
+            self.body, self._element_symbols)
         for k, out in enumerate(self.body.outputs):
-            if any(self._element_symbols & sh.size_param_names(c)
+            if any(per_element & sh.size_param_names(c)
                    for c in out.shape[1:]):
                 raise ValueError(
                     f"map over a FractalTensor: result {k} has shape "
                     f"{sh.shape_str(out.shape)}, where a length of the element "
-                    "occurs after the first axis; only the first axis of a "
-                    "result may depend on the element's lengths")
+                    "(or a size computed from it, s[:2]) occurs after the "
+                    "first axis; only the first axis of a result may depend "
+                    "on the element's lengths")
 
     @property
     def _element_symbols(self) -> frozenset[str]:
@@ -901,6 +904,21 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
     return tree_unflatten(results, out_kinds[0])
 
 # }}}
+
+
+def sizes_per_element(body: Any, symbols: frozenset[str]) -> set[str]:
+    """The data-dependent sizes *body* computes from its element (its
+    parameters or the element's sizes *symbols*)."""
+    from ftlazy.fractal_access import DerivedSize
+    from ftlazy.node import topological_order
+    found = set()
+    for n in topological_order(list(body.outputs)):
+        if isinstance(n, DerivedSize) and any(
+                isinstance(m, BodyParam) or (isinstance(m, SizeParam)
+                                             and m.name in symbols)
+                for m in topological_order([n.value])):
+            found.add(n.name)
+    return found
 
 
 def jagged_parts(x: Any) -> list[Any]:

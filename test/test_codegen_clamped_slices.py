@@ -120,6 +120,22 @@ def test_slices_that_need_no_clamping_keep_affine_lengths():
     assert ft.make_placeholder("z", (7,), np.float64)[:9].shape == (7,)
 
 
+def test_counts_after_the_first_axis_of_a_map_result_are_refused():
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    with pytest.raises(ValueError, match=r"result 0 has shape \(_ft_dyn\d+, "
+                       r"_ft_dyn\d+\).*only the first axis"):
+        ft.map(lambda s: s[:2] @ s[:2].T, xs)
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, H), np.float64)
+    # (a count computed outside the body is the same for every element)
+    outer = ft.map(lambda s: ft.sum(s, axis=0)[:, None] * x[:2].T, xs)
+    data = [RNG.standard_normal((k, H)) for k in (0, 3)]
+    xv = RNG.standard_normal((5, H))
+    np.testing.assert_allclose(
+        compile_on_device(outer)(xs=data, x=xv),
+        np.array([d.sum(axis=0)[:, None] * xv[:2].T for d in data]))
+
+
 def _batch():
     return [RNG.standard_normal((k, H)) for k in (0, 2, 7, 1, 5)]
 

@@ -62,7 +62,7 @@ from ftlazy.array import Array, IndexLambda
 from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy.fractal_access import (
     DERIVED_SIZE_PREFIX, DerivedSize, HostIndexArray, _offsets_of)
-from ftlazy.fractal_tensor import JaggedMap
+from ftlazy.fractal_tensor import JaggedMap, sizes_per_element
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.loopy.canonical import _RenameSizes
@@ -250,8 +250,10 @@ def _zips(jmap: JaggedMap) -> dict[str, tuple]:
     totals = {size.name for size in _host_nodes(jmap.body.outputs,
                                                 (DerivedSize,))
               if last_entry_of(size.value) is not None}
+    per_element = sizes_per_element(jmap.body, symbols)
     for size in _host_nodes(jmap.body.outputs, (DerivedSize,)):
-        if size.name not in zips and size.name not in {*counted, *totals}:
+        if (size.name in per_element and size.name not in zips
+                and size.name not in {*counted, *totals}):
             # (a length the body only reads, x[:5] of the element: a list
             # of no data whose element has that many rows)
             made = _zip_count(jmap, size.value,
