@@ -25,7 +25,11 @@ sequences or documents (a fold over a book's documents inside a map over
 books: the map over the documents is then one over depth 3). A loop over
 a FractalTensor of depth 4 or more, which has no lowering of its own, is
 split at the top level too (its map over the books then compiles through
-:mod:`ftlazy.fractal_element_views`).
+:mod:`ftlazy.fractal_element_views`), and so is one whose step computes
+sizes from the element (``ft.sum(s[:2], axis=0)``, a filter of its rows),
+which the padded lowering of :mod:`ftlazy.transform.jagged_outer_scan`
+does not take: such sizes count as the element's, so arrays of them stay
+in the map.
 
 .. autofunction:: split_sequence_loop
 """
@@ -122,7 +126,11 @@ def split_sequence_loop(body: Body, inits: list[Array], x_leaves: list[Any],
     nc = len(inits)
     ne = sum(x.depth - 1 if isinstance(x, Jagged) and x.depth >= 3 else 1
              for x in x_leaves)
-    frontier = _carry_free_frontier(body, nc, ne, frozenset(symbols))
+    from ftlazy.fractal_tensor import sizes_per_element
+    # (sizes computed from the element, s[:2]'s count, are the element's
+    # sizes too: arrays of them stay in the map)
+    symbols = frozenset(symbols) | sizes_per_element(body, frozenset(symbols))
+    frontier = _carry_free_frontier(body, nc, ne, symbols)
     if frontier is None:
         return None
     outer = dict(zip(body.params[nc + ne:], captured))

@@ -198,10 +198,14 @@ def jagged_scan(f: Callable, xs: Any, init: Any, keep_all: bool,
                                    local_sizes=frozenset(symbols))
     finally:
         _map_nesting[0] -= 1
-    if (level > 0 and set(depths) <= {1, 2, 3}) or max(depths) >= 4:
-        # (in a body, or over depth 4, which has no loop of its own: a loop
-        # over sequences whose step encodes each one first, then folds the
-        # encodings, as two loops; see the module)
+    from ftlazy.fractal_tensor import sizes_per_element
+    if ((level > 0 and set(depths) <= {1, 2, 3}) or max(depths) >= 4
+            or sizes_per_element(body, frozenset(symbols))):
+        # (in a body, or over depth 4, which has no loop of its own, or
+        # with sizes computed from the element, s[:2], which the padded
+        # lowering does not take: a loop over sequences whose step encodes
+        # each one first, then folds the encodings, as two loops; see the
+        # module)
         from ftlazy.fractal_fold_split import split_sequence_loop
         split = split_sequence_loop(body, inits, x_leaves, captured, symbols,
                                     keep_all, what)

@@ -294,3 +294,52 @@ def test_reductions_over_counted_rows_that_are_stored():
         np.testing.assert_allclose(
             got[name], np.array([reference(d) for d in data]), rtol=1e-12,
             atol=1e-12, err_msg=name)
+
+
+def test_loops_over_the_elements_reading_counted_rows():
+    # (the step's part without the carry, which reads the counted rows, is a
+    # map over the elements first; the loop scans its results)
+    from helpers import compile_on_host
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    W = ft.make_placeholder("W", (H, H), np.float64)
+    loops = {
+        "scan_head": ft.scan(lambda c, s: c * 0.5 + ft.sum(s[:2], axis=0), xs,
+                             ft.zeros(H)),
+        "fold_tail": ft.fold(lambda c, s: c + ft.sum(s[::-2][:1], axis=0), xs,
+                             ft.zeros(H)),
+        "fold_windows": ft.fold(lambda c, s: ft.tanh(c @ W + ft.sum(
+            ft.slide(s, 1, stride=2), axis=(0, 1))), xs, ft.zeros(H)),
+        "fold_kept": ft.fold(lambda c, s: c + ft.sum(ft.filter(
+            lambda r: r[0] > 0, s), axis=0), xs, ft.zeros(H)),
+    }
+    f = compile_on_device(ft.make_dict_of_named_arrays(loops))
+    # (the carry reads the counted rows: the loop runs on the host)
+    with_carry = ft.fold(lambda c, s: c + ft.sum(s[:2] * c, axis=0), xs,
+                         ft.ones(H))
+    g = compile_on_host(with_carry, "data-dependent size")
+    rng = np.random.default_rng(9)
+    Wv = rng.standard_normal((H, H)) * 0.5
+
+    def run(step, init, keep=False):
+        c, states = init, []
+        for d in data:
+            c = step(c, d)
+            states.append(c)
+        return np.array(states).reshape(-1, H) if keep else c
+
+    for data in (_batch(), [], [np.zeros((0, H))]):
+        got = f(xs=data, W=Wv)
+        for name, want in [
+                ("scan_head", run(lambda c, d: c * 0.5 + d[:2].sum(axis=0),
+                                  np.zeros(H), keep=True)),
+                ("fold_tail", run(lambda c, d: c + d[::-2][:1].sum(axis=0),
+                                  np.zeros(H))),
+                ("fold_windows", run(lambda c, d: np.tanh(
+                    c @ Wv + d[::2].sum(axis=0)), np.zeros(H))),
+                ("fold_kept", run(lambda c, d: c + d[d[:, 0] > 0].sum(axis=0),
+                                  np.zeros(H)))]:
+            np.testing.assert_allclose(got[name], want, atol=1e-12,
+                                       err_msg=name)
+        np.testing.assert_allclose(
+            g(xs=data), run(lambda c, d: c + (d[:2] * c).sum(axis=0),
+                            np.ones(H)), atol=1e-12)
