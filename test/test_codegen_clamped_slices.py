@@ -239,6 +239,10 @@ def test_filters_of_clamped_slices_and_strided_windows():
                          xs),
         "windows": ft.map(lambda s: ft.filter(
             lambda w: w[0, 0] > 0, ft.slide(s, 2, stride=2)), xs),
+        # (a count of the kept rows of counted rows: zipped after them)
+        "kept_head": ft.map(lambda s: ft.filter(positive, s[:6])[:2], xs),
+        "kept_head_sum": ft.map(lambda s: ft.sum(ft.filter(
+            positive, s[::2])[-2:], axis=0), xs),
     }
     f = compile_on_device(ft.make_dict_of_named_arrays(results))
 
@@ -254,6 +258,12 @@ def test_filters_of_clamped_slices_and_strided_windows():
         _nested_close(got["kept"].tolist(), [kept(d[:5]) for d in data])
         _nested_close(got["kept_tail"].tolist(), [kept(d[-2:]) for d in data])
         _nested_close(got["windows"].tolist(), [windows(d) for d in data])
+        _nested_close(got["kept_head"].tolist(),
+                      [kept(d[:6])[:2] for d in data])
+        np.testing.assert_allclose(
+            got["kept_head_sum"], np.array(
+                [kept(d[::2])[-2:].sum(axis=0) for d in data]).reshape(-1, H),
+            atol=1e-12)
         np.testing.assert_allclose(
             got["summed"], np.array([kept(d[:5]).sum(axis=0) for d in data]
                                     ).reshape(-1, H), atol=1e-12)

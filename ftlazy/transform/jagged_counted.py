@@ -151,9 +151,14 @@ def _zip_count(jmap: JaggedMap, count: Array, name: str
     """The values (no data) and offsets of a FractalTensor whose element
     ``e`` has *count* (a 0-d array of the body) rows, and its total, the
     data-dependent size *name*; None where *count* reads host index
-    arrays."""
+    arrays or arrays of data-dependent sizes."""
     count = _Inline()(count)
-    if _host_nodes([count]):
+    if _host_nodes([count]) or any(
+            name.startswith(DERIVED_SIZE_PREFIX)
+            for n in topological_order([count])
+            for c in getattr(n, "shape", ()) for name in sh.size_param_names(c)):
+        # (also where it reads arrays of a size computed in the body, the
+        # rows a filter of s[:6] selects from: zipped in a later round)
         return None
     # (on the host: it derives the segment ids of the rows from them)
     offsets = _offsets_of(_over_elements(jmap, count)[0])
