@@ -295,7 +295,9 @@ _INTERNAL_SIZES = (
                  "over (_L: its length; _m, _T: its numbers of lists and of "
                  "leaves)"),
     ("_ft_dyn", "a size computed from the data at run time (the length of "
-                "xs[i], of a slice or of a filter of a FractalTensor)"),
+                "xs[i], of a slice or of a filter of a FractalTensor; of a "
+                "slice clamped against a symbolic length, x[:5]; of a "
+                "diagonal; the number of strided windows)"),
 )
 
 

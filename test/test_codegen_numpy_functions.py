@@ -142,7 +142,9 @@ def test_diagonals_of_unrelated_symbolic_lengths_compiled(codegen_vector_width
     a = ft.make_placeholder("a", (n, m), np.int32)
     b = ft.make_placeholder("b", (2, n, m), np.float64)
     lazy = {"diag": ft.diag(a, -1), "diag_up": ft.diag(a, 2),
-            "trace": ft.trace(a), "batched": ft.trace(b, 1, axis1=1, axis2=2)}
+            "trace": ft.trace(a), "batched": ft.trace(b, 1, axis1=1, axis2=2),
+            # (min(n, m) and min(m, n): one size)
+            "both_ways": ft.diag(a) * ft.diag(a.T)}
     compiled = ft.compile(ft.make_dict_of_named_arrays(lazy))
     rng = np.random.default_rng(4)
     for shape in [(0, 3), (3, 0), (1, 1), (2, 5), (5, 2)]:
@@ -153,3 +155,4 @@ def test_diagonals_of_unrelated_symbolic_lengths_compiled(codegen_vector_width
         assert_same(got["diag_up"], np.diag(av, 2))
         assert_same(got["trace"], np.trace(av))
         assert_same(got["batched"], np.trace(bv, 1, axis1=1, axis2=2))
+        assert_same(got["both_ways"], np.diag(av) * np.diag(av.T))

@@ -43,7 +43,8 @@ def _diagonal_length(rows: Any, cols: Any) -> Any:
         if sh.prove_le(length, other) and sh.prove_le(0, length):
             return length
     from ftlazy.fractal_access import _size
-    r, c = (sh.to_affine(x).to_expr() for x in (rows, cols))
+    # (min is symmetric: one order, so that diag(a) and diag(a.T) agree)
+    r, c = sorted((sh.to_affine(x).to_expr() for x in (rows, cols)), key=str)
     smaller = prim.If(prim.Comparison(r, "<", c), r, c)
     return _size(prim.If(prim.Comparison(smaller, "<", 0), 0, smaller))
 
