@@ -18,6 +18,7 @@ from pymbolic import evaluate
 
 import ftlazy as ft
 from ftlazy.ops.clamped_slices import _canonical_count
+from helpers import compile_on_host
 
 H = 3
 RNG = np.random.default_rng(5)
@@ -309,7 +310,6 @@ def test_reductions_over_counted_rows_that_are_stored():
 def test_loops_over_the_elements_reading_counted_rows():
     # (the step's part without the carry, which reads the counted rows, is a
     # map over the elements first; the loop scans its results)
-    from helpers import compile_on_host
     xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
     W = ft.make_placeholder("W", (H, H), np.float64)
     loops = {
