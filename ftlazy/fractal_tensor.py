@@ -542,8 +542,12 @@ class JaggedMap(Loop):
         first = len(self.inputs) - len(self.captured)
         check_captured_params(self.body, self.captured, self.what, frozenset(
             k - first for _, k in self.element_index))
-        per_element = self._element_symbols | sizes_per_element(
-            self.body, self._element_symbols)
+        from ftlazy.fractal_access import DERIVED_SIZE_PREFIX
+        per_element = self._element_symbols
+        if any(name.startswith(DERIVED_SIZE_PREFIX) for out in self.body.outputs
+               for name in sh.shape_size_param_names(out.shape[1:])):
+            # (a walk of the body only where a size computed in it may be)
+            per_element |= sizes_per_element(self.body, per_element)
         for k, out in enumerate(self.body.outputs):
             if any(per_element & sh.size_param_names(c)
                    for c in out.shape[1:]):
@@ -853,33 +857,29 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
                            out_kinds[0], what)
             if rebuilt is not None:
                 return rebuilt
-    if depths == [3] and not counted:
-        # (a sentence map counting lists it reads, s[:5] or ft.filter of
-        # each sentence reduced: over all sentences, where they are zipped)
-        flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0],
-                                    frozenset(first_symbols))
-        if flat is not None:
-            return flat
-    if counted and depths == [3]:
+    if depths == [3]:
+        # (sentence maps returning counted lists, or reading them, s[:5] or
+        # ft.filter of each sentence reduced: over all sentences, where
+        # they are zipped)
         from ftlazy.fractal_sentence_reads import picked_sentence_result
         flat = _sentence_map_result(xs[0], *traced_leaves, out_kinds[0],
                                     frozenset(first_symbols))
-        if flat is None:
+        if flat is None and counted:
             # (results of a sentence's length, read at a fixed index)
             trace_params, leaves = traced_leaves
             flat = picked_sentence_result(
                 xs[0], trace_params[0], trace_params[1], leaves,
                 first_symbols, out_kinds[0], what)
-        if flat is None:
-            # (lists counted from the document's tokens alone, or from the
-            # rows of maps over its sentences)
-            from ftlazy.fractal_element_views import (
-                inner_rows_result, leaves_result)
-            for view in (leaves_result, inner_rows_result):
-                flat = view(list(xs), *traced_leaves, depths, first_symbols,
-                            out_kinds[0], what)
-                if flat is not None:
-                    break
+            if flat is None:
+                # (lists counted from the document's tokens alone, or from
+                # the rows of maps over its sentences)
+                from ftlazy.fractal_element_views import (
+                    inner_rows_result, leaves_result)
+                for view in (leaves_result, inner_rows_result):
+                    flat = view(list(xs), *traced_leaves, depths,
+                                first_symbols, out_kinds[0], what)
+                    if flat is not None:
+                        break
         if flat is not None:
             return flat
     if depths == [3] and all(isinstance(k, int) for k in leaf_outputs):
@@ -964,7 +964,8 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
             return None
         picked.append(values.index)
     if (inner is None or inner.depths != (2,)
-            or not (inner.counted or _counts_in_body(inner))
+            or not (inner.counted or sizes_per_element(
+                inner.body, frozenset(inner.symbols[0])))
             or inner.inputs[:2] != (params[0], params[1])):
         return None
     from ftlazy.node import topological_order
@@ -999,15 +1000,6 @@ def _sentence_map_result(docs: Jagged, params: Any, leaves: list[Any],
                            if isinstance(r, Jagged)
                            else Jagged(r, (docs.offsets[0],))
                            for r in flat_leaves], structure)
-
-
-def _counts_in_body(loop: JaggedMap) -> bool:
-    """Whether *loop*'s body (not a body nested in it) defines a
-    data-dependent size, a list it counts and reads (``s[:5]``)."""
-    from ftlazy.fractal_access import DerivedSize
-    from ftlazy.node import topological_order
-    return any(isinstance(n, DerivedSize)
-               for n in topological_order(list(loop.body.outputs)))
 
 
 def _rows_per_sentence(docs: Jagged, params: Any, arrays: list[Array]

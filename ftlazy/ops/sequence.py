@@ -195,8 +195,10 @@ def slide(seq: Any, size: int, stride: int = 1, dilation: int = 1,
 
     position = _affine((stride, index_var(0)), (dilation, index_var(1)),
                        (-padding, 1))
+    from ftlazy.fractal_access import derived_size_bindings
+    derived = derived_size_bindings((count,))
     read = prim.Variable("_in0")[(position,) + _elem_indices(a, 2)]
-    if padding or _derived(count):
+    if padding or derived:
         # (with a data-dependent count, loopy's bounds check cannot prove
         # the windows in range: guarded as padding is)
         inside = prim.LogicalAnd((prim.Comparison(position, ">=", 0),
@@ -207,7 +209,7 @@ def slide(seq: Any, size: int, stride: int = 1, dilation: int = 1,
     bindings: dict[str, Array] = {"_in0": a}
     # (a data-dependent count is never negative: the windows fit where
     # span - 2*padding - stride rows are there, an affine requirement)
-    fits = (sh.add(length, 2 * padding - span + stride) if _derived(count)
+    fits = (sh.add(length, 2 * padding - span + stride) if derived
             else count)
     if not isinstance(fits, int) and not sh.prove_le(0, fits):
         # unread; its shape is negative exactly when the count is, which
@@ -222,18 +224,9 @@ def slide(seq: Any, size: int, stride: int = 1, dilation: int = 1,
                 f"negative number of windows of size {size} (dilation "
                 f"{dilation}, padding {padding}, stride {stride}; a window "
                 f"spans {span} rows)"))
-    if _derived(count):
-        from ftlazy.fractal_access import derived_size_bindings
-        bindings.update(derived_size_bindings((count,)))
+    bindings.update(derived)
     return IndexLambda(expr, (count, size) + tuple(a.shape[1:]), a.dtype,
                        bindings)
-
-
-def _derived(count: ShapeComponent) -> bool:
-    """Whether a window count is a data-dependent size."""
-    from ftlazy.fractal_access import DERIVED_SIZE_PREFIX
-    return any(name.startswith(DERIVED_SIZE_PREFIX)
-               for name in sh.size_param_names(count))
 
 # }}}
 

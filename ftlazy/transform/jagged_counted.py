@@ -146,19 +146,17 @@ def _zip_selection(jmap: JaggedMap, selection: HostIndexArray, name: str
     return values, new_offsets, total
 
 
-def _zip_count(jmap: JaggedMap, count: Array, name: str
-               ) -> tuple[Array, Array, DerivedSize] | None:
+def _zip_count(jmap: JaggedMap, count: Array, name: str,
+               local: set[str]) -> tuple[Array, Array, DerivedSize] | None:
     """The values (no data) and offsets of a FractalTensor whose element
     ``e`` has *count* (a 0-d array of the body) rows, and its total, the
     data-dependent size *name*; None where *count* reads host index
-    arrays or arrays of data-dependent sizes."""
+    arrays, or arrays of the sizes *local* the body computes (the rows a
+    filter of ``s[:6]`` selects from: zipped in a later round)."""
     count = _Inline()(count)
     if _host_nodes([count]) or any(
-            name.startswith(DERIVED_SIZE_PREFIX)
-            for n in topological_order([count])
-            for c in getattr(n, "shape", ()) for name in sh.size_param_names(c)):
-        # (also where it reads arrays of a size computed in the body, the
-        # rows a filter of s[:6] selects from: zipped in a later round)
+            local & sh.shape_size_param_names(getattr(n, "shape", ()))
+            for n in topological_order([count])):
         return None
     # (on the host: it derives the segment ids of the rows from them)
     offsets = _offsets_of(_over_elements(jmap, count)[0])
@@ -240,6 +238,8 @@ def _zips(jmap: JaggedMap) -> dict[str, tuple]:
     selected rows once the first selection is zipped)."""
     symbols = frozenset(s for g in jmap.symbols for s in g)
     counted = _counted_sizes(jmap)
+    sizes = _host_nodes(jmap.body.outputs, (DerivedSize,))
+    per_element = sizes_per_element(jmap.body, symbols)
     zips: dict[str, tuple] = {}
     for selection in _selections(jmap.body, symbols):
         size = selection.shape[0].name
@@ -252,17 +252,16 @@ def _zips(jmap: JaggedMap) -> dict[str, tuple]:
     # (a selection's total is zipped with its selection, in a later round
     # where the rows it selects from are a count zipped in this one: a
     # filter of s[:5])
-    totals = {size.name for size in _host_nodes(jmap.body.outputs,
-                                                (DerivedSize,))
+    totals = {size.name for size in sizes
               if last_entry_of(size.value) is not None}
-    per_element = sizes_per_element(jmap.body, symbols)
-    for size in _host_nodes(jmap.body.outputs, (DerivedSize,)):
+    for size in sizes:
         if (size.name in per_element and size.name not in zips
                 and size.name not in {*counted, *totals}):
             # (a length the body only reads, x[:5] of the element: a list
             # of no data whose element has that many rows)
             made = _zip_count(jmap, size.value,
-                              f"{DERIVED_SIZE_PREFIX}cnt{next(_NAMES)}")
+                              f"{DERIVED_SIZE_PREFIX}cnt{next(_NAMES)}",
+                              per_element)
             if made is not None:
                 zips[size.name] = made + (None,)
     deferred = totals if zips else set()
@@ -270,7 +269,8 @@ def _zips(jmap: JaggedMap) -> dict[str, tuple]:
         if size not in zips and size not in deferred:
             # (the body's count output: the size's value, or a size
             # defined outside the body, the same for every element)
-            made = _zip_count(jmap, jmap.body.outputs[count], name)
+            made = _zip_count(jmap, jmap.body.outputs[count], name,
+                              per_element)
             if made is not None:
                 zips[size] = made + (None,)
     return zips

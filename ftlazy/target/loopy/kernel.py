@@ -995,8 +995,8 @@ class KernelBuilder:
         # input's read only indirectly, the rows of a list of no data)
         params = set(self.parts.params).union(*(
             sh.size_param_names(d) for a in inputs + outputs for d in a.shape
-        ), *(_names_in(d) for t in self.parts.temporaries.values()
-             for d in t.shape or ()))
+        ), *(get_variable_names(d) for t in self.parts.temporaries.values()
+             for d in t.shape or () if not isinstance(d, (int, np.integer))))
         for p in sorted(params):
             args.append(lp.ValueArg(p, np.int64))
         args.extend(self.parts.temporaries.values())
@@ -1161,11 +1161,3 @@ def _check_dtypes(order: list[Node]) -> None:
             if isinstance(n, Scan):
                 stack.append(topological_order(list(n.body.outputs)))
 
-
-def _names_in(extent: Any) -> set[str]:
-    """The variable names of a temporary's extent (an int or an expression
-    of size parameters)."""
-    if isinstance(extent, (int, np.integer)):
-        return set()
-    from pymbolic.mapper.dependency import DependencyMapper
-    return {v.name for v in DependencyMapper(composite_leaves=False)(extent)}
