@@ -36,9 +36,11 @@ also returns it per element as a 0-d integer, the output is packed, and
 its total is a data-dependent size (``_ft_dynmap<k>``) summing those
 counts (:attr:`~ftlazy.fractal_tensor.JaggedMap.counted`); a level whose
 number of lists is counted gets its offsets from the lengths. So does an
-array the body returns whose first axis is such a size (``ft.filter`` of the
-element's rows, :func:`counted_array`): the map's result is a FractalTensor
-of one list per element. The reference evaluator runs these; compiled, a
+array the body returns whose first axis is such a size computed from the
+element (``ft.filter`` of the element's rows, :func:`counted_array`): the
+map's result is a FractalTensor of one list per element. One computed
+outside the body (``ys[1]`` of a captured FractalTensor) is the same for
+every element, and such results stack. The reference evaluator runs these; compiled, a
 map over depth-2 FractalTensors gets the counted lists zipped in
 (:mod:`ftlazy.transform.jagged_counted`), others are refused
 (:func:`check_no_counted_results`).
@@ -150,17 +152,27 @@ def _closed_form(offsets: Array, sentence_offsets: dict[Array, int]
     return ("form", form.coeffs.get("_0", 0), a, k if a else -1)
 
 
-def counted_array(leaf: Array) -> bool:
+def counted_array(leaf: Array, params: Any = (),
+                  symbols: frozenset[str] = frozenset()) -> bool:
     """Whether the first axis of *leaf*, an array a map body returns, is a
-    size computed in the body (``ft.filter`` of the element): the map's
-    result is then a FractalTensor of one list per element (see
-    :func:`split_nested_leaf`)."""
+    size computed in the body from the element (``ft.filter`` of the
+    element; the element is the traced *params* and its sizes *symbols*):
+    the map's result is then a FractalTensor of one list per element (see
+    :func:`split_nested_leaf`). A size computed outside the body
+    (``ys[i]`` of a captured FractalTensor) is the same for every element:
+    the map stacks such results."""
     from ftlazy.fractal_access import DerivedSize
     if leaf.ndim == 0 or isinstance(leaf.shape[0], int):
         return False
-    local = {n.name for n in topological_order([leaf])
-             if isinstance(n, DerivedSize)}
-    return bool(local & sh.size_param_names(leaf.shape[0]))
+    first = sh.size_param_names(leaf.shape[0])
+    param_ids = {id(p) for p in params}
+    for n in topological_order([leaf]):
+        if isinstance(n, DerivedSize) and n.name in first and any(
+                id(m) in param_ids or (isinstance(m, SizeParam)
+                                       and m.name in symbols)
+                for m in topological_order([n.value])):
+            return True
+    return False
 
 
 def split_nested_leaf(leaf: Jagged | Array, first_output: int,

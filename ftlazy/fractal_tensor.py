@@ -808,7 +808,9 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
         counts: dict = {}
         for leaf in leaves:
             if isinstance(leaf, Jagged) or (isinstance(leaf, Array)
-                                            and counted_array(leaf)):
+                                            and counted_array(
+                                                leaf, flat_params,
+                                                frozenset(first_symbols))):
                 outputs, nested = split_nested_leaf(
                     leaf, len(arrays), sentence_offsets, frozenset(first_symbols),
                     counts)

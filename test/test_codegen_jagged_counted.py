@@ -385,3 +385,73 @@ def test_filters_reading_their_document():
             want = [[s[keep(d, s)] * scale for s in d] for d in data]
             for got in (compiled(docs=data), ft.evaluate_numpy(lazy, docs=data)):
                 assert_nested(got, want, 3)
+
+
+def test_results_of_a_length_from_outside_the_body_stack():
+    # a result whose first axis is a data-dependent size defined outside
+    # the body (ys[1] of a captured FractalTensor, a clamped slice of a
+    # captured array, a filter of ys[1]) has that length for every element:
+    # the map stacks it, as it does for a size parameter (these were
+    # counted per element and failed to compile)
+    xs, ys = placeholders()
+    x = ft.make_placeholder("x", (ft.make_size_param("n"), H), np.float64)
+
+    def above_zero(a):
+        return ft.filter(lambda r: ft.sum(r) > 0, a)
+
+    rng = np.random.default_rng(3)
+    x_data = rng.standard_normal((4, H))
+    named = {
+        "list_read": (lambda s: ft.sum(s, axis=0) * ys[1],
+                      lambda s, b: s.sum(0) * b[1]),
+        "clamped_slice": (lambda s: ft.sum(s, axis=0) * x[:2],
+                          lambda s, b: s.sum(0) * x_data[:2]),
+        "filter_of_a_list_read": (
+            lambda s: ft.sum(s, axis=0) * above_zero(ys[1]),
+            lambda s, b: s.sum(0) * kept(b[1])),
+        "scan_over_a_list_read": (
+            lambda s: ft.scan(lambda c, r: c + r, ys[1] * ft.sum(s),
+                              ft.zeros(H)),
+            lambda s, b: np.cumsum(b[1] * s.sum(), axis=0)),
+    }
+    for name, (body, reference) in named.items():
+        r = ft.map(body, xs)
+        assert isinstance(r, ft.Array), name
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ft.HostEvaluationWarning)
+            f = ft.compile(r)
+        for key, other in (("mixed", "mixed"), ("empty_batch", "none_kept"),
+                           ("all_empty", "mixed")):
+            a, b = batch(key), batch(other, seed=1)
+            inputs = {"xs": a, **({"x": x_data} if name == "clamped_slice"
+                                  else {"ys": b})}
+            want = np.array([reference(s, b) for s in a]).reshape(
+                (len(a),) + reference(np.zeros((0, H)), b).shape)
+            for got in (f(**inputs), ft.evaluate_numpy(r, **inputs)):
+                assert got.shape == want.shape, name
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # (returned with a list the body counts: one stacked, one FractalTensor)
+    same, filtered = ft.map(lambda s: (ys[1] + 1, positive(s)), xs)
+    f = ft.compile(ft.make_dict_of_named_arrays(
+        {"same": same, "filtered_values": filtered.values,
+         "filtered_offsets0": filtered.offsets[0]}))
+    a, b = batch("mixed"), batch("mixed", seed=1)
+    out = f(xs=a, ys=b)
+    np.testing.assert_allclose(out["same"], np.stack([b[1] + 1] * len(a)))
+    assert_nested(from_parts(out, "filtered", 2), [kept(s) for s in a], 2)
+    with pytest.raises(IndexError):
+        f(xs=a, ys=batch("one"))
+
+
+def test_sentence_maps_reading_a_captured_list_at_an_index():
+    # (the index is an input of the sentence map over all sentences, so
+    # the read's length counts per sentence: evaluated on the host)
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    _, ys = placeholders()
+    r = ft.map(lambda d: ft.map(lambda s: ft.sum(s, 0) * ys[1], d), docs)
+    data = [batch("mixed")[:2], [], batch("one")]
+    b = batch("mixed", seed=1)
+    want = [[s.sum(0) * b[1] for s in doc] for doc in data]
+    for got in (compile_on_host(r, "not affine")(docs=data, ys=b),
+                ft.evaluate_numpy(r, docs=data, ys=b)):
+        assert_nested(got, want, 3)
