@@ -207,8 +207,12 @@ class HostIndexArray(Array):
         if self.op == "offsets":
             if a.size and a.min() < 0:
                 i = int(np.argmin(a))
-                raise ValueError(f"a data-dependent length evaluates to "
-                                 f"{int(a[i])} (entry {i}), which is negative")
+                found = (f"{self.what}: element {i} makes a list of a "
+                         f"data-dependent length {int(a[i])}" if self.what
+                         else f"a data-dependent length evaluates to "
+                         f"{int(a[i])} (entry {i})")
+                raise ValueError(f"{found}, which is negative: an index or "
+                                 "slice assumed a longer axis")
             result = np.zeros(len(a) + 1, np.int64)
             np.cumsum(a, out=result[1:])
             return result
@@ -531,8 +535,12 @@ def _host(op: str, arg: Array, shape: Shape, bound: ShapeComponent = 0,
     return HostIndexArray(op, (arg,), shape, bound, what)
 
 
-def _offsets_of(lengths: Array) -> HostIndexArray:
-    return _host("offsets", lengths, (sh.add(lengths.shape[0], 1),))
+def _offsets_of(lengths: Array, what: str = "") -> HostIndexArray:
+    """The running sum of *lengths*; *what* names the list in the message
+    for a negative length (``"map over a FractalTensor 'xs'"``, each
+    length an element's)."""
+    return _host("offsets", lengths, (sh.add(lengths.shape[0], 1),),
+                 what=what)
 
 
 def _outer_length(xs: Array | Jagged) -> ShapeComponent:

@@ -353,3 +353,62 @@ def test_loops_over_the_elements_reading_counted_rows():
         np.testing.assert_allclose(
             g(xs=data), run(lambda c, d: c + (d[:2] * c).sum(axis=0),
                             np.ones(H)), atol=1e-12)
+
+
+def test_results_of_a_length_computed_from_counts():
+    # lists whose length per element is an expression of counts (min(2, L)
+    # + min(1, L), min(3, L) + 2, 3 min(3, L), min(4, L) - 1): each gets a
+    # count of its own, zipped like the others (they ran on the host)
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    named = {
+        "ends": (lambda s: ft.concatenate([s[:2], s[-1:] * 2]),
+                 lambda s: np.concatenate([s[:2], s[-1:] * 2])),
+        "padded": (lambda s: ft.pad(s[:3], ((1, 1), (0, 0))),
+                   lambda s: np.pad(s[:3], ((1, 1), (0, 0)))),
+        "flat": (lambda s: s[:3].reshape(-1), lambda s: s[:3].reshape(-1)),
+        "pairs": (lambda s: ft.sum(ft.slide(s[:4], 2, padding=1), axis=1),
+                  lambda s: np.array([np.pad(s[:4], ((1, 1), (0, 0)))[i:i + 2]
+                                      .sum(axis=0)
+                                      for i in range(len(s[:4]) + 1)])),
+    }
+    results = {name: ft.map(body, xs) for name, (body, _) in named.items()}
+    # (read again by a map and a scan over the result)
+    results["ends_sums"] = ft.map(lambda t: ft.sum(t, axis=0), results["ends"])
+    results["ends_total"] = ft.fold(lambda c, t: c + ft.sum(t, axis=0),
+                                    results["ends"], ft.zeros(H))
+    f = compile_on_device(ft.make_dict_of_named_arrays(
+        {name: r.values if isinstance(r, ft.Jagged) else r
+         for name, r in results.items()}
+        | {f"{name}_offsets": r.offsets[0] for name, r in results.items()
+           if isinstance(r, ft.Jagged)}))
+    for data in (_batch(), [], [np.zeros((0, H))]):
+        got = f(xs=data)
+        for name, (body, reference) in named.items():
+            want = [reference(s) for s in data]
+            got_list = ft.JaggedArray(got[name], got[f"{name}_offsets"])
+            _nested_close([np.reshape(g, w.shape) for g, w in
+                           zip(got_list.tolist(), want)], want)
+            _nested_close(ft.evaluate_numpy(results[name], xs=data).tolist(),
+                          want)
+        ends = [np.concatenate([s[:2], s[-1:] * 2]) for s in data]
+        np.testing.assert_allclose(
+            got["ends_sums"], np.reshape([e.sum(axis=0) for e in ends],
+                                         (-1, H)), atol=1e-12)
+        np.testing.assert_allclose(
+            got["ends_total"], sum((e.sum(axis=0) for e in ends), np.zeros(H)),
+            atol=1e-12)
+
+
+def test_negative_lengths_computed_from_counts_are_refused():
+    # s[:5][1:] keeps the affine rule of x[1:] (length min(5, L) - 1): an
+    # empty element is refused at run time, naming the map and the element
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    r = ft.map(lambda s: s[:5][1:], xs)
+    f = compile_on_device(r)
+    data = [RNG.standard_normal((k, H)) for k in (2, 9, 1)]
+    _nested_close(f(xs=data).tolist(), [s[:5][1:] for s in data])
+    with pytest.raises(ValueError, match=r"'xs': element 1 .* -1, which is "
+                       "negative"):
+        f(xs=[data[0], np.zeros((0, H))])
+    with pytest.raises(ValueError, match="negative"):
+        ft.evaluate_numpy(r, xs=[data[0], np.zeros((0, H))])

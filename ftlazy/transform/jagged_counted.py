@@ -23,6 +23,10 @@ else is lowered, in two phases:
    plain count, an element of no data), ``C`` replaces the length in
    every shape, and :mod:`ftlazy.transform.jagged_lowering` lowers the map
    as a zip (packed along the new rows, reductions over their ranges).
+   A returned list whose length is an expression of such sizes
+   (``ft.concatenate([s[:2], s[-1:]])``: ``min(2, L) + min(1, L)``) is
+   counted by its own list of no data, and its first axis relabelled to
+   that list's length.
 
 Zipping a list can make another one zippable: a selection of selected
 rows, a predicate or a count reading the selected rows, reads the zipped
@@ -66,6 +70,7 @@ from ftlazy.fractal_tensor import JaggedMap, sizes_per_element
 from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.loopy.canonical import _RenameSizes
+from ftlazy.target.loopy.host_loops import describe_loop
 from ftlazy.transform.jagged_element_reads import _BodyRewriter
 from ftlazy.transform.mappers import CopyMapper
 
@@ -159,7 +164,8 @@ def _zip_count(jmap: JaggedMap, count: Array, name: str,
             for n in topological_order([count])):
         return None
     # (on the host: it derives the segment ids of the rows from them)
-    offsets = _offsets_of(_over_elements(jmap, count)[0])
+    offsets = _offsets_of(_over_elements(jmap, count)[0],
+                          describe_loop(jmap))
     total = DerivedSize(name, _last(offsets))
     values = IndexLambda(0, (prim.Variable(name),), np.dtype(np.int8),
                          {f"_ft_size_{name}": total})
@@ -221,13 +227,30 @@ _NAMES = itertools.count()
 
 def _counted_sizes(jmap: JaggedMap) -> dict[str, tuple[int, str]]:
     """Each size of *jmap*'s counted outputs -> its count output and the
-    name of its total."""
+    name of its total. A total whose outputs all have a length that is an
+    expression of sizes (``s[:5][1:]``: ``_ft_dyn0 - 1``) is keyed by its
+    own name: the list zipped for it is their count, and they are
+    relabelled to its length (:func:`_relabel`)."""
     counted: dict[str, tuple[int, str]] = {}
     for k, count, name in jmap.counted:
         c = jmap.body.outputs[k].shape[0]
         if isinstance(c, prim.Variable):
             counted.setdefault(c.name, (count, name))
+    named = {name for _, name in counted.values()}
+    for k, count, name in jmap.counted:
+        if name not in named:
+            named.add(name)
+            counted[name] = (count, name)
     return counted
+
+
+def _relabel(a: Array, length: str) -> Array:
+    """*a* with its first axis called *length* (equal at run time: the
+    count zipped for it is *a*'s length per element)."""
+    own = tuple(index_var(k) for k in range(a.ndim))
+    return IndexLambda(prim.Variable("_in0")[own],
+                       (prim.Variable(length),) + a.shape[1:], a.dtype,
+                       {"_in0": a})
 
 
 def _zips(jmap: JaggedMap) -> dict[str, tuple]:
@@ -293,8 +316,15 @@ def _zipped(jmap: JaggedMap, zips: dict[str, tuple]) -> JaggedMap:
     rewriter = _BodyRewriter(replaced, len(sizes), n_elements, renames)
     body_params = [rewriter(p) for p in jmap.body.params]
     body_params[n_elements:n_elements] = new_params
-    body = Body(tuple(body_params),
-                tuple(rewriter(o) for o in jmap.body.outputs))
+    outputs = [rewriter(o) for o in jmap.body.outputs]
+    # (counted outputs of an expression of sizes: that many rows of the
+    # list zipped for their total)
+    symbol_of_total = {zips[s][2].name: renames[s] for s in sizes}
+    for k, _, name in jmap.counted:
+        if name in symbol_of_total and not isinstance(
+                jmap.body.outputs[k].shape[0], prim.Variable):
+            outputs[k] = _relabel(outputs[k], symbol_of_total[name])
+    body = Body(tuple(body_params), tuple(outputs))
     zipped = tuple(a for s in sizes for a in zips[s][:2])
     names = {zips[s][2].name for s in sizes}
     return JaggedMap(body, jmap.inputs[:n_mapped] + zipped + jmap.captured,
