@@ -110,6 +110,31 @@ def test_equal_counts_combine_and_different_ones_do_not():
         x[:2] + x[:3]
 
 
+def test_strided_window_counts_combine_with_equal_slice_counts():
+    # (a window count of a single length is written in the canonical form
+    # of slice counts: the same function of n is the same size)
+    n = ft.make_size_param("n")
+    x = ft.make_placeholder("x", (n, H), np.float64)
+    assert ft.slide(x, 1, stride=2).shape[0] == x[::2].shape[0]
+    assert ft.slide(x, 2, stride=3).shape[0] == x[:-1:3].shape[0]
+    every_other = ft.slide(x, 1, stride=2)[:, 0] + x[::2]
+    # (windows of 3 every 2 rows, padded by 1: as many as rows 0, 2, ...)
+    centred = ft.sum(ft.slide(x, 3, stride=2, padding=1), axis=1) - x[::2]
+    f = compile_on_device(ft.make_dict_of_named_arrays(
+        {"every_other": every_other, "centred": centred}))
+    for length in (0, 1, 2, 5, 8):
+        data = RNG.standard_normal((length, H))
+        padded = np.pad(data, ((1, 1), (0, 0)))
+        got = f(x=data)
+        np.testing.assert_allclose(got["every_other"], data[::2] * 2)
+        np.testing.assert_allclose(
+            got["centred"], np.array([padded[i:i + 3].sum(axis=0)
+                                      for i in range(0, length, 2)]
+                                     ).reshape(-1, H) - data[::2], atol=1e-12)
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        ft.slide(x, 2, stride=2)[:, 0] + x[::2]
+
+
 def test_slices_that_need_no_clamping_keep_affine_lengths():
     n = ft.make_size_param("n")
     x = ft.make_placeholder("x", (n + 5,), np.float64)

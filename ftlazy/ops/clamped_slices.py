@@ -21,7 +21,7 @@ combine).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import pymbolic.primitives as prim
 from pymbolic.mapper import IdentityMapper
@@ -74,15 +74,23 @@ def _far_form(count: Any, far: int, step: int) -> tuple[int, int]:
 
 def _canonical_count(n: Any, s: slice) -> Any:
     """``len(range(*s.indices(n)))`` for a symbolic length *n* (an
-    expression, ``n >= 0``) of Python-int slice bounds: for ``n`` past the
-    bounds no clamp changes, and the count is a constant or ``(n + b) // k``
-    there; below, runs of a constant or of ``n + c``. Equal functions give
-    equal expressions."""
+    expression, ``n >= 0``) of Python-int slice bounds, in the form of
+    :func:`canonical_length`."""
     def count(m: int) -> int:
         return len(range(*s.indices(m)))
 
-    step = abs(s.step or 1)
     far = 2 * max([abs(v) for v in (s.start, s.stop) if v is not None] + [0]) + 1
+    return canonical_length(n, count, far, abs(s.step or 1))
+
+
+def canonical_length(n: Any, count: Callable[[int], int], far: int,
+                     step: int) -> Any:
+    """*count* (a function of a length ``m >= 0``, such as a clamped
+    slice's or a strided window's count) as an expression of *n*, given
+    that from *far* on it is a constant or ``(m + b) // step``: there that
+    form; below, runs of a constant or of ``m + c``. Equal functions give
+    equal expressions, so that lengths computed in different ways (``s[::2]``
+    and ``ft.slide(s, 1, stride=2)``) are one size."""
     b, k = _far_form(count, far, step)
 
     def settled(m: int) -> bool:

@@ -27,7 +27,11 @@ stride divides every coefficient of the length (``stride=2`` on a length
 ``2*n``); elsewhere the count ``(...) // stride + 1`` is a data-dependent
 size (:func:`~ftlazy.fractal_access.derived_size`, computed at run time,
 per element in a map over a FractalTensor), and the guard requires the
-affine ``L + 2*padding - span + stride >= 0`` rows instead.
+affine ``L + 2*padding - span + stride >= 0`` rows instead. For a single
+length it is written as clamped slices' counts are
+(:func:`~ftlazy.ops.clamped_slices.canonical_length`), so the windows
+combine with slices of as many rows (``ft.slide(s, 1, stride=2)`` and
+``s[::2]``).
 
 The functions are :func:`ftlazy.slide`, :func:`ftlazy.shifted_slide` and
 :func:`ftlazy.dilated_map` (documented with the top-level functions).
@@ -157,6 +161,16 @@ def _window_count(length: ShapeComponent, size: int, dilation: int,
         # (a data-dependent size; 0 where the sequence is too short, which
         # the guard of slide then reports)
         from ftlazy.fractal_access import _size
+        from ftlazy.ops.clamped_slices import _TABULATED, canonical_length
+        (name, coeff), = (form.coeffs.items() if len(form.coeffs) == 1
+                          else [(None, 0)])
+        if coeff == 1 and max(abs(form.const), stride) <= _TABULATED:
+            # (a single length: in the canonical form of clamped slices'
+            # counts, so that ft.slide(s, 1, stride=2) and s[::2] combine)
+            return _size(canonical_length(
+                prim.Variable(name), lambda m: max(0, (m + form.const) // stride
+                                                   + 1),
+                2 * abs(form.const) + 1, stride))
         reach = sh.to_affine(sh.add(room, stride)).to_expr()
         return _size(prim.If(prim.Comparison(reach, "<", 0), 0,
                              prim.FloorDiv(reach, stride)))
