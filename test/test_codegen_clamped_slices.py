@@ -437,3 +437,27 @@ def test_negative_lengths_computed_from_counts_are_refused():
         f(xs=[data[0], np.zeros((0, H))])
     with pytest.raises(ValueError, match="negative"):
         ft.evaluate_numpy(r, xs=[data[0], np.zeros((0, H))])
+
+
+def test_counts_of_lengths_alone_are_computed_from_the_offsets():
+    # min(5, L) per element needs no first phase on the device: the host
+    # computes it from the offsets (so the kernels are the same for every
+    # bound, and a new bound compiles nothing). A count that reads the
+    # element's rows (a filter) still runs a first phase.
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    data = _batch()
+    for bound in (3, 5):
+        head = ft.map(lambda s: ft.sum(s[:bound], axis=0) + s[::2].shape[0],
+                      xs)
+        f = compile_on_device(head)
+        assert f.lowering.host_values.first_phase.results == []
+        np.testing.assert_allclose(
+            f(xs=data), [s[:bound].sum(axis=0) + len(s[::2]) for s in data],
+            atol=1e-12)
+    kept = ft.map(lambda s: ft.sum(ft.filter(lambda r: r[0] > 0, s[:4]),
+                                   axis=0), xs)
+    f = compile_on_device(kept)
+    assert f.lowering.host_values.first_phase.results != []
+    np.testing.assert_allclose(
+        f(xs=data), [s[:4][s[:4, 0] > 0].sum(axis=0) for s in data],
+        atol=1e-12)

@@ -11,7 +11,9 @@ else is lowered, in two phases:
 
 1. per element, the list's length (a count) is computed over all elements
    at once: a map returning the count (its length is then ``offsets[n]``
-   of their running sum), or for a selection (``segment_ids`` of the
+   of their running sum; a count of the element's lengths alone, ``min(5,
+   L)`` of ``s[:5]``, is an array over the lengths instead, which the host
+   computes from the offsets, :func:`_from_lengths`), or for a selection (``segment_ids`` of the
    running sum of per-row lengths, as ``ft.filter`` builds it) a map
    returning the per-row lengths packed over all elements, whose global
    running sum ``G`` gives each element's offsets ``G[start_e]`` and the
@@ -62,13 +64,13 @@ import numpy as np
 import pymbolic.primitives as prim
 
 from ftlazy import shapes as sh
-from ftlazy.array import Array, IndexLambda
+from ftlazy.array import Array, IndexLambda, SizeParam
 from ftlazy.fractal import Body, BodyParam, LoopResult
 from ftlazy.fractal_access import (
     DERIVED_SIZE_PREFIX, DerivedSize, HostIndexArray, _offsets_of)
-from ftlazy.fractal_tensor import JaggedMap, sizes_per_element
+from ftlazy.fractal_tensor import JaggedMap, segment_lengths, sizes_per_element
 from ftlazy.node import Node, topological_order
-from ftlazy.scalar_expr import index_var
+from ftlazy.scalar_expr import ExprIdentityMapper, get_variable_names, index_var
 from ftlazy.target.loopy.canonical import _RenameSizes
 from ftlazy.target.loopy.host_loops import describe_loop
 from ftlazy.transform.jagged_element_reads import _BodyRewriter
@@ -164,12 +166,80 @@ def _zip_count(jmap: JaggedMap, count: Array, name: str,
             for n in topological_order([count])):
         return None
     # (on the host: it derives the segment ids of the rows from them)
-    offsets = _offsets_of(_over_elements(jmap, count)[0],
-                          describe_loop(jmap))
+    counts = _from_lengths(jmap, count)
+    if counts is None:
+        counts = _over_elements(jmap, count)[0]
+    offsets = _offsets_of(counts, describe_loop(jmap))
     total = DerivedSize(name, _last(offsets))
     values = IndexLambda(0, (prim.Variable(name),), np.dtype(np.int8),
                          {f"_ft_size_{name}": total})
     return values, offsets, total
+
+
+def _from_lengths(jmap: JaggedMap, count: Array) -> Array | None:
+    """*count* (a 0-d array of *jmap*'s body, inlined) for every element at
+    once, an array ``(n,)`` over the lengths of the mapped FractalTensors,
+    where it reads nothing of the element but its lengths (``min(5, L)``
+    of ``s[:5]``): the host computes it from the offsets, with no first
+    phase on the device. None where it reads anything else."""
+    lengths: dict[str, Array] = {}
+    n_elements = None
+    for (depth, arrays), symbols in zip(jmap.mapped_parts(), jmap.symbols):
+        if depth == 2:
+            lengths[symbols[0]] = segment_lengths(arrays[1])
+            n_elements = lengths[symbols[0]].shape[0]
+    converted: dict[Array, tuple[Array, bool]] = {}
+    for a in topological_order([count]):
+        if isinstance(a, SizeParam):
+            converted[a] = ((lengths[a.name], True) if a.name in lengths
+                            else (a, False))
+            continue
+        if not (isinstance(a, IndexLambda) and a.ndim == 0):
+            return None
+        bindings, per_element = {}, set()
+        for key, b in a.bindings.items():
+            if key == f"_ft_size_{getattr(b, 'name', None)}":
+                continue    # (a size the expression names: below)
+            bindings[key], along = converted[b]
+            if along:
+                per_element.add(key)
+        renames = {}
+        for k, name in enumerate(sorted(get_variable_names(a.expr)
+                                        & set(lengths))):
+            key = f"_ft_len{k}"
+            bindings[key] = lengths[name]
+            per_element.add(key)
+            renames[name] = key
+        if not per_element:
+            converted[a] = (a, False)
+            continue
+        expr = _PerElement(per_element, renames)(a.expr)
+        converted[a] = (IndexLambda(expr, (n_elements,), a.dtype, bindings),
+                        True)
+    result, along = converted[count]
+    return result if along else None
+
+
+class _PerElement(ExprIdentityMapper):
+    """A 0-d array's expression read at element ``_0``: its per-element
+    bindings *along* and the lengths (*renames*: size name -> binding)."""
+
+    def __init__(self, along: set[str], renames: dict[str, str]) -> None:
+        self.along = along
+        self.renames = renames
+
+    def map_variable(self, expr: prim.Variable) -> Any:
+        name = self.renames.get(expr.name, expr.name)
+        if name in self.along:
+            return prim.Variable(name)[index_var(0)]
+        return expr
+
+    def map_subscript(self, expr: prim.Subscript) -> Any:
+        if (isinstance(expr.aggregate, prim.Variable)
+                and expr.aggregate.name in self.along
+                and expr.index_tuple == ()):
+            return expr.aggregate[index_var(0)]
+        return super().map_subscript(expr)
 
 
 class _Inline(CopyMapper):
