@@ -156,3 +156,37 @@ def test_diagonals_of_unrelated_symbolic_lengths_compiled(codegen_vector_width
         assert_same(got["trace"], np.trace(av))
         assert_same(got["batched"], np.trace(bv, 1, axis1=1, axis2=2))
         assert_same(got["both_ways"], np.diag(av) * np.diag(av.T))
+
+
+def test_sorting_each_sequence_of_a_fractal_tensor(codegen_vector_width
+                                                   ) -> None:
+    # (a symbolic axis: sorted by rank counts up to MAX_SORT_LENGTH rows,
+    # a longer one refused at run time naming the limit)
+    xs = ft.make_jagged_placeholder("xs", (3,), np.float64, depth=2)
+    named = {
+        "sorted": ft.map(lambda s: ft.sort(s, axis=0), xs),
+        "order": ft.map(lambda s: ft.argsort(s[:, 0], kind="stable"), xs),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ft.HostEvaluationWarning)
+        f = ft.compile(ft.make_dict_of_named_arrays(
+            {"sorted": named["sorted"].values,
+             "sorted_offsets": named["sorted"].offsets[0],
+             "order": named["order"].values}))
+    rng = np.random.default_rng(11)
+    data = [np.round(rng.standard_normal((k, 3)), 1) for k in (5, 0, 1, 8)]
+    data[0][1, 0] = np.nan
+    got = f(xs=data)
+    np.testing.assert_array_equal(
+        got["sorted"], np.concatenate([np.sort(s, axis=0) for s in data]))
+    np.testing.assert_array_equal(
+        got["order"], np.concatenate([np.argsort(s[:, 0], kind="stable")
+                                      for s in data]))
+    # (the second largest of each column, read by index)
+    second = ft.compile(ft.map(lambda s: ft.sort(s, axis=0)[-2], xs))
+    assert_same(second(xs=[data[0], data[3]]),
+                np.stack([np.sort(s, axis=0)[-2] for s in (data[0], data[3])]))
+    longest = ft.ops.ordering.MAX_SORT_LENGTH
+    with pytest.raises(ValueError, match="sort: sorting along an axis longer "
+                       "than 1024"):
+        f(xs=[np.zeros((2, 3)), np.zeros((longest + 1, 3))])

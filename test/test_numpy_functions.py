@@ -123,6 +123,11 @@ CASES = {
     "sort_int": lambda xp, x, xf, xi, xb: xp.sort(xi, axis=1),
     "argsort_rows": lambda xp, x, xf, xi, xb: xp.argsort(x, kind="stable"),
     "argsort_bool": lambda xp, x, xf, xi, xb: xp.argsort(xb, 1, kind="stable"),
+    # (along the symbolic axis, and flattened: 5n elements)
+    "sort_columns": lambda xp, x, xf, xi, xb: xp.sort(x, axis=0),
+    "argsort_columns": lambda xp, x, xf, xi, xb: xp.argsort(
+        xf, axis=0, kind="stable"),
+    "sort_flat_int": lambda xp, x, xf, xi, xb: xp.sort(xi, axis=None),
     "tril": lambda xp, x, xf, xi, xb: xp.tril(x),
     "triu_k": lambda xp, x, xf, xi, xb: xp.triu(xi, 2),
     "tril_neg_k": lambda xp, x, xf, xi, xb: xp.tril(xf, -1),
@@ -258,10 +263,12 @@ def test_sort_nan_last_and_stable_order() -> None:
 
 
 def test_sort_refusals() -> None:
-    with pytest.raises(NotImplementedError, match="symbolic length n"):
-        ft.sort(X, axis=0)
-    with pytest.raises(NotImplementedError, match="symbolic"):
-        ft.argsort(X, axis=None)
+    # (a symbolic axis longer than the limit: at run time)
+    longest = ft.ops.ordering.MAX_SORT_LENGTH
+    for lazy in (ft.sort(X, axis=0), ft.argsort(X, axis=None)):
+        evaluate(lazy, x=np.zeros((longest // 5, 5)))
+        with pytest.raises(ValueError, match="axis longer than 1024"):
+            evaluate(lazy, x=np.zeros((longest + 1, 5)))
     long = ft.make_placeholder("long", (ft.ops.ordering.MAX_SORT_LENGTH + 1,),
                                np.float32)
     with pytest.raises(NotImplementedError, match="at most 1024"):

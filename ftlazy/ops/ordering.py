@@ -17,9 +17,10 @@ axis is the number of elements that sort before it (smaller, or equal with
 a smaller index; NaN sorts last, as in numpy), ``argsort[k]`` is the index
 whose rank is ``k``, and ``sort`` gathers the elements in that order. This
 is ``O(n**2)`` work per lane, with no data-dependent control flow, so it is
-offered only for axes of a concrete length up to :data:`MAX_SORT_LENGTH`;
-a symbolic or longer axis is a :class:`NotImplementedError` at graph-build
-time. The order is stable for every ``kind`` (a valid answer for each of
+offered only for axes of up to :data:`MAX_SORT_LENGTH`: a longer concrete
+axis is a :class:`NotImplementedError` at graph-build time, a longer
+symbolic one (each sequence of a FractalTensor sorted in a map) a
+:class:`ValueError` at run time. The order is stable for every ``kind`` (a valid answer for each of
 numpy's kinds).
 
 .. autofunction:: argmax
@@ -146,10 +147,7 @@ def _sort_axis(a: ArrayLike, axis: Any, kind: Any, what: str) -> tuple[Array, in
     flat, ax = _whole_or_axis(arr, axis, what)
     n = flat.shape[ax]
     if not isinstance(n, int):
-        raise NotImplementedError(
-            f"{what}: sorting along an axis of symbolic length {n} is not "
-            "supported (ftlazy sorts by counting ranks, which needs a concrete "
-            "axis length)")
+        return flat, ax
     if n > MAX_SORT_LENGTH:
         raise NotImplementedError(
             f"{what}: sorting along an axis of length {n} is not supported "
@@ -169,7 +167,27 @@ def _before(x: Any, y: Any, dtype: np.dtype) -> Any:
         _is_nan(y, dtype), prim.LogicalNot(_is_nan(x, dtype))))))
 
 
-def _ranks(a: Array, ax: int) -> IndexLambda:
+def _length_guard(a: Array, ax: int, what: str) -> dict[str, Array]:
+    """For an axis *ax* of symbolic length, an unread binding whose shape
+    is negative exactly when the axis is longer than
+    :data:`MAX_SORT_LENGTH` (which every evaluator refuses at run time with
+    this message, naming the length); none for a concrete axis, checked
+    when the node is built."""
+    n = a.shape[ax]
+    if isinstance(n, int):
+        return {}
+    from ftlazy.tags import ShapeRequirement
+    # (it binds the array, unread, so that in a loop body it stays in the
+    # body with the element's length)
+    return {"_fits": IndexLambda(
+        np.int8(0), (sh.sub(MAX_SORT_LENGTH, n), 0), np.int8,
+        {"_sorted": a}).tagged(ShapeRequirement(
+            f"ft.{what}: sorting along an axis longer than {MAX_SORT_LENGTH} "
+            f"is not supported (the axis of length {n}; ftlazy sorts by "
+            "counting ranks, n**2 comparisons)"))}
+
+
+def _ranks(a: Array, ax: int, what: str) -> IndexLambda:
     """The stable rank of each element of *a* along *ax*."""
     n = a.shape[ax]
     other = reduction_var(0)
@@ -183,12 +201,13 @@ def _ranks(a: Array, ax: int) -> IndexLambda:
                          prim.Comparison(other, "<", index_var(ax))))))
     body = Reduce("sum", prim.If(earlier, np.int64(1), np.int64(0)),
                   ((other.name, 0, n),))
-    return IndexLambda(body, a.shape, _INDEX, {"_in0": a})
+    return IndexLambda(body, a.shape, _INDEX, {"_in0": a}
+                       | _length_guard(a, ax, what))
 
 
-def _order(a: Array, ax: int) -> IndexLambda:
+def _order(a: Array, ax: int, what: str) -> IndexLambda:
     """``argsort(a, axis=ax)``: the index of rank ``k`` at position ``k``."""
-    ranks = _ranks(a, ax)
+    ranks = _ranks(a, ax, what)
     source = reduction_var(0)
     idx = [index_var(i) for i in range(a.ndim)]
     idx[ax] = source
@@ -203,22 +222,22 @@ def argsort(a: ArrayLike, axis: int | None = -1, kind: str | None = None
             ) -> Any:
     """The indices that sort *a* along *axis* (``None``: the flattened
     array), as int64; NaN sorts last and equal elements keep their order
-    (for every *kind*). Only concrete axis lengths up to
-    :data:`MAX_SORT_LENGTH` are supported (see the module's notes)."""
+    (for every *kind*). Only axes of up to :data:`MAX_SORT_LENGTH`
+    elements are supported (see the module's notes)."""
     if is_scalar(a):
         return np.argsort(a, axis=axis, kind=kind)
     flat, ax = _sort_axis(a, axis, kind, "argsort")
-    return _order(flat, ax)
+    return _order(flat, ax, "argsort")
 
 
 def sort(a: ArrayLike, axis: int | None = -1, kind: str | None = None) -> Any:
     """*a* sorted along *axis* (``None``: the flattened array); NaN sorts
-    last. Only concrete axis lengths up to :data:`MAX_SORT_LENGTH` are
+    last. Only axes of up to :data:`MAX_SORT_LENGTH` elements are
     supported (see the module's notes)."""
     if is_scalar(a):
         return np.sort(a, axis=axis, kind=kind)
     flat, ax = _sort_axis(a, axis, kind, "sort")
-    order = _order(flat, ax)
+    order = _order(flat, ax, "sort")
     idx = [index_var(i) for i in range(flat.ndim)]
     idx[ax] = prim.Subscript(prim.Variable("_in1"),
                              tuple(index_var(i) for i in range(flat.ndim)))
