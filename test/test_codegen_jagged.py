@@ -181,8 +181,12 @@ def test_size_params_may_be_given_and_unknown_inputs_are_refused(xs):
 def test_messages_name_a_fractal_tensor_not_its_parts(xs):
     # (they listed xs_offsets0, xs_values, xs_n0 and xs_nnz)
     result = ft.map(lambda s: ft.sum(s, axis=0), xs)
+    # (a body that reads nothing of its element: the number of elements
+    # only, from the offsets; a KeyError when they were not given)
+    constant = ft.map(lambda s: ft.zeros(H) + 1.0, xs)
     data = batch(LENGTHS["mixed"])
-    for run in (ft.compile(result), lambda **kw: ft.evaluate_numpy(result, **kw)):
+    for run in (ft.compile(result), lambda **kw: ft.evaluate_numpy(result, **kw),
+                ft.compile(constant)):
         with pytest.raises(ValueError, match=r"missing input\(s\) 'xs'$"):
             run()
         with pytest.raises(ValueError, match=r"unexpected input\(s\) 'zz': the "

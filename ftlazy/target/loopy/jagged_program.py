@@ -378,8 +378,10 @@ class JaggedCompiledFunction:
         kernel_inputs = {k: v for k, v in given.items()
                          if k in lowering.dense_names}
         if lowering.unread_sizes:
+            # (one not given is reported as missing, by its user's name)
             env, _ = bind_inputs(lowering.size_sources, {
-                n.name: given[n.name] for n in lowering.size_sources})
+                n.name: given[n.name] for n in lowering.size_sources
+                if n.name in given})
             kernel_inputs.update((k, env[k]) for k in lowering.unread_sizes)
         # (derived inputs a result does not read, e.g. segment ids of
         # another result of the same map, are left out)
