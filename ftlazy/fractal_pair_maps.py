@@ -117,11 +117,20 @@ def _as_grid(per_pair: Array, n_x: Any, n_y: Any) -> IndexLambda:
                 {"_in0": per_pair})
 
 
-def _per_element(captured: Array, symbols: tuple[str, ...]) -> bool:
+def _per_element(captured: Array, symbols: tuple[str, ...],
+                 params: set[int]) -> bool:
     """Whether a map over the outer list computes *captured* (an array the
-    inner map captured from the outer element, whose sizes are *symbols*)
-    as a row per element: its shape static, or its first axis the
-    element's length alone (a list zipped with the element's)."""
+    inner map captured from the outer element, whose sizes are *symbols*
+    and parameters' ids *params*) as a row per element: its shape static,
+    or its first axis the element's length alone (a list zipped with the
+    element's). Not where its shape names a size computed from the element
+    (``a[:2]``, a filter of ``a``): replayed per pair."""
+    from ftlazy.fractal_access import DerivedSize
+    named = set().union(*(sh.size_param_names(c) for c in captured.shape))
+    if any(isinstance(n, DerivedSize) and n.name in named
+           and _reads_outer(n.value, params, set(symbols))
+           for n in topological_order([captured])):
+        return False
     names = [sh.size_param_names(c) & set(symbols) for c in captured.shape]
     if not any(names):
         return True
@@ -155,7 +164,8 @@ def _inner_rows(loop: JaggedMap) -> list[Array] | None:
                 if from_element[o] and not from_rest[o])
     for r in rows:
         if (not isinstance(r, Array) or r is params[0]
-                or any(symbols & sh.size_param_names(c) for c in r.shape)):
+                or any(symbols & sh.size_param_names(c) for c in r.shape)
+                or not _per_element(r, tuple(symbols), {id(params[0])})):
             return None
     return list(rows)
 
@@ -199,7 +209,7 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
     # rows, then picked per pair; else replayed per pair from the element)
     from_outer = [c for c in loop.captured
                   if _reads_outer(c, own, set(symbols))]
-    once = [c for c in from_outer if _per_element(c, symbols)]
+    once = [c for c in from_outer if _per_element(c, symbols, own)]
     per_element = _computed_per_element(xs, elements, once, what) if once \
         else ()
     if not isinstance(per_element, tuple):

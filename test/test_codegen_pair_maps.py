@@ -57,7 +57,30 @@ PAIRS = {
             lambda b: (ft.sum(b, axis=0), ft.sum(a) * ft.ones(())), ys)),
         ft.zeros(H)), xs),
         lambda a, ys: _fold_pairs(a, ys)),
+    # (counted rows of either element: a clamped slice or a filter of the
+    # outer element captured by the inner map, of the inner element read
+    # per pair; they crashed, were refused or failed at each call)
+    "heads": (lambda xs, ys: ft.map(lambda a: ft.map(
+        lambda b: ft.sum(a[-2:] @ W @ b[:2].T), ys), xs),
+        lambda a, ys: np.array([(a[-2:] @ W @ b[:2].T).sum() for b in ys])),
+    "kept_outer": (lambda xs, ys: ft.map(lambda a: ft.map(
+        lambda b: ft.sum(_positive(a) @ b.T), ys), xs),
+        lambda a, ys: np.array([(_kept(a) @ b.T).sum() for b in ys])),
+    "kept_inner_scaled": (lambda xs, ys: ft.map(lambda a: ft.map(
+        lambda b: ft.sum(_positive(b)) * ft.sum(a), ys), xs),
+        lambda a, ys: np.array([_kept(b).sum() * a.sum() for b in ys])),
+    "strided_inner": (lambda xs, ys: ft.map(lambda a: ft.map(
+        lambda b: ft.sum(b[::2] * ft.sum(a, axis=0)), ys), xs),
+        lambda a, ys: np.array([(b[::2] * a.sum(axis=0)).sum() for b in ys])),
 }
+
+
+def _positive(s):
+    return ft.filter(lambda r: ft.sum(r) > 0, s)
+
+
+def _kept(s):
+    return s[s.sum(axis=1) > 0]
 
 
 def _fold_pairs(a, ys):

@@ -421,7 +421,12 @@ class _Zipper(CopyMapper):
         while rewritten.counted or _host_nodes(rewritten.body.outputs):
             zips = _zips(rewritten)
             if not zips:
-                return jmap  # (refused when compiled, naming it)
+                if rewritten.counted or rewritten is jmap:
+                    return jmap  # (refused when compiled, naming it)
+                # (what is left, a read of another list at an index
+                # computed per element, is zipped by jagged_element_reads
+                # or refused there)
+                break
             totals.update({t.name: t for _, _, t, _ in zips.values()})
             rewritten = _zipped(rewritten, zips)
         self.totals.update(totals)

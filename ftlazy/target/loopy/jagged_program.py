@@ -205,7 +205,10 @@ class _HostValues:
         env, arrays = bind_inputs(self.input_nodes, {
             k: v for k, v in given.items() if k in user}, self.user_sizes)
         evaluator = NumpyEvaluator(env, arrays)
-        self.first_phase.seed(evaluator._cache, given)
+        # (with the sizes bound from the inputs: the first phase may need
+        # one of an input it does not read, xs's number of elements for
+        # the pairs of xs and ys)
+        self.first_phase.seed(evaluator._cache, {**env, **given})
         # (in the order found when compiled: no walk of the DAG per call)
         for size in self.sizes:
             evaluator.rec(size)
@@ -234,7 +237,11 @@ class _Lowering:
         # define no data-dependent size in the map's body)
         # (so do lists of a length computed in a map's body: refused where
         # they are not rewritten)
-        roots = zip_counted_lists(self.host_loops.roots)
+        # (reads first too, in maps returning no counted list: a count of a
+        # read element, ys[i][:2], is then one of the zipped element's
+        # length)
+        roots = zip_counted_lists(zip_element_reads(self.host_loops.roots,
+                                                    uncounted_only=True))
         check_no_counted_results(list(roots.values()))
         roots = zip_element_reads(roots)
         self.host_values = _HostValues(
