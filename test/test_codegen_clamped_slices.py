@@ -461,3 +461,40 @@ def test_counts_of_lengths_alone_are_computed_from_the_offsets():
     np.testing.assert_allclose(
         f(xs=data), [s[:4][s[:4, 0] > 0].sum(axis=0) for s in data],
         atol=1e-12)
+
+
+def test_counted_rows_of_another_lists_element_read_per_element():
+    # (ys[i] zipped in first, then min(2, M) counted from its length M;
+    # these ran on the host)
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    positions = ft.arange(xs.length)
+    named = {
+        "head": (ft.map(lambda s, i: ft.sum(ys[i][:2], axis=0)
+                        + ft.sum(s, axis=0), xs, positions),
+                 lambda s, y: y[:2].sum(axis=0) + s.sum(axis=0)),
+        "kept": (ft.map(lambda s, i: ft.sum(ft.filter(
+            lambda r: ft.sum(r) > 0, ys[i]), axis=0), xs, positions),
+            lambda s, y: y[y.sum(axis=1) > 0].sum(axis=0)),
+        "cross": (ft.map(lambda s, i: ft.sum(s[:2] @ ys[i][-2:].T, axis=1),
+                         xs, positions),
+                  lambda s, y: (s[:2] @ y[-2:].T).sum(axis=1)),
+    }
+    f = compile_on_device(ft.make_dict_of_named_arrays(
+        {"head": named["head"][0], "kept": named["kept"][0],
+         "cross": named["cross"][0].values,
+         "cross_offsets": named["cross"][0].offsets[0]}))
+    for xs_data, ys_data in ((_batch(), _batch()[::-1]), ([], [])):
+        got = f(xs=xs_data, ys=ys_data)
+        for name, (lazy, reference) in named.items():
+            want = [reference(s, y) for s, y in zip(xs_data, ys_data)]
+            if name == "cross":
+                values = ft.JaggedArray(got["cross"], got["cross_offsets"])
+                _nested_close(values.tolist(), want)
+            else:
+                np.testing.assert_allclose(got[name],
+                                           np.reshape(want, (-1, H)),
+                                           atol=1e-12)
+            ref = ft.evaluate_numpy(lazy, xs=xs_data, ys=ys_data)
+            _nested_close(ref.tolist() if name == "cross" else list(ref),
+                          want)

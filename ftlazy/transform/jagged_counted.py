@@ -30,6 +30,11 @@ else is lowered, in two phases:
    counted by its own list of no data, and its first axis relabelled to
    that list's length.
 
+A count of another FractalTensor's element that the body reads at an
+index (``ys[i][-2:]``) waits for that read to be zipped in
+(:mod:`ftlazy.transform.jagged_element_reads`, done here where nothing
+else can be zipped), and is then one of the zipped element's length.
+
 Zipping a list can make another one zippable: a selection of selected
 rows, a predicate or a count reading the selected rows, reads the zipped
 list's element once the first selection is zipped, so the rewrite repeats
@@ -73,7 +78,8 @@ from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import ExprIdentityMapper, get_variable_names, index_var
 from ftlazy.target.loopy.canonical import _RenameSizes
 from ftlazy.target.loopy.host_loops import describe_loop
-from ftlazy.transform.jagged_element_reads import _BodyRewriter
+from ftlazy.transform.jagged_element_reads import (
+    _BodyRewriter, _element_reads, _zipped as _zipped_reads)
 from ftlazy.transform.mappers import CopyMapper
 
 __all__ = ["zip_counted_lists"]
@@ -415,20 +421,25 @@ class _Zipper(CopyMapper):
         if set(jmap.depths) - {1, 2} or not (
                 jmap.counted or _host_nodes(jmap.body.outputs)):
             return jmap
-        rewritten, totals = jmap, {}
+        rewritten, totals, reads_zipped = jmap, {}, False
         # (zipping a selection can make another one zippable: a selection
         # of its selected rows)
         while rewritten.counted or _host_nodes(rewritten.body.outputs):
             zips = _zips(rewritten)
+            if not zips and not rewritten.counted and not reads_zipped:
+                # (a count of another list's element read in the body,
+                # ys[i][-2:], once that read is zipped in)
+                reads = _element_reads(rewritten)
+                if reads:
+                    rewritten = _zipped_reads(rewritten, reads)
+                    reads_zipped = True
+                    continue
             if not zips:
                 if rewritten.counted or rewritten is jmap:
                     return jmap  # (refused when compiled, naming it)
-                # (what is left, a read of another list at an index
-                # computed per element, is zipped by jagged_element_reads
-                # or refused there)
-                break
+                break   # (what is left is refused when compiled)
             totals.update({t.name: t for _, _, t, _ in zips.values()})
-            rewritten = _zipped(rewritten, zips)
+            rewritten, reads_zipped = _zipped(rewritten, zips), False
         self.totals.update(totals)
         return rewritten
 
