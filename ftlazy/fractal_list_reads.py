@@ -51,14 +51,15 @@ def _outer(node: Array, params: set[int]) -> bool:
 
 def _list_reads(parts: list[Node], params: set[int]) -> dict[Array, tuple]:
     """The element reads among *parts*' nodes of a depth-2 FractalTensor
-    computed outside the map (reading none of its *params*): node ->
-    ``(values, offsets, index)``."""
+    computed outside the map (reading none of its *params*) at an index
+    computed per element: node -> ``(values, offsets, index)``. (A read at
+    an index from outside, ``ys[1]``, is the same for every element.)"""
     from ftlazy.fractal_access import element_read
     reads = {}
     for n in topological_order(parts):
         found = element_read(n) if isinstance(n, Array) else None
         if found is not None and _outer(found[0], params) and _outer(
-                found[1], params):
+                found[1], params) and not _outer(found[2], params):
             reads[n] = found
     return reads
 

@@ -109,13 +109,17 @@ def _frontiers(body: Body, symbols: frozenset[str]
         for c in iter_children(n):
             consumers.setdefault(c, []).append(n)
     frontiers: dict[Array, list[Array]] = {r: [] for r in reads}
+    # (sizes computed in the body, doc[0][:2]'s: such a node has no static
+    # shape either)
+    local = {n.name for n in order if isinstance(n, DerivedSize)}
     for n in order:
         if len(of_read[n]) != 1 or other[n]:
             continue
         if not (n in body.outputs or any(
                 other[c] or len(of_read[c]) > 1 for c in consumers.get(n, ()))):
             continue
-        if not isinstance(n, Array) or _names(n) & (set(lengths) | symbols):
+        if not isinstance(n, Array) or _names(n) & (set(lengths) | symbols
+                                                    | local):
             return None     # (the sentence's rows, or its length, read on)
         (read,) = of_read[n]
         frontiers[read].append(n)

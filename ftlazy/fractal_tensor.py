@@ -546,8 +546,13 @@ class JaggedMap(Loop):
         per_element = self._element_symbols
         if any(name.startswith(DERIVED_SIZE_PREFIX) for out in self.body.outputs
                for name in sh.shape_size_param_names(out.shape[1:])):
-            # (a walk of the body only where a size computed in it may be)
-            per_element |= sizes_per_element(self.body, per_element)
+            # (a walk of the body only where a size computed in it may be;
+            # a size of an array captured from outside, ys[1] of a list the
+            # body reads, is the same for every element)
+            n_own = len(self.body.params) - len(self.captured)
+            per_element |= sizes_per_element(
+                self.body, per_element, set(range(n_own)) | {
+                    n_own + k - first for _, k in self.element_index})
         for k, out in enumerate(self.body.outputs):
             if any(per_element & sh.size_param_names(c)
                    for c in out.shape[1:]):
@@ -908,16 +913,19 @@ def _jagged_map(f: Callable, *xs: Any, what: str) -> Any:
 # }}}
 
 
-def sizes_per_element(body: Any, symbols: frozenset[str]) -> set[str]:
+def sizes_per_element(body: Any, symbols: frozenset[str],
+                      element_params: Any = None) -> set[str]:
     """The data-dependent sizes *body* computes from its element (its
-    parameters or the element's sizes *symbols*)."""
+    parameters, those numbered *element_params* where given, not arrays
+    captured from outside; or the element's sizes *symbols*)."""
     from ftlazy.fractal_access import DerivedSize
     from ftlazy.node import topological_order
     found = set()
     for n in topological_order(list(body.outputs)):
         if isinstance(n, DerivedSize) and any(
-                isinstance(m, BodyParam) or (isinstance(m, SizeParam)
-                                             and m.name in symbols)
+                (isinstance(m, BodyParam) and (element_params is None
+                                               or m.index in element_params))
+                or (isinstance(m, SizeParam) and m.name in symbols)
                 for m in topological_order([n.value])):
             found.add(n.name)
     return found

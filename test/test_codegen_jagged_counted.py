@@ -444,14 +444,51 @@ def test_results_of_a_length_from_outside_the_body_stack():
 
 
 def test_sentence_maps_reading_a_captured_list_at_an_index():
-    # (the index is an input of the sentence map over all sentences, so
-    # the read's length counts per sentence: evaluated on the host)
+    # (ys[1] is the same for every sentence: neither zipped per document
+    # nor counted per sentence; the first crashed, the second was refused)
     docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
     _, ys = placeholders()
-    r = ft.map(lambda d: ft.map(lambda s: ft.sum(s, 0) * ys[1], d), docs)
+    scaled = ft.map(lambda d: ft.map(lambda s: ft.sum(s, 0) * ys[1], d), docs)
+    scores = ft.map(lambda d: ft.map(lambda s: s @ ys[1].T, d), docs)
     data = [batch("mixed")[:2], [], batch("one")]
-    b = batch("mixed", seed=1)
-    want = [[s.sum(0) * b[1] for s in doc] for doc in data]
-    for got in (compile_on_host(r, "not affine")(docs=data, ys=b),
-                ft.evaluate_numpy(r, docs=data, ys=b)):
-        assert_nested(got, want, 3)
+    b = batch("mixed", seed=1)[1:]     # (ys[1]: 3 rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ft.HostEvaluationWarning)
+        f = ft.compile(scaled)
+        g = ft.compile(scores)
+    # (a row (len(ys[1]), H) per sentence: stacked per document)
+    want = [np.reshape([s.sum(0) * b[1] for s in doc], (-1,) + b[1].shape)
+            for doc in data]
+    for got in (f(docs=data, ys=b), ft.evaluate_numpy(scaled, docs=data, ys=b)):
+        assert got.depth == 2
+        for g_doc, w_doc in zip(got.tolist(), want):
+            np.testing.assert_allclose(g_doc, w_doc, atol=1e-12)
+    for got in (g(docs=data, ys=b), ft.evaluate_numpy(scores, docs=data, ys=b)):
+        assert [len(d) for d in got.tolist()] == [len(d) for d in data]
+        for g_doc, doc in zip(got.tolist(), data):
+            for g_s, s in zip(g_doc, doc):
+                np.testing.assert_allclose(
+                    np.reshape(g_s, (len(s), len(b[1]))), s @ b[1].T,
+                    atol=1e-12)
+
+
+def test_sentence_maps_reading_counted_rows_of_the_first_sentence():
+    # (doc[0][:2] has a size computed per document after the first axis of
+    # its transpose: evaluated on the host, correctly; one crashed when
+    # built, the other was refused)
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    named = {
+        "rows_first": (
+            ft.map(lambda d: ft.map(lambda s: ft.sum(d[0][:2] @ s.T), d), docs),
+            lambda d: [(d[0][:2] @ s.T).sum() for s in d]),
+        "transposed": (
+            ft.map(lambda d: ft.map(lambda s: ft.sum(s @ d[0][:2].T), d), docs),
+            lambda d: [(s @ d[0][:2].T).sum() for s in d]),
+    }
+    data = [batch("mixed")[:3], batch("one"), batch("none_kept")]
+    for lazy, reference in named.values():
+        f = compile_on_host(lazy, "data-dependent size")
+        for got in (f(docs=data), ft.evaluate_numpy(lazy, docs=data)):
+            assert [len(g) for g in got.tolist()] == [len(d) for d in data]
+            for g, d in zip(got.tolist(), data):
+                np.testing.assert_allclose(g, reference(d), atol=1e-12)
