@@ -498,6 +498,21 @@ def _lam(expr: Any, shape: Shape, dtype: Any, bindings: dict[str, Array]
     return IndexLambda(expr, shape, dtype, {**bindings, **_size_nodes(names)})
 
 
+def sizes_computed_from(node: Array, param_ids: set[int],
+                        symbols: Any = frozenset()) -> set[str]:
+    """The names of the data-dependent sizes that *node* reads whose value
+    is computed from the parameters whose ids are *param_ids* (a traced
+    element's) or from the sizes *symbols*: in a map body, a size of the
+    element (``s[:2]``'s count), which differs per element, unlike one of
+    an array from outside (``ys[1]``)."""
+    from ftlazy.node import topological_order
+    return {n.name for n in topological_order([node])
+            if isinstance(n, DerivedSize) and any(
+                id(m) in param_ids or (isinstance(m, SizeParam)
+                                       and m.name in symbols)
+                for m in topological_order([n.value]))}
+
+
 def derived_size(value: Array) -> prim.Variable:
     """The size (a size-parameter variable for shapes) whose value is the
     0-d integer *value* at run time (see the module docs)."""

@@ -161,18 +161,11 @@ def counted_array(leaf: Array, params: Any = (),
     :func:`split_nested_leaf`). A size computed outside the body
     (``ys[i]`` of a captured FractalTensor) is the same for every element:
     the map stacks such results."""
-    from ftlazy.fractal_access import DerivedSize
+    from ftlazy.fractal_access import sizes_computed_from
     if leaf.ndim == 0 or isinstance(leaf.shape[0], int):
         return False
-    first = sh.size_param_names(leaf.shape[0])
-    param_ids = {id(p) for p in params}
-    for n in topological_order([leaf]):
-        if isinstance(n, DerivedSize) and n.name in first and any(
-                id(m) in param_ids or (isinstance(m, SizeParam)
-                                       and m.name in symbols)
-                for m in topological_order([n.value])):
-            return True
-    return False
+    return bool(sh.size_param_names(leaf.shape[0]) & sizes_computed_from(
+        leaf, {id(p) for p in params}, symbols))
 
 
 def split_nested_leaf(leaf: Jagged | Array, first_output: int,

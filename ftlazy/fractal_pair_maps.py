@@ -125,11 +125,9 @@ def _per_element(captured: Array, symbols: tuple[str, ...],
     or its first axis the element's length alone (a list zipped with the
     element's). Not where its shape names a size computed from the element
     (``a[:2]``, a filter of ``a``): replayed per pair."""
-    from ftlazy.fractal_access import DerivedSize
-    named = set().union(*(sh.size_param_names(c) for c in captured.shape))
-    if any(isinstance(n, DerivedSize) and n.name in named
-           and _reads_outer(n.value, params, set(symbols))
-           for n in topological_order([captured])):
+    from ftlazy.fractal_access import sizes_computed_from
+    if sh.shape_size_param_names(captured.shape) & sizes_computed_from(
+            captured, params, symbols):
         return False
     names = [sh.size_param_names(c) & set(symbols) for c in captured.shape]
     if not any(names):

@@ -13,9 +13,10 @@ else is lowered, in two phases:
    at once: a map returning the count (its length is then ``offsets[n]``
    of their running sum; a count of the element's lengths alone, ``min(5,
    L)`` of ``s[:5]``, is an array over the lengths instead, which the host
-   computes from the offsets, :func:`_from_lengths`), or for a selection (``segment_ids`` of the
-   running sum of per-row lengths, as ``ft.filter`` builds it) a map
-   returning the per-row lengths packed over all elements, whose global
+   computes from the offsets, :func:`_from_lengths`), or for a selection
+   (``segment_ids`` of the running sum of per-row lengths, as
+   ``ft.filter`` builds it) a map returning the per-row lengths packed
+   over all elements, whose global
    running sum ``G`` gives each element's offsets ``G[start_e]`` and the
    selected rows (the segment ids of ``G``, made relative to their
    element);
@@ -204,8 +205,8 @@ def _from_lengths(jmap: JaggedMap, count: Array) -> Array | None:
             return None
         bindings, per_element = {}, set()
         for key, b in a.bindings.items():
-            if key == f"_ft_size_{getattr(b, 'name', None)}":
-                continue    # (a size the expression names: below)
+            if isinstance(b, SizeParam) and b.name in lengths:
+                continue    # (a length the expression names: below)
             bindings[key], along = converted[b]
             if along:
                 per_element.add(key)
@@ -231,6 +232,7 @@ class _PerElement(ExprIdentityMapper):
     bindings *along* and the lengths (*renames*: size name -> binding)."""
 
     def __init__(self, along: set[str], renames: dict[str, str]) -> None:
+        super().__init__()
         self.along = along
         self.renames = renames
 
