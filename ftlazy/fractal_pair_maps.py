@@ -277,6 +277,8 @@ def pair_map_result(xs: list[Any], params: Any, leaves: list[Any],
     per_pair = ft_map(pair, *firsts, *picked, *seconds, *others, inner)
     if not isinstance(per_pair, tuple):
         per_pair = (per_pair,)
+    if any(isinstance(r, Jagged) for r in per_pair):
+        return None     # (a list per pair, of rows counted from an element)
     # (the inner map's results the body reads, built when it was traced)
     frontier = [n for n in topological_order(_result_parts(leaves))
                 if isinstance(n, LoopResult) and n.loop is loop]

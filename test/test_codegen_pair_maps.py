@@ -165,3 +165,44 @@ def test_pairs_reading_both_lengths_with_a_dict_result():
             for name, w in want.items():
                 np.testing.assert_allclose(got[name], w, rtol=1e-12,
                                            atol=1e-12)
+
+
+def test_pairs_returning_lists():
+    # (the inner element itself per pair compiles: its count is the
+    # captured list's size, relabelled, not renamed in the captured
+    # arrays' shapes, which failed; rows of it scaled by the outer element
+    # run on the host; rows counted from the outer element after the first
+    # axis are refused when built, as the outer element's rows are)
+    xs = ft.make_jagged_placeholder("xs", (H,), np.float64, depth=2)
+    ys = ft.make_jagged_placeholder("ys", (H,), np.float64, depth=2)
+    xd, yd = _lists([2, 0, 1], 3), _lists([3, 1, 0], 4)
+    named = {
+        "whole": (ft.map(lambda a: ft.map(lambda b: b, ys), xs),
+                  lambda a, b: b, ()),
+        "scaled_head": (ft.map(lambda a: ft.map(
+            lambda b: b[:2] * ft.sum(a), ys), xs),
+            lambda a, b: b[:2] * a.sum(), ("host",)),
+        "scores": (ft.map(lambda a: ft.map(
+            lambda b: ft.sum(a @ b.T, axis=0), ys), xs),
+            lambda a, b: (a @ b.T).sum(axis=0), ("host",)),
+    }
+    for name, (lazy, reference, host) in named.items():
+        if host:
+            f = compile_on_host(lazy, "")
+        else:
+            f = ft.compile(lazy)
+            assert f.host_evaluated == ()
+        for got in (f(xs=xd, ys=yd), ft.evaluate_numpy(lazy, xs=xd, ys=yd)):
+            rows = got.tolist()
+            assert len(rows) == len(xd)
+            for row, a in zip(rows, xd):
+                assert len(row) == len(yd)
+                for g, b in zip(row, yd):
+                    want = reference(a, b)
+                    np.testing.assert_allclose(np.reshape(g, want.shape),
+                                               want, atol=1e-12)
+    for body in (lambda a, b: a[:2] * ft.sum(b),
+                 lambda a, b: ft.filter(lambda r: ft.sum(r) > 0, a)
+                 * ft.sum(b)):
+        with pytest.raises(ValueError, match="after the first axis"):
+            ft.map(lambda a: ft.map(lambda b: body(a, b), ys), xs)

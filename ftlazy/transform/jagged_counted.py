@@ -306,13 +306,16 @@ _NAMES = itertools.count()
 def _counted_sizes(jmap: JaggedMap) -> dict[str, tuple[int, str]]:
     """Each size of *jmap*'s counted outputs -> its count output and the
     name of its total. A total whose outputs all have a length that is an
-    expression of sizes (``s[:5][1:]``: ``_ft_dyn0 - 1``) is keyed by its
-    own name: the list zipped for it is their count, and they are
+    expression of sizes (``s[:5][1:]``: ``_ft_dyn0 - 1``), or a size from
+    outside the body, is keyed by its own name: the list zipped for it is their count, and they are
     relabelled to its length (:func:`_relabel`)."""
     counted: dict[str, tuple[int, str]] = {}
+    # (a size from outside the body, ys_nnz of a captured list returned
+    # whole, also shapes the captured arrays: not renamed, relabelled)
+    local = {n.name for n in _host_nodes(jmap.body.outputs, (DerivedSize,))}
     for k, count, name in jmap.counted:
         c = jmap.body.outputs[k].shape[0]
-        if isinstance(c, prim.Variable):
+        if isinstance(c, prim.Variable) and c.name in local:
             counted.setdefault(c.name, (count, name))
     named = {name for _, name in counted.values()}
     for k, count, name in jmap.counted:
@@ -399,8 +402,9 @@ def _zipped(jmap: JaggedMap, zips: dict[str, tuple]) -> JaggedMap:
     # list zipped for their total)
     symbol_of_total = {zips[s][2].name: renames[s] for s in sizes}
     for k, _, name in jmap.counted:
-        if name in symbol_of_total and not isinstance(
-                jmap.body.outputs[k].shape[0], prim.Variable):
+        first = jmap.body.outputs[k].shape[0]
+        if name in symbol_of_total and not (
+                isinstance(first, prim.Variable) and first.name in renames):
             outputs[k] = _relabel(outputs[k], symbol_of_total[name])
     body = Body(tuple(body_params), tuple(outputs))
     zipped = tuple(a for s in sizes for a in zips[s][:2])
