@@ -139,10 +139,13 @@ def check_zipped(what: str, mapped: list[tuple[int, list[np.ndarray]]],
             j, ref = first_jagged
             for level, (a, b) in enumerate(zip(ref[1:], arrays[1:])):
                 if a.shape != b.shape or not np.array_equal(a, b):
+                    inner = ("their elements' lengths" if level == 0 else
+                             f"the lengths of their lists at depth "
+                             f"{level + 1}")
                     raise ValueError(
                         f"{what}: {label(j)} and {label(k)} have different "
-                        f"lengths at level {level}: offsets {a.tolist()[:8]} "
-                        f"and {b.tolist()[:8]}")
+                        f"lengths at level {level} ({inner} differ): offsets "
+                        f"{a.tolist()[:8]} and {b.tolist()[:8]}")
     return n
 
 
