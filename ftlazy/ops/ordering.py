@@ -176,15 +176,12 @@ def _length_guard(a: Array, ax: int, what: str) -> dict[str, Array]:
     n = a.shape[ax]
     if isinstance(n, int):
         return {}
-    from ftlazy.tags import ShapeRequirement
-    # (it binds the array, unread, so that in a loop body it stays in the
-    # body with the element's length)
-    return {"_fits": IndexLambda(
-        np.int8(0), (sh.sub(MAX_SORT_LENGTH, n), 0), np.int8,
-        {"_sorted": a}).tagged(ShapeRequirement(
-            f"ft.{what}: sorting along an axis longer than {MAX_SORT_LENGTH} "
-            f"is not supported (the axis of length {n}; ftlazy sorts by "
-            "counting ranks, n**2 comparisons)"))}
+    from ftlazy.ops.requirements import shape_requirement
+    return {"_fits": shape_requirement(
+        sh.sub(MAX_SORT_LENGTH, n), a,
+        f"ft.{what}: sorting along an axis longer than {MAX_SORT_LENGTH} is "
+        f"not supported (the axis of length {n}; ftlazy sorts by counting "
+        "ranks, n**2 comparisons)")}
 
 
 def _ranks(a: Array, ax: int, what: str) -> IndexLambda:
