@@ -49,7 +49,7 @@ from ftlazy import shapes as sh
 from ftlazy.array import Array, IndexLambda
 from ftlazy.ops.shape_ops import as_array
 from ftlazy.scalar_expr import RESERVED_PREFIX, index_var
-from ftlazy.tags import ShapeRequirement
+from ftlazy.ops.requirements import shape_requirement
 from ftlazy.shapes import ShapeComponent
 
 __all__ = ["slide", "shifted_slide", "dilated_map"]
@@ -162,14 +162,14 @@ def _window_count(length: ShapeComponent, size: int, dilation: int,
         # the guard of slide then reports)
         from ftlazy.fractal_access import _size
         from ftlazy.ops.clamped_slices import _TABULATED, canonical_length
-        (name, coeff), = (form.coeffs.items() if len(form.coeffs) == 1
-                          else [(None, 0)])
-        if coeff == 1 and max(abs(form.const), stride) <= _TABULATED:
+        if (list(form.coeffs.values()) == [1]
+                and max(abs(form.const), stride) <= _TABULATED):
             # (a single length: in the canonical form of clamped slices'
             # counts, so that ft.slide(s, 1, stride=2) and s[::2] combine)
+            (name,) = form.coeffs
             return _size(canonical_length(
-                prim.Variable(name), lambda m: max(0, (m + form.const) // stride
-                                                   + 1),
+                prim.Variable(name),
+                lambda m: max(0, (m + form.const) // stride + 1),
                 2 * abs(form.const) + 1, stride))
         reach = sh.to_affine(sh.add(room, stride)).to_expr()
         return _size(prim.If(prim.Comparison(reach, "<", 0), 0,
@@ -226,18 +226,14 @@ def slide(seq: Any, size: int, stride: int = 1, dilation: int = 1,
     fits = (sh.add(length, 2 * padding - span + stride) if derived
             else count)
     if not isinstance(fits, int) and not sh.prove_le(0, fits):
-        # unread; its shape is negative exactly when the count is, which
-        # every evaluator refuses before computing anything. (It binds the
-        # sequence, unread too, so that in a map body it stays in the body
-        # with the element's length rather than being hoisted out of it.)
+        # (negative exactly when the count is)
         needed = span - 2 * padding - stride
-        bindings["_fits"] = IndexLambda(
-            np.int8(0), (fits, 0), np.int8, {"_seq": a}).tagged(
-            ShapeRequirement(
-                f"ft.slide: a sequence of fewer than {needed} rows gives a "
-                f"negative number of windows of size {size} (dilation "
-                f"{dilation}, padding {padding}, stride {stride}; a window "
-                f"spans {span} rows)"))
+        bindings["_fits"] = shape_requirement(
+            fits, a,
+            f"ft.slide: a sequence of fewer than {needed} rows gives a "
+            f"negative number of windows of size {size} (dilation "
+            f"{dilation}, padding {padding}, stride {stride}; a window "
+            f"spans {span} rows)")
     bindings.update(derived)
     return IndexLambda(expr, (count, size) + tuple(a.shape[1:]), a.dtype,
                        bindings)
