@@ -498,18 +498,17 @@ def _lam(expr: Any, shape: Shape, dtype: Any, bindings: dict[str, Array]
     return IndexLambda(expr, shape, dtype, {**bindings, **_size_nodes(names)})
 
 
-def sizes_computed_from(node: Array, param_ids: set[int],
-                        symbols: Any = frozenset()) -> set[str]:
-    """The names of the data-dependent sizes that *node* reads whose value
-    is computed from the parameters whose ids are *param_ids* (a traced
-    element's) or from the sizes *symbols*: in a map body, a size of the
-    element (``s[:2]``'s count), which differs per element, unlike one of
-    an array from outside (``ys[1]``)."""
+def sizes_computed_from(roots: list[Any], symbols: Any,
+                        is_param: Callable[[Any], bool]) -> set[str]:
+    """The names of the data-dependent sizes that *roots* read whose value
+    is computed from a parameter (a node for which *is_param* holds: a
+    traced element's, a body's own) or from the sizes *symbols*: in a map
+    body, a size of the element (``s[:2]``'s count), which differs per
+    element, unlike one of an array from outside (``ys[1]``)."""
     from ftlazy.node import topological_order
-    return {n.name for n in topological_order([node])
+    return {n.name for n in topological_order(list(roots))
             if isinstance(n, DerivedSize) and any(
-                id(m) in param_ids or (isinstance(m, SizeParam)
-                                       and m.name in symbols)
+                is_param(m) or (isinstance(m, SizeParam) and m.name in symbols)
                 for m in topological_order([n.value]))}
 
 

@@ -164,8 +164,9 @@ def counted_array(leaf: Array, params: Any = (),
     from ftlazy.fractal_access import sizes_computed_from
     if leaf.ndim == 0 or isinstance(leaf.shape[0], int):
         return False
+    ids = {id(p) for p in params}
     return bool(sh.size_param_names(leaf.shape[0]) & sizes_computed_from(
-        leaf, {id(p) for p in params}, symbols))
+        [leaf], symbols, lambda m: id(m) in ids))
 
 
 def split_nested_leaf(leaf: Jagged | Array, first_output: int,

@@ -127,7 +127,7 @@ def _per_element(captured: Array, symbols: tuple[str, ...],
     (``a[:2]``, a filter of ``a``): replayed per pair."""
     from ftlazy.fractal_access import sizes_computed_from
     if sh.shape_size_param_names(captured.shape) & sizes_computed_from(
-            captured, params, symbols):
+            [captured], symbols, lambda m: id(m) in params):
         return False
     names = [sh.size_param_names(c) & set(symbols) for c in captured.shape]
     if not any(names):

@@ -918,17 +918,10 @@ def sizes_per_element(body: Any, symbols: frozenset[str],
     """The data-dependent sizes *body* computes from its element (its
     parameters, those numbered *element_params* where given, not arrays
     captured from outside; or the element's sizes *symbols*)."""
-    from ftlazy.fractal_access import DerivedSize
-    from ftlazy.node import topological_order
-    found = set()
-    for n in topological_order(list(body.outputs)):
-        if isinstance(n, DerivedSize) and any(
-                (isinstance(m, BodyParam) and (element_params is None
-                                               or m.index in element_params))
-                or (isinstance(m, SizeParam) and m.name in symbols)
-                for m in topological_order([n.value])):
-            found.add(n.name)
-    return found
+    from ftlazy.fractal_access import sizes_computed_from
+    return sizes_computed_from(
+        body.outputs, symbols, lambda m: isinstance(m, BodyParam) and (
+            element_params is None or m.index in element_params))
 
 
 def jagged_parts(x: Any) -> list[Any]:
