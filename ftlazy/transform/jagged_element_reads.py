@@ -266,24 +266,18 @@ def _read_list(values: Array, offsets: Array, indices: Array | None
 
 
 class _Zipper(CopyMapper):
-    def __init__(self, uncounted_only: bool) -> None:
-        super().__init__()
-        self.uncounted_only = uncounted_only
-
     def map_jagged_map(self, expr: JaggedMap) -> Node:
         jmap = self.map_node(expr)
-        if 3 in jmap.depths or (self.uncounted_only and jmap.counted):
+        if 3 in jmap.depths:
             return jmap
         reads = _element_reads(jmap)
         return _zipped(jmap, reads) if reads else jmap
 
 
-def zip_element_reads(roots: dict[str, Any], uncounted_only: bool = False
-                      ) -> dict[str, Any]:
+def zip_element_reads(roots: dict[str, Any]) -> dict[str, Any]:
     """*roots* with every map over FractalTensors that reads another
     FractalTensor's element at its own index rewritten as a zip with it
-    (see the module docs); with *uncounted_only*, only maps that return
-    no list counted in the body (run before those are zipped)."""
-    zipper = _Zipper(uncounted_only)
+    (see the module docs)."""
+    zipper = _Zipper()
     return {name: zipper(a) for name, a in roots.items()}
 

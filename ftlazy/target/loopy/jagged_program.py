@@ -237,11 +237,7 @@ class _Lowering:
         # define no data-dependent size in the map's body)
         # (so do lists of a length computed in a map's body: refused where
         # they are not rewritten)
-        # (reads first too, in maps returning no counted list: a count of a
-        # read element, ys[i][:2], is then one of the zipped element's
-        # length)
-        roots = zip_counted_lists(zip_element_reads(self.host_loops.roots,
-                                                    uncounted_only=True))
+        roots = zip_counted_lists(self.host_loops.roots)
         check_no_counted_results(list(roots.values()))
         roots = zip_element_reads(roots)
         self.host_values = _HostValues(
