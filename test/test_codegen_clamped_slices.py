@@ -498,3 +498,65 @@ def test_counted_rows_of_another_lists_element_read_per_element():
             ref = ft.evaluate_numpy(lazy, xs=xs_data, ys=ys_data)
             _nested_close(ref.tolist() if name == "cross" else list(ref),
                           want)
+
+
+def _documents(structure):
+    return [[RNG.standard_normal((k, H)) for k in ks] for ks in structure]
+
+
+def test_counted_lists_of_a_documents_own_lists():
+    # (a map over documents is flattened into maps over depth 2 before its
+    # counted lists are zipped; these ran on the host)
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+    more = ft.make_jagged_placeholder("more", (H,), np.float64, depth=3)
+    w = ft.make_placeholder("w", (H, 2), np.float64)
+
+    def encode(s):
+        return ft.sum(s, axis=0)
+
+    named = {
+        "first_two": (ft.map(lambda d: ft.sum(ft.map(encode, d)[:2], axis=0),
+                             docs),
+                      lambda d, e, w: sum(s.sum(axis=0) for s in d[:2])),
+        "every_other": (ft.map(lambda d: ft.sum(
+            ft.map(encode, d)[::2] * 2, axis=0), docs),
+            lambda d, e, w: 2 * sum(s.sum(axis=0) for s in d[::2])),
+        "last_tokens": (ft.map(lambda d: ft.sum(ft.flatten(d)[-2:] @ w, axis=0),
+                               docs),
+                        lambda d, e, w: _tokens(d)[-2:].sum(axis=0) @ w),
+        "positive": (ft.map(lambda d: ft.sum(ft.filter(
+            lambda v: ft.sum(v) > 0, ft.map(encode, d)), axis=0), docs),
+            lambda d, e, w: sum(v for v in (s.sum(axis=0) for s in d)
+                                if v.sum() > 0)),
+        "zipped": (ft.map(lambda d, e: ft.sum(ft.map(encode, d)[:2], axis=0)
+                          * ft.sum(ft.flatten(e)[:3], axis=0), docs, more),
+                   lambda d, e, w: sum(s.sum(axis=0) for s in d[:2])
+                   * _tokens(e)[:3].sum(axis=0)),
+    }
+    f = compile_on_device(ft.make_dict_of_named_arrays(
+        {k: lazy for k, (lazy, _) in named.items()}))
+    w_data = RNG.standard_normal((H, 2))
+    structure = [(2, 0, 3), (), (1,), (4, 2), (1, 1, 1, 1), (0,)]
+    for shape in (structure, [], [()]):
+        data, other = _documents(shape), _documents(shape)
+        got = f(docs=data, more=other, w=w_data)
+        for name, (lazy, reference) in named.items():
+            want = np.array([reference(d, e, w_data) + np.zeros(lazy.shape[1:])
+                             for d, e in zip(data, other)]).reshape(
+                                 got[name].shape)
+            np.testing.assert_allclose(got[name], want, atol=1e-12)
+            given = {"docs": data, "more": other, "w": w_data}
+            ref = ft.evaluate_numpy(lazy, **{
+                k: given[k] for k in {"last_tokens": ("docs", "w"),
+                                      "zipped": ("docs", "more")
+                                      }.get(name, ("docs",))})
+            np.testing.assert_allclose(ref, want, atol=1e-12)
+    # (zipped documents of another structure are refused, not misread)
+    with pytest.raises(ValueError, match="'more'"):
+        f(docs=_documents(structure), w=w_data,
+          more=_documents([(2, 0, 3), (), (1,), (4, 2), (1, 2, 1, 1), (0,)]))
+
+
+def _tokens(document):
+    return np.concatenate([np.reshape(s, (-1, H)) for s in document]
+                          + [np.zeros((0, H))])

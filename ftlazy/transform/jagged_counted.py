@@ -52,11 +52,15 @@ At run time the maps of phase 1 run first, on the device
 their counts (or per-row lengths), the totals and the segment ids of the
 zipped rows; the host reads back the totals, data-dependent sizes that
 size the packed results; then the program runs phase 2, the rewritten
-map. A depth-3 map, or one whose lists no round can zip, is left as it is
-(compiling it is refused naming it); a map over documents that only maps
-over each document's sentences is built by ``ft.map`` as that sentence map
-over all sentences (``fractal_tensor._sentence_map_result``), a map over
-depth 2.
+map. A map over documents (depth 3) whose body makes such lists of its
+own lists (``ft.map(encode, d)[:2]``, ``ft.flatten(d)[-3:]``) is first
+flattened into maps over depth 2
+(:func:`~ftlazy.transform.jagged_nesting.flatten_document_map`), which are
+then zipped; one that does not flatten, or whose lists no round can zip,
+is left as it is (compiling it is refused naming it). A map over
+documents that only maps over each document's sentences is built by
+``ft.map`` as that sentence map over all sentences
+(``fractal_tensor._sentence_map_result``), a map over depth 2.
 
 .. autofunction:: zip_counted_lists
 """
@@ -417,10 +421,39 @@ def _zipped(jmap: JaggedMap, zips: dict[str, tuple]) -> JaggedMap:
 
 
 class _Zipper(CopyMapper):
-    def __init__(self) -> None:
+    def __init__(self, host: Any = None) -> None:
         super().__init__()
         #: counted totals -> their definition as the zipped list's total
         self.totals: dict[str, DerivedSize] = {}
+        #: where flattened maps over documents record their host derivations
+        self.host = host
+        #: maps over documents -> their results by maps over depth 2 (None
+        #: where flattening refuses)
+        self.flattened: dict[JaggedMap, list[Array] | None] = {}
+
+    def map_loop_result(self, expr: LoopResult) -> Node:
+        flat = self._by_maps_over_depth_2(expr.loop)
+        if flat is None:
+            return self.map_node(expr)
+        return self.rec(flat[expr.index])
+
+    def _by_maps_over_depth_2(self, loop: Any) -> list[Array] | None:
+        """The results of a map over documents whose body makes lists of a
+        computed length (``ft.map(encode, d)[:2]``, ``ft.flatten(d)[:3]``)
+        by maps over depth 2, which are then zipped; None for other loops
+        and where flattening refuses (the map is then left as it is)."""
+        if not (self.host is not None and isinstance(loop, JaggedMap)
+                and 3 in loop.depths and _host_nodes(loop.body.outputs)):
+            return None
+        if loop not in self.flattened:
+            from ftlazy.transform.jagged_nesting import flatten_document_map
+            try:
+                self.flattened[loop] = flatten_document_map(loop, self.host)
+            except (NotImplementedError, ValueError):
+                # (a rebuilt map may have a counted size after its first
+                # axis, d[0][:2].T read per sentence: refused as a view)
+                self.flattened[loop] = None
+        return self.flattened[loop]
 
     def map_jagged_map(self, expr: JaggedMap) -> Node:
         jmap = self.map_node(expr)
@@ -456,9 +489,14 @@ class _Zipper(CopyMapper):
             return self.totals[expr.name]
         return expr if value is expr.value else DerivedSize(expr.name, value)
 
-def zip_counted_lists(roots: dict[str, Any]) -> dict[str, Any]:
+def zip_counted_lists(roots: dict[str, Any], host: Any = None
+                      ) -> dict[str, Any]:
     """*roots* with every map over a depth-2 FractalTensor whose body makes
     lists of a length computed in the body rewritten as a zip with those
-    lists (see the module docs)."""
-    zipper = _Zipper()
+    lists (see the module docs). Given *host* (the
+    :class:`~ftlazy.transform.jagged_lowering.HostDerivations` of the
+    lowering), such maps over depth 3 are first flattened into maps over
+    depth 2 (:func:`~ftlazy.transform.jagged_nesting.flatten_document_map`),
+    which record their derivations there."""
+    zipper = _Zipper(host)
     return {name: zipper(a) for name, a in roots.items()}

@@ -961,11 +961,12 @@ class _JaggedMapLowerer(CopyMapper):
         return self._done[jmap][expr.index]
 
 
-def lower_jagged_maps(roots: dict[str, Array]
+def lower_jagged_maps(roots: dict[str, Array],
+                      host: HostDerivations | None = None
                       ) -> tuple[dict[str, Array], HostDerivations]:
     """*roots* with every :class:`~ftlazy.fractal_tensor.JaggedMap` replaced
     by dense nodes over the packed data, and what the host must compute at
-    call time for them (see the module docs)."""
-    host = HostDerivations()
+    call time for them (see the module docs), added to *host* if given."""
+    host = HostDerivations() if host is None else host
     lowerer = _JaggedMapLowerer(host)
     return {name: lowerer(a) for name, a in roots.items()}, host

@@ -196,6 +196,10 @@ class _HostValues:
         self.first_phase = FirstPhase(order)
         #: the generated names
         self.names = set(self.arrays) | {n.name for n in self.sizes}
+        #: the names of the inputs and sizes they read
+        computed = self.sizes + list(self.arrays.values())
+        self.reads = ({n.name for n in collect_inputs(computed) if n.name}
+                      | collect_size_names(computed))
 
     def compute(self, given: dict[str, Any]) -> dict[str, Any]:
         if not self.names:
@@ -237,14 +241,17 @@ class _Lowering:
         # define no data-dependent size in the map's body)
         # (so do lists of a length computed in a map's body: refused where
         # they are not rewritten)
-        roots = zip_counted_lists(self.host_loops.roots)
-        check_no_counted_results(list(roots.values()))
-        roots = zip_element_reads(roots)
-        self.host_values = _HostValues(
-            roots, self.input_nodes + self.host_loops.placeholders)
+        host = HostDerivations()
+        self.host_values = self._host_values(host)
+        if host.names & self.host_values.reads:
+            # (the first phase runs before the host derives its inputs: a
+            # map over documents whose counts read the segment ids of its
+            # flattening is left as it is)
+            host = HostDerivations()
+            self.host_values = self._host_values(None)
         # (maps in a scan's body read the offsets it captured: opened first)
         lowered, self.host = lower_jagged_maps(
-            open_scan_bodies(self.host_values.roots))
+            open_scan_bodies(self.host_values.roots), host)
         lowered = close_scan_bodies(lowered)
         #: result name -> the name of the input offsets returned as it
         #: (the offsets of a map's result are its input's: not copied)
@@ -283,6 +290,15 @@ class _Lowering:
             if isinstance(n, Placeholder) and n not in dense_inputs
             and unread & sizes([n])]
         self.unread_sizes = unread & sizes(self.size_sources)
+
+
+    def _host_values(self, host: HostDerivations | None) -> _HostValues:
+        """The host values of the roots with their counted lists zipped
+        (maps over documents flattened first, into *host*, if given)."""
+        roots = zip_counted_lists(self.host_loops.roots, host)
+        check_no_counted_results(list(roots.values()))
+        roots = zip_element_reads(roots)
+        return _HostValues(roots, self.input_nodes + self.host_loops.placeholders)
 
 
 class _InputCopiesForwarded(CopyMapper):
