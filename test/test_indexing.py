@@ -140,6 +140,37 @@ def test_symbolic_slices():
     check(y[-1], yv[-1], y=yv)
 
 
+@pytest.mark.parametrize("build, want", [
+    (lambda x, y, n: x[n:], lambda x, y, n: x[n:]),
+    (lambda x, y, n: x[n:-1], lambda x, y, n: x[n:-1]),
+    (lambda x, y, n: y[n:], lambda x, y, n: y[n:]),
+    (lambda x, y, n: x[n], lambda x, y, n: x[n]),
+    (lambda x, y, n: x[n - 1], lambda x, y, n: x[n - 1]),
+    (lambda x, y, n: x[:, n], lambda x, y, n: x[:, n]),
+], ids=["start", "start_stop", "symbolic_axis", "row", "row_before", "column"])
+def test_a_size_parameter_alone_as_an_index_or_bound(build, want):
+    # (x[n:] failed to compile: loopy could not prove x[n + i] in bounds
+    # without n >= 0; x[n] left n out of the DAG's inputs, so neither
+    # evaluator could run it)
+    n, m = ft.make_size_param("n"), ft.make_size_param("m")
+    x = ft.make_placeholder("x", (3, 4), np.float64)
+    y = ft.make_placeholder("y", (m,), np.float64)
+    lazy = build(x, y, n)
+    if not lazy.shape or isinstance(lazy.shape[0], int):
+        # (an index: n is a node of the DAG, not a name in a shape)
+        assert n in ft.analysis.get_inputs(lazy)
+    xv, yv = np.arange(12.0).reshape(3, 4), np.arange(5.0)
+    program = ft.compile(lazy)
+    given = {"x": xv} if y not in ft.analysis.get_inputs(lazy) else {"y": yv}
+    for nv in (1, 2):
+        expected = want(xv, yv, nv)
+        np.testing.assert_array_equal(program(**given, n=nv), expected)
+        np.testing.assert_array_equal(ft.evaluate_numpy(lazy, **given, n=nv),
+                                      expected)
+    with pytest.raises((IndexError, ValueError), match="out of range|negative"):
+        program(**given, n=6)
+
+
 def test_symbolic_slice_assumption_checked_at_run_time():
     n = ft.make_size_param("n")
     x = ft.make_placeholder("x", (n,), np.float64)

@@ -215,3 +215,30 @@ def test_swapping_an_input_for_another_shape_or_dtype_is_refused(data):
     # data of the placeholder's shape and dtype: bound
     bound = BindData({"x": np.full((4, 3), 2.0)})(ft.sum(x, axis=0))
     np.testing.assert_array_equal(ft.compile(bound)(), [8.0, 8.0, 8.0])
+
+
+@pytest.mark.parametrize("index", [
+    (slice(None), -1), (slice(None), slice(None, None, -1)),
+    (np.array([2, 0]),), (slice(None), np.array([-1]))],
+    ids=["int", "reversed", "rows", "negative_rows"])
+@pytest.mark.parametrize("data", [np.arange(15.0).reshape(3, 5),
+                                  np.arange(6.0).reshape(3, 2)])
+def test_swapping_an_indexed_input_for_another_shape_is_refused(index, data):
+    # (the indices were normalized against the old shape: x[:, -1] gave
+    # column 3 of a (3, 5) array, and x[[2, 0]] of a (3, 2) one read past
+    # its buffer)
+    class Swap(CopyMapper):
+        def map_placeholder(self, expr):
+            return ft.make_data_wrapper(data)
+
+    x = ft.make_placeholder("x", (3, 4), np.float64)
+    with pytest.raises(ValueError, match=r"Swap replaced an operand of "
+                       r"(Basic|Advanced)Index .* of shape \(3, 4\)"):
+        Swap()(x[index])
+    same = np.arange(12.0).reshape(3, 4)
+
+    class SwapSame(CopyMapper):
+        def map_placeholder(self, expr):
+            return ft.make_data_wrapper(same)
+
+    np.testing.assert_array_equal(ft.compile(SwapSame()(x[index]))(), same[index])

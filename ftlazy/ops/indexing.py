@@ -266,9 +266,13 @@ def _check_constant_index(data: np.ndarray, length: ShapeComponent,
 
 
 def _int_index_array(position: ShapeComponent) -> Array:
-    """A 0-d int64 array holding *position* (an int or size expression)."""
-    expr = np.int64(position) if isinstance(position, int) else position
-    return IndexLambda(expr, (), np.int64, {})
+    """A 0-d int64 array holding *position* (an int or size expression,
+    whose size parameters are then inputs of the DAG: ``x[n]`` reads
+    ``n``)."""
+    if isinstance(position, int):
+        return IndexLambda(np.int64(position), (), np.int64, {})
+    from ftlazy.ops.convert import size_array
+    return size_array(position).astype(np.int64)
 
 # }}}
 

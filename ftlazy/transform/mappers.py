@@ -167,16 +167,18 @@ def _check_copy(mapper: Any, node: Node, value: Any) -> None:
                         f"(the node itself to keep it){hint}")
 
 
-def _check_same_operands(mapper: Any, expr: Any,
-                         bindings: Mapping[str, Node]) -> None:
-    """:class:`ValueError` where the rewritten *bindings* of *expr* differ
-    in shape or dtype from its own: its body reads them by the old ones
-    (an index past the new rows), and its shape and dtype were computed
-    from them, so the copy would compute a wrong answer."""
+def _check_same_operands(mapper: Any, expr: Any, old_operands: Mapping[str, Node],
+                         new_operands: Mapping[str, Node]) -> None:
+    """:class:`ValueError` where the rewritten *new_operands* of *expr*
+    differ in shape or dtype from its *old_operands*: it reads them by the
+    old ones (an IndexLambda's body, the indices of ``x[:, -1]`` normalized
+    against the old shape: an index past the new rows), and its shape and
+    dtype were computed from them, so the copy would compute a wrong
+    answer."""
     from ftlazy import shapes as sh
     from ftlazy.array import Array
-    for name, new in bindings.items():
-        old = expr.bindings[name]
+    for name, new in new_operands.items():
+        old = old_operands[name]
         if new is old or not isinstance(new, Array):
             continue
         same_shape = (new.shape == old.shape or (
@@ -204,8 +206,12 @@ class CopyMapper(CachedMapper[Node]):
 
     def map_node(self, expr: Node) -> Node:
         changes = self.mapped_fields(expr)
-        if "bindings" in changes and type(expr).__name__ == "IndexLambda":
-            _check_same_operands(self, expr, changes["bindings"])
+        kind = type(expr).__name__
+        if "bindings" in changes and kind == "IndexLambda":
+            _check_same_operands(self, expr, expr.bindings, changes["bindings"])
+        if "array" in changes and kind in ("BasicIndex", "AdvancedIndex"):
+            _check_same_operands(self, expr, {"array": expr.array},
+                                 {"array": changes["array"]})
         return expr.copy(**changes) if changes else expr
 
     def mapped_fields(self, expr: Node) -> dict:

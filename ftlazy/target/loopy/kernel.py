@@ -1004,7 +1004,7 @@ class KernelBuilder:
             isl.BasicSet("{ : }")]
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
-            assumptions=_sorted_assumptions(domains),
+            assumptions=_sorted_assumptions(domains, params),
             name="ftlazy_kernel", seq_dependencies=False,
             target=FtlazyOpenCLTarget(
                 () if self.profile.restrict_shared_arrays
@@ -1066,16 +1066,21 @@ def without_in_place_writers(instructions: list[Any], in_place: set[str]
     return result
 
 
-def _sorted_assumptions(domains: list[isl.BasicSet]) -> isl.BasicSet:
-    """No assumptions, over the domains' outer parameters in sorted order.
-    Loopy's default orders them as a set iterates, which differs between
-    processes (string hashing is randomized); the order is part of the
-    kernel's persistent hash, so its on-disk caches would never hit for a
-    kernel with several data-dependent bounds."""
+def _sorted_assumptions(domains: list[isl.BasicSet],
+                        sizes: set[str]) -> isl.BasicSet:
+    """The domains' outer parameters in sorted order, those among *sizes*
+    (size parameters, checked non-negative at each call) non-negative: a
+    read ``x[n + i]`` of ``x[n:]`` is then in bounds. Loopy's default
+    orders them as a set iterates, which differs between processes
+    (string hashing is randomized); the order is part of the kernel's
+    persistent hash, so its on-disk caches would never hit for a kernel
+    with several data-dependent bounds."""
     from loopy.kernel.tools import get_outer_params
     names = sorted(get_outer_params(domains))
+    nonnegative = " and ".join(f"{n} >= 0" for n in names if n in sizes)
     return isl.BasicSet.read_from_str(
-        domains[0].get_ctx(), "[{}] -> {{ : }}".format(", ".join(names)))
+        domains[0].get_ctx(), "[{}] -> {{ : {} }}".format(", ".join(names),
+                                                         nonnegative))
 
 
 def _grid_extents(shape: tuple) -> str:
