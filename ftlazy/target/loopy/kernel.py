@@ -1000,11 +1000,11 @@ class KernelBuilder:
         for p in sorted(params):
             args.append(lp.ValueArg(p, np.int64))
         args.extend(self.parts.temporaries.values())
-        domains = [isl.BasicSet(d) for d in self.parts.domains] or [
-            isl.BasicSet("{ : }")]
+        domains = [_with_nonnegative_sizes(isl.BasicSet(d), params)
+                   for d in self.parts.domains] or [isl.BasicSet("{ : }")]
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
-            assumptions=_sorted_assumptions(domains, params),
+            assumptions=_sorted_assumptions(domains),
             name="ftlazy_kernel", seq_dependencies=False,
             target=FtlazyOpenCLTarget(
                 () if self.profile.restrict_shared_arrays
@@ -1066,21 +1066,33 @@ def without_in_place_writers(instructions: list[Any], in_place: set[str]
     return result
 
 
-def _sorted_assumptions(domains: list[isl.BasicSet],
-                        sizes: set[str]) -> isl.BasicSet:
-    """The domains' outer parameters in sorted order, those among *sizes*
-    (size parameters, checked non-negative at each call) non-negative: a
-    read ``x[n + i]`` of ``x[n:]`` is then in bounds. Loopy's default
-    orders them as a set iterates, which differs between processes
-    (string hashing is randomized); the order is part of the kernel's
-    persistent hash, so its on-disk caches would never hit for a kernel
-    with several data-dependent bounds."""
+def _sorted_assumptions(domains: list[isl.BasicSet]) -> isl.BasicSet:
+    """No assumptions, over the domains' outer parameters in sorted order.
+    Loopy's default orders them as a set iterates, which differs between
+    processes (string hashing is randomized); the order is part of the
+    kernel's persistent hash, so its on-disk caches would never hit for a
+    kernel with several data-dependent bounds."""
     from loopy.kernel.tools import get_outer_params
     names = sorted(get_outer_params(domains))
-    nonnegative = " and ".join(f"{n} >= 0" for n in names if n in sizes)
     return isl.BasicSet.read_from_str(
-        domains[0].get_ctx(), "[{}] -> {{ : {} }}".format(", ".join(names),
-                                                         nonnegative))
+        domains[0].get_ctx(), "[{}] -> {{ : }}".format(", ".join(names)))
+
+
+def _with_nonnegative_sizes(domain: isl.BasicSet, sizes: set[str]
+                            ) -> isl.BasicSet:
+    """*domain* where its parameters among *sizes* (size parameters,
+    checked non-negative at each call) are non-negative: the read
+    ``x[n + i]`` of ``x[n:]`` is then provably in bounds. (Per domain, not
+    as kernel-wide assumptions, which would put every size in the space of
+    every instruction's bounds check.)"""
+    names = [domain.get_dim_name(isl.dim_type.param, k)
+             for k in range(domain.dim(isl.dim_type.param))]
+    constraints = " and ".join(f"{n} >= 0" for n in names if n in sizes)
+    if not constraints:
+        return domain
+    return domain.intersect_params(isl.BasicSet.read_from_str(
+        domain.get_ctx(), "[{}] -> {{ : {} }}".format(", ".join(names),
+                                                      constraints)))
 
 
 def _grid_extents(shape: tuple) -> str:
