@@ -178,3 +178,24 @@ def test_rows_at_unsigned_64_bit_indices(xs):
     for got in (ft.compile(scan)(xs=rows, idx=iv),
                 ft.evaluate_numpy(scan, xs=rows, idx=iv)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_rows_at_a_position_computed_from_the_length(xs):
+    # (s[s.shape[0] // 2], the middle row, was refused when built: "not an
+    # affine expression"; a position need not be affine, a length must)
+    middle = ft.map(lambda s: s[s.shape[0] // 2] * 2 + ft.sum(s, axis=0), xs)
+    before = ft.map(lambda s: ft.scan(lambda c, r: c + r * s[(s.shape[0] - 1) // 2],
+                                      s, ft.zeros(H)), xs)
+    f = ft.compile(ft.make_dict_of_named_arrays(
+        {"middle": middle, "before": before}))
+    data = [RNG.standard_normal((k, H)) for k in JAGGED_LENGTHS["nonempty"]]
+    got = f(xs=data)
+    want = [s[len(s) // 2] * 2 + s.sum(axis=0) for s in data]
+    assert_lists(got["middle"], want)
+    assert_lists(ft.evaluate_numpy(middle, xs=data), want)
+    want = [np.cumsum(s * s[(len(s) - 1) // 2], axis=0) for s in data]
+    assert_lists(got["before"].tolist(), want)
+    assert_lists(ft.evaluate_numpy(before, xs=data).tolist(), want)
+    # (an empty element has no middle row)
+    with pytest.raises(IndexError, match="out of"):
+        f(xs=data + [np.zeros((0, H))])

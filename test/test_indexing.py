@@ -296,3 +296,22 @@ def test_random_basic_indices(index):
     check(X[index], XV[index], x=XV)
 
 # }}}
+
+
+def test_a_position_computed_from_a_symbolic_length():
+    # (y[y.shape[0] // 2] was refused when built, "not an affine
+    # expression"; the position is read at run time and checked)
+    n = ft.make_size_param("n")
+    y = ft.make_placeholder("y", (n, 2), np.float64)
+    lazy = y[y.shape[0] // 2] + y[(n - 1) // 3]
+    program = ft.compile(lazy)
+    for rows in (5, 1):
+        data = np.arange(rows * 2.0).reshape(rows, 2)
+        want = data[rows // 2] + data[(rows - 1) // 3]
+        np.testing.assert_array_equal(program(y=data), want)
+        np.testing.assert_array_equal(ft.evaluate_numpy(lazy, y=data), want)
+    with pytest.raises(IndexError, match="out of"):
+        program(y=np.zeros((0, 2)))
+    # (a length must stay affine)
+    with pytest.raises(ValueError, match="not an affine expression"):
+        y[:y.shape[0] // 2]

@@ -130,7 +130,13 @@ def _classify(item: Any) -> Any:
         symbolic = _symbolic_int(item)
         return symbolic if symbolic is not None else _IndexArray(item)
     if isinstance(item, prim.ExpressionNode):
-        return _symbolic_int(item)
+        try:
+            return _symbolic_int(item)
+        except sh.NonAffineError:
+            # (x[x.shape[0] // 2]: a position, not a length; read as a 0-d
+            # index array, checked against the axis at run time)
+            from ftlazy.ops.convert import size_array
+            return _IndexArray(size_array(item).astype(np.int64))
     if isinstance(item, (list, tuple, np.ndarray)):
         try:
             data = np.asarray(item)
