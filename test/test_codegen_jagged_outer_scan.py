@@ -335,3 +335,66 @@ def test_lengths_read_from_the_offsets_print_plainly(xs):
         h = np.tanh((s @ Wv * h).sum(axis=0))
     np.testing.assert_allclose(ft.compile(result)(xs=data, W=Wv), h,
                                rtol=1e-12)
+
+
+def _fold_rows(c, rows):
+    for r in rows:
+        c = np.tanh(0.5 * c + r)
+    return c
+
+
+#: bodies reading counted rows of the element (s[:2], s[-3:], s[::2]),
+#: padded to their largest count (these ran on the host)
+COUNTED = {
+    "head_times_carry": (lambda c, s: ft.tanh(c + ft.sum(s[:2] * c, axis=0)),
+                         lambda c, s: np.tanh(c + (s[:2] * c).sum(axis=0))),
+    "strided_and_tail": (lambda c, s: 0.5 * c + ft.sum(s[::2], axis=0)
+                         + ft.sum(s[-3:], axis=0) * c,
+                         lambda c, s: 0.5 * c + s[::2].sum(axis=0)
+                         + s[-3:].sum(axis=0) * c),
+    "count_as_a_number": (lambda c, s: 0.9 * c + s[:2].shape[0] * c,
+                          lambda c, s: 0.9 * c + min(2, len(s)) * c),
+    "fold_over_the_head": (lambda c, s: ft.fold(
+        lambda d, r: ft.tanh(0.5 * d + r), s[:3], c),
+        lambda c, s: _fold_rows(c, s[:3])),
+    "weighted_head": (lambda c, s: c + ft.sum(ft.exp(s[:3] @ c)[:, None]
+                                              * s[:3], axis=0),
+                      lambda c, s: c + (np.exp(s[:3] @ c)[:, None]
+                                        * s[:3]).sum(axis=0)),
+}
+
+
+def test_counted_rows_of_each_element(xs):
+    named = {f"{op}_{name}": (OPS[op], body, reference)
+             for name, (body, reference) in COUNTED.items()
+             for op in ("fold", "scan")}
+    f = ft.compile(ft.make_dict_of_named_arrays(
+        {key: fn(body, xs, ft.full(H, 0.1)) for key, ((fn, _), body, _)
+         in named.items()}))
+    assert f.host_evaluated == ()
+    for lengths in ("mixed", "nonempty", "empty_batch", "all_empty"):
+        data = batch(LENGTHS[lengths], seed=3)
+        got = f(xs=data)
+        for key, ((fn, keep_all), body, reference) in named.items():
+            want = numpy_scan(reference, data, np.full(H, 0.1), keep_all)
+            np.testing.assert_allclose(got[key], want, **TOL)
+            np.testing.assert_allclose(ft.evaluate_numpy(
+                fn(body, xs, ft.full(H, 0.1)), xs=data), want, **TOL)
+
+
+def test_counted_rows_of_an_empty_element_are_refused(xs):
+    # (as numpy refuses them: a max over no row, the last of no row)
+    data = batch(LENGTHS["mixed"])
+    for body, error, match in (
+            (lambda c, s: c + ft.amax(s[:2] * c, axis=0), ValueError,
+             "element 1: zero-size array"),
+            (lambda c, s: c + s[:3][-1] * c, IndexError,
+             "out of range for the rows of its element")):
+        f = ft.compile(ft.fold(body, xs, ft.ones(H)))
+        assert f.host_evaluated == ()
+        with pytest.raises(error, match=match):
+            f(xs=data)
+        long = batch(LENGTHS["nonempty"])
+        np.testing.assert_allclose(
+            f(xs=long), ft.evaluate_numpy(ft.fold(body, xs, ft.ones(H)), xs=long),
+            **TOL)

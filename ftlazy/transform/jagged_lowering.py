@@ -89,7 +89,7 @@ from ftlazy.transform.jagged_scans import lower_scan, unroll_element_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
 
-__all__ = ["lower_jagged_maps", "HostDerivations", "copied_source"]
+__all__ = ["lower_jagged_maps", "HostDerivations", "CountForm", "copied_source"]
 
 _INT64 = np.dtype(np.int64)
 
@@ -111,6 +111,18 @@ def copied_source(node: Array) -> Array:
             break
         node = source
     return node
+
+
+@dataclass(frozen=True)
+class CountForm:
+    """An extent per element that is a count of its length alone
+    (``min(2, L)`` of ``s[:2]``), where a derivation takes an affine form
+    ``(const, coeff)``: *expr* in the length's symbol, and *counts*, its
+    value for every element (an array ``(n,)`` computed from the offsets,
+    which the host evaluates)."""
+
+    expr: Any
+    counts: Array
 
 
 @dataclass

@@ -15,6 +15,12 @@ along); the packed values are captured whole. In the body of step ``t``:
   Positions past element ``t``'s own extent are computed as 0 and never
   read: the element itself reads ``values[offsets[t] + j]`` only for
   ``j < L_t``;
+* a count of ``L`` alone (``min(2, L)`` of ``s[:2]``, the rows of
+  ``s[-3:]`` or ``s[::2]``: :func:`counts_of_length`) is padded the same
+  way, to its largest value over all elements, which the host computes
+  from the offsets (a
+  :class:`~ftlazy.transform.jagged_lowering.CountForm`); positions past
+  element ``t``'s own count are masked as above;
 * ``L`` itself (``s.shape[0]``, index arithmetic) is ``L_t``;
 * rows read by index from such an array (``s[-1]``, ``ft.gather(s, idx)``)
   count negative indices from element ``t``'s own extent and are checked
@@ -52,7 +58,8 @@ sentences (or tokens). A step whose part with the carry maps or folds over
 the document's sentences, or reads both its per-sentence results and its
 tokens, is refused.
 
-What is not lowered raises :class:`NotImplementedError`: an extent that is not affine in ``L`` or mixes it with other sizes, a scan
+What is not lowered raises :class:`NotImplementedError`: an extent that
+is not affine in ``L`` or a count of it, or mixes it with other sizes, a scan
 over the element's rows whose carries or captured arrays have the element's
 length or whose body uses it, and other loops in the body (a map over a
 FractalTensor) whose shapes involve ``L``.
@@ -70,12 +77,14 @@ import pymbolic.primitives as prim
 from ftlazy import shapes as sh
 from ftlazy.array import Array, DataWrapper, IndexLambda, Placeholder, SizeParam
 from ftlazy.fractal import Body, BodyParam, Gather, LoopResult, Scan
+from ftlazy.fractal_access import DerivedSize
 from ftlazy.fractal_tensor import segment_lengths
 from ftlazy.node import Node, iter_children, topological_order
-from ftlazy.scalar_expr import ExprIdentityMapper, Reduce, index_var
+from ftlazy.scalar_expr import (
+    ExprIdentityMapper, Reduce, get_variable_names, index_var, substitute)
 from ftlazy.transform.mappers import CopyMapper
 
-__all__ = ["lower_jagged_scan"]
+__all__ = ["lower_jagged_scan", "counts_of_length"]
 
 _INT64 = np.dtype(np.int64)
 #: the binding names of the element's length and first row in rewritten
@@ -95,32 +104,79 @@ def _rows(array: Array, n: Any) -> IndexLambda:
                        {"_in0": array})
 
 
+def _count_expr(value: Array, symbol: str) -> Any:
+    """The expression in the size *symbol* alone of *value* (a 0-d integer
+    array: ``min(2, L)``), or None where it reads anything else."""
+    if isinstance(value, SizeParam):
+        return prim.Variable(value.name) if value.name == symbol else None
+    if not (isinstance(value, IndexLambda) and value.ndim == 0
+            and value.dtype.kind in "iu"):
+        return None
+    mapping = {}
+    for key, b in value.bindings.items():
+        mapping[key] = _count_expr(b, symbol)
+        if mapping[key] is None:
+            return None
+    expr = substitute(value.expr, mapping)
+    return expr if get_variable_names(expr) <= {symbol} else None
+
+
+def counts_of_length(body: Body, symbol: str) -> dict[str, Any]:
+    """The data-dependent sizes that *body* (not its nested loops) defines
+    as counts of the element's length *symbol* alone (``min(2, L)`` of
+    ``s[:2]``), as expressions in it: the padded lowering sizes them by
+    their largest value (see :class:`_Padding`)."""
+    counts = {}
+    for n in topological_order(list(body.outputs)):
+        if isinstance(n, DerivedSize):
+            expr = _count_expr(n.value, symbol)
+            if expr is not None:
+                counts[n.name] = expr
+    return counts
+
+
 class _Padding:
     """Rewrites the body of one JaggedScan for the dense scan (see the
-    module docs)."""
+    module docs). *counts*: the body's counts of the element's length
+    (:func:`counts_of_length`), extents padded as the length is."""
 
     def __init__(self, symbol: str, offsets: Array, host: Any,
-                 length: BodyParam) -> None:
+                 length: BodyParam, counts: dict[str, Any]) -> None:
         self.symbol = symbol
         self.offsets = offsets
         self.host = host
         self.length = length
+        self.counts = counts
+        #: the sizes padded: the length and its counts
+        self.names = frozenset({symbol, *counts})
 
-    def form_of(self, c: Any) -> tuple[int, int] | None:
+    def form_of(self, c: Any) -> Any:
         """``(const, coeff)`` of extent *c* if it involves the element's
-        length, else None."""
-        if self.symbol not in sh.size_param_names(c):
+        length, a :class:`~ftlazy.transform.jagged_lowering.CountForm` if
+        it involves a count of it (``min(2, L)``), else None."""
+        names = sh.size_param_names(c)
+        counted = names & set(self.counts)
+        if self.symbol not in names and not counted:
             return None
+        if counted:
+            c = substitute(c, {n: self.counts[n] for n in counted})
         try:
             form = sh.to_affine(c)
         except (sh.NonAffineError, TypeError):
             form = None
-        if form is None or set(form.coeffs) != {self.symbol}:
-            raise NotImplementedError(
-                f"compiling a fold over a FractalTensor whose body has an extent "
-                f"{c}, not of the form c + a*L in the element's length L, is "
-                "not supported (ft.evaluate_numpy evaluates it)")
-        return (form.const, form.coeffs[self.symbol])
+        if form is not None and set(form.coeffs) == {self.symbol}:
+            return (form.const, form.coeffs[self.symbol])
+        if counted and get_variable_names(c) == {self.symbol}:
+            from ftlazy.transform.jagged_lowering import CountForm
+            lengths = segment_lengths(self.offsets)
+            per_element = substitute(c, {self.symbol: _read("_in0", (
+                index_var(0),))})
+            return CountForm(c, IndexLambda(per_element, lengths.shape, _INT64,
+                                            {"_in0": lengths}))
+        raise NotImplementedError(
+            f"compiling a fold over a FractalTensor whose body has an extent "
+            f"{c}, not of the form c + a*L in the element's length L, is "
+            "not supported (ft.evaluate_numpy evaluates it)")
 
     def max_name(self, form: tuple[int, int]) -> str:
         return self.host.max_extent_for(self.offsets, form)
@@ -137,10 +193,13 @@ class _Padding:
                 padded.append((k, form))
         return tuple(new), padded
 
-    @staticmethod
-    def extent(form: tuple[int, int]) -> Any:
-        const, coeff = form
-        return const + coeff * prim.Variable(_LEN)
+    def extent(self, form: Any) -> Any:
+        """Extent *form* of the element in step ``t`` (an expression in
+        its length, bound as ``_LEN``)."""
+        if isinstance(form, tuple):
+            const, coeff = form
+            return const + coeff * prim.Variable(_LEN)
+        return substitute(form.expr, {self.symbol: prim.Variable(_LEN)})
 
     def element(self, values: BodyParam, start: BodyParam, shape: tuple
                 ) -> IndexLambda:
@@ -155,7 +214,7 @@ class _Padding:
                            {_VALUES: values, _START: start, _LEN: self.length})
 
     def gather_rows(self, array: Array, indices: Array,
-                    form: tuple[int, int], indices_padded: list) -> IndexLambda:
+                    form: Any, indices_padded: list) -> IndexLambda:
         """Rows *indices* of padded *array* (axis 0 of extent *form* in the
         element's length: ``s[-1]``, ``ft.gather(s, idx)``), as numpy
         takes them from the element's own extent: negative ones count from
@@ -210,13 +269,18 @@ class _ExprPadder(ExprIdentityMapper):
         if expr.name == self.padding.symbol:
             self.used = True
             return prim.Variable(_LEN)
+        if expr.name in self.padding.counts:
+            # (a count used as a number: s[:2].shape[0])
+            self.used = True
+            return substitute(self.padding.counts[expr.name],
+                              {self.padding.symbol: prim.Variable(_LEN)})
         return expr
 
     def map_reduce(self, expr: Reduce) -> Any:
         inner = self.rec(expr.inner)
         bounds, masks = [], []
         for name, lo, hi in expr.bounds:
-            if self.padding.symbol in sh.size_param_names(lo):
+            if self.padding.names & sh.size_param_names(lo):
                 raise NotImplementedError(
                     "compiling a fold over a FractalTensor whose body reduces "
                     f"from {lo}, which depends on the element's length, is not "
@@ -243,33 +307,33 @@ class _ExprPadder(ExprIdentityMapper):
         return Reduce(expr.op, inner, tuple(bounds))
 
 
-def _in_shape(symbol: str, array: Array) -> bool:
-    return any(symbol in sh.size_param_names(c) for c in array.shape)
+def _in_shape(names: frozenset[str], array: Array) -> bool:
+    return any(names & sh.size_param_names(c) for c in array.shape)
 
 
-def _body_involves(symbol: str, body: Body) -> bool:
-    """Whether *body* uses the size *symbol* anywhere (nested bodies
+def _body_involves(names: frozenset[str], body: Body) -> bool:
+    """Whether *body* uses a size of *names* anywhere (nested bodies
     included)."""
     from ftlazy.fractal import Loop, _own_size_names
     stack = [body]
     while stack:
         for m in topological_order(list(stack.pop().outputs)):
-            if ((isinstance(m, Array) and _in_shape(symbol, m))
-                    or symbol in _own_size_names(m)):
+            if ((isinstance(m, Array) and _in_shape(names, m))
+                    or names & _own_size_names(m)):
                 return True
             if isinstance(m, Loop):
                 stack.append(m.body)
     return False
 
 
-def _scan_involves(symbol: str, scan: Scan) -> bool:
-    """Whether a scan in the body has inputs of a shape in the size
-    *symbol*, or uses it anywhere in its body."""
-    return (any(_in_shape(symbol, a) for a in scan.inputs)
-            or _body_involves(symbol, scan.body))
+def _scan_involves(names: frozenset[str], scan: Scan) -> bool:
+    """Whether a scan in the body has inputs of a shape in a size of
+    *names*, or uses one anywhere in its body."""
+    return (any(_in_shape(names, a) for a in scan.inputs)
+            or _body_involves(names, scan.body))
 
 
-def _scan_over_rows(padding: _Padding, scan: Scan, form: tuple[int, int],
+def _scan_over_rows(padding: _Padding, scan: Scan, form: Any,
                     inputs: list[Array]) -> Scan:
     """A scan of the body over ``c + a*L`` steps (the element's rows) as a
     dense scan of the largest such extent: its scanned arrays are padded,
@@ -277,13 +341,13 @@ def _scan_over_rows(padding: _Padding, scan: Scan, form: tuple[int, int],
     done (the steps past them change nothing). Its stacked results are
     padded as any array of that extent. Its body must not use ``L``."""
     from ftlazy.transform.jagged_scans import _Substituter
-    symbol = padding.symbol
+    names = padding.names
     nc, ns = scan.num_carries, scan.num_scanned
-    if (any(_in_shape(symbol, a) for a in scan.inits + scan.captured)
+    if (any(_in_shape(names, a) for a in scan.inits + scan.captured)
             or any(padding.form_of(a.shape[0]) != form
-                   or any(symbol in sh.size_param_names(c) for c in a.shape[1:])
+                   or any(names & sh.size_param_names(c) for c in a.shape[1:])
                    for a in scan.scanned)
-            or _body_involves(symbol, scan.body)):
+            or _body_involves(names, scan.body)):
         raise NotImplementedError(
             "compiling a scan over an element's rows inside a fold over a "
             "FractalTensor is supported where only its scanned arrays have "
@@ -544,7 +608,8 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
     dense_params = params[nc + 2:nc + len(scanned)]
     captured_params = params[nc + len(scanned):nc + len(scanned) + len(captured)]
     values_params = params[nc + len(scanned) + len(captured):]
-    padding = _Padding(symbol, offsets, host, length_param)
+    padding = _Padding(symbol, offsets, host, length_param,
+                       counts_of_length(jscan.body, symbol))
 
     # the old body's parameters: carries, elements (one per scanned input),
     # captured
@@ -586,11 +651,15 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
                 values[node] = padding.gather_rows(
                     values[node.array], values[node.indices], form,
                     padding.padded_shape(node.indices.shape)[1])
+        elif isinstance(node, DerivedSize) and node.name in padding.counts:
+            values[node] = IndexLambda(
+                padding.extent(padding.form_of(prim.Variable(node.name))), (),
+                _INT64, {_LEN: length_param})
         elif isinstance(node, (Placeholder, DataWrapper, SizeParam)):
             values[node] = node
         elif isinstance(node, LoopResult) and isinstance(node.loop, Scan):
             values[node] = LoopResult(values[node.loop], node.index)
-        elif isinstance(node, Scan) and not _scan_involves(symbol, node):
+        elif isinstance(node, Scan) and not _scan_involves(padding.names, node):
             values[node] = node.copy(
                 inputs=tuple(values[a] for a in node.inputs))
         elif isinstance(node, Scan) and padding.form_of(node.length) is not None:

@@ -44,7 +44,7 @@ from ftlazy.target.jagged_inputs import (
 from ftlazy.transform.jagged_counted import zip_counted_lists
 from ftlazy.transform.jagged_element_reads import zip_element_reads
 from ftlazy.transform.jagged_lowering import (
-    HostDerivations, copied_source, lower_jagged_maps)
+    CountForm, HostDerivations, copied_source, lower_jagged_maps)
 from ftlazy.transform.mappers import CopyMapper
 from ftlazy.transform.scan_body_maps import close_scan_bodies, open_scan_bodies
 
@@ -132,14 +132,17 @@ def _reads_jagged_data(result: Any) -> bool:
 def _check_not_in_bodies(roots: list[Array]) -> None:
     """:class:`NotImplementedError` if a loop body defines a data-dependent
     size or a host index array (evaluated per iteration: not compiled)."""
-    stack = [n.body for n in topological_order(roots) if isinstance(n, Loop)]
+    stack = [(n.body, _padded_counts(n)) for n in topological_order(roots)
+             if isinstance(n, Loop)]
     seen: set = set()
     while stack:
-        body = stack.pop()
+        body, padded = stack.pop()
         if body in seen:
             continue
         seen.add(body)
         for n in topological_order(list(body.outputs)):
+            if isinstance(n, DerivedSize) and n.name in padded:
+                continue
             if isinstance(n, (DerivedSize, HostIndexArray)):
                 raise NotImplementedError(
                     "compiling a data-dependent size (xs[i], a slice, "
@@ -153,7 +156,18 @@ def _check_not_in_bodies(roots: list[Array]) -> None:
                     "map, or at the steps of a loop nested in the map's body. "
                     "ft.evaluate_numpy evaluates it")
             if isinstance(n, Loop):
-                stack.append(n.body)
+                stack.append((n.body, _padded_counts(n)))
+
+
+def _padded_counts(loop: Loop) -> dict[str, Any]:
+    """The counts of the element's length that *loop*'s body defines and
+    its lowering pads (a scan or fold over a depth-2 FractalTensor's
+    outer list, see :func:`~ftlazy.transform.jagged_outer_scan.counts_of_length`)."""
+    from ftlazy.jagged_scan_outer import JaggedScan
+    from ftlazy.transform.jagged_outer_scan import counts_of_length
+    if not isinstance(loop, JaggedScan) or len(loop.symbols) != 1:
+        return {}
+    return counts_of_length(loop.body, loop.symbols[0])
 
 
 class _Hoister(CopyMapper):
@@ -167,6 +181,11 @@ class _Hoister(CopyMapper):
 
     def map_derived_size(self, expr: DerivedSize) -> SizeParam:
         return SizeParam(expr.name)
+
+    def map_body(self, body: Node) -> Node:
+        # (the sizes a loop body defines are its lowering's: a fold's
+        # counts of its element's length, see _padded_counts)
+        return body
 
     def map_host_index_array(self, expr: HostIndexArray) -> Placeholder:
         name = f"_ft_host{len(self.arrays)}"
@@ -525,11 +544,14 @@ def _derive(host: HostDerivations, given: dict[str, Any],
     ids_of: dict[int, np.ndarray] = {}
     derived: dict[str, Any] = {}
 
-    def extents(offsets: Array, form: tuple[int, int]) -> np.ndarray:
+    def extents(offsets: Array, form: Any) -> np.ndarray:
         key = (_host_source(offsets)[0], form)
         if key not in extents_of:
-            extents_of[key] = _extents(
-                _evaluate(offsets, given, cache, placeholders, resolve), form)
+            extents_of[key] = (
+                _evaluate(form.counts, given, cache, placeholders, resolve)
+                if isinstance(form, CountForm) else _extents(
+                    _evaluate(offsets, given, cache, placeholders, resolve),
+                    form))
         return extents_of[key]
 
     def resolve(name: str) -> Any:
