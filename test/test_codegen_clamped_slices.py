@@ -348,10 +348,15 @@ def test_loops_over_the_elements_reading_counted_rows():
             lambda r: r[0] > 0, s), axis=0), xs, ft.zeros(H)),
     }
     f = compile_on_device(ft.make_dict_of_named_arrays(loops))
-    # (the carry reads the counted rows: the loop runs on the host)
+    # (the carry reads the counted rows: padded to the largest count, see
+    # test_codegen_jagged_outer_scan; this ran on the host)
     with_carry = ft.fold(lambda c, s: c + ft.sum(s[:2] * c, axis=0), xs,
                          ft.ones(H))
-    g = compile_on_host(with_carry, "data-dependent size")
+    g = compile_on_device(with_carry)
+    # (a selection that depends on the carry still runs on the host)
+    kept_by_carry = ft.fold(lambda c, s: c + ft.sum(ft.filter(
+        lambda r: ft.sum(r * c) > 0, s), axis=0), xs, ft.ones(H))
+    h = compile_on_host(kept_by_carry, "data-dependent size")
     rng = np.random.default_rng(9)
     Wv = rng.standard_normal((H, H)) * 0.5
 
@@ -378,6 +383,9 @@ def test_loops_over_the_elements_reading_counted_rows():
         np.testing.assert_allclose(
             g(xs=data), run(lambda c, d: c + (d[:2] * c).sum(axis=0),
                             np.ones(H)), atol=1e-12)
+        np.testing.assert_allclose(
+            h(xs=data), run(lambda c, d: c + d[(d * c).sum(axis=1) > 0].sum(
+                axis=0), np.ones(H)), atol=1e-12)
 
 
 def test_results_of_a_length_computed_from_counts():

@@ -106,7 +106,9 @@ def test_max_over_an_empty_element_is_refused(xs):
     data = batch(LENGTHS["mixed"])
     with pytest.raises(ValueError, match="zero-size array"):
         ft.evaluate_numpy(result, xs=data)
-    with pytest.raises(ValueError, match="element 1: zero-size array"):
+    # (the message names the fold and its input; it said "map")
+    with pytest.raises(ValueError, match="fold over a FractalTensor 'xs', "
+                       "element 1: zero-size array"):
         ft.compile(result)(xs=data)
 
 

@@ -88,6 +88,7 @@ from ftlazy.transform.jagged_nesting import flatten_document_map
 from ftlazy.transform.jagged_scans import lower_scan, unroll_element_scans
 from ftlazy.transform.lower import IndexLambdaLowerer
 from ftlazy.transform.mappers import CopyMapper
+from ftlazy.target.loopy.host_loops import describe_loop
 
 __all__ = ["lower_jagged_maps", "HostDerivations", "CountForm", "copied_source"]
 
@@ -154,8 +155,9 @@ class HostDerivations:
     #: (offsets node, extent, reduction op): max/min reductions that need
     #: every element's extent to be positive
     #: (and the name of the segment ids whose entries pick the elements
-    #: that read them, or None for all: ``_MapLowering.repeats``)
-    nonempty: list[tuple[Array, tuple[int, int], str, str | None]] = field(
+    #: that read them, or None for all: ``_MapLowering.repeats``; and the
+    #: loop, for the message: ``"fold over a FractalTensor 'xs'"``)
+    nonempty: list[tuple[Array, Any, str, str | None, str]] = field(
         default_factory=list)
     #: (what zips them, for messages; groups of offsets nodes of zipped
     #: FractalTensors that must be equal; the dense arrays mapped along)
@@ -356,7 +358,8 @@ class _BatchRewriter(ExprIdentityMapper):
                 picked = self.lowering.repeats.get(symbol)
                 self.lowering.host.nonempty.append((
                     offsets, form, expr.op,
-                    picked.name if isinstance(picked, Placeholder) else None))
+                    picked.name if isinstance(picked, Placeholder) else None,
+                    describe_loop(self.lowering.jmap)))
             bounds.append((name, 0, prim.Variable(max_name)))
             masks.append(prim.Comparison(prim.Variable(name), "<",
                                          self.extent(form, symbol)))

@@ -141,8 +141,10 @@ class _Padding:
     (:func:`counts_of_length`), extents padded as the length is."""
 
     def __init__(self, symbol: str, offsets: Array, host: Any,
-                 length: BodyParam, counts: dict[str, Any]) -> None:
+                 length: BodyParam, counts: dict[str, Any], what: str) -> None:
         self.symbol = symbol
+        #: the loop, for messages (``"fold over a FractalTensor 'xs'"``)
+        self.what = what
         self.offsets = offsets
         self.host = host
         self.length = length
@@ -294,7 +296,8 @@ class _ExprPadder(ExprIdentityMapper):
             self.used = True
             if expr.op in ("max", "min"):
                 self.padding.host.nonempty.append(
-                    (self.padding.offsets, form, expr.op, None))
+                    (self.padding.offsets, form, expr.op, None,
+                     self.padding.what))
             bounds.append((name, lo, prim.Variable(max_name)))
             masks.append(prim.Comparison(prim.Variable(name), "<",
                                          self.padding.extent(form)))
@@ -557,6 +560,7 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
     order; *host* (a
     :class:`~ftlazy.transform.jagged_lowering.HostDerivations`) collects
     what the host computes at call time."""
+    from ftlazy.target.loopy.host_loops import describe_loop
     from ftlazy.transform.batch import MapBatcher
     from ftlazy.transform.jagged_lowering import _LowererKeepingGathers
     parts = jscan.mapped_parts()
@@ -609,7 +613,8 @@ def lower_jagged_scan(jscan: Any, inputs: list[Array], host: Any) -> list[Array]
     captured_params = params[nc + len(scanned):nc + len(scanned) + len(captured)]
     values_params = params[nc + len(scanned) + len(captured):]
     padding = _Padding(symbol, offsets, host, length_param,
-                       counts_of_length(jscan.body, symbol))
+                       counts_of_length(jscan.body, symbol),
+                       describe_loop(jscan))
 
     # the old body's parameters: carries, elements (one per scanned input),
     # captured

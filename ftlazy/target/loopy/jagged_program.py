@@ -310,7 +310,6 @@ class _Lowering:
             and unread & sizes([n])]
         self.unread_sizes = unread & sizes(self.size_sources)
 
-
     def _host_values(self, host: HostDerivations | None) -> _HostValues:
         """The host values of the roots with their counted lists zipped
         (maps over documents flattened first, into *host*, if given)."""
@@ -625,7 +624,7 @@ def _derive(host: HostDerivations, given: dict[str, Any],
     for name in host.row_orders:
         if name not in underived:
             resolve(name)
-    for offsets, form, op, picked in host.nonempty:
+    for offsets, form, op, picked, what in host.nonempty:
         ext = extents(offsets, form)
         if picked is not None:
             # (the elements of another map that read them: those that any
@@ -634,7 +633,7 @@ def _derive(host: HostDerivations, given: dict[str, Any],
         if ext.size and ext.min() <= 0:
             i = int(np.argmin(ext))
             raise ValueError(
-                f"map over a FractalTensor, element {i}: zero-size array to "
+                f"{what}, element {i}: zero-size array to "
                 f"reduction operation {'maximum' if op == 'max' else 'minimum'} "
                 "which has no identity")
     return derived
