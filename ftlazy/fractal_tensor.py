@@ -648,9 +648,14 @@ class JaggedMap(Loop):
                     "supported yet (their sum over the elements, the element "
                     f"count times '{name}', is not affine). Give that array "
                     "a static shape instead")
-            raise ValueError(f"map over a FractalTensor: {what} {extent} "
-                             f"uses a size parameter '{name}' defined "
-                             "inside the body")
+            # (a size parameter the body uses alone, s[n:]: not one of the
+            # element's sizes, nor in the shape of anything the map reads)
+            raise NotImplementedError(
+                f"map over a FractalTensor: {what} {extent} adds the size "
+                f"parameter '{name}' to the element's sizes; such lengths are "
+                "not supported yet (their sum over the elements, the element "
+                f"count times '{name}', is not affine). Reduce the result in "
+                "the body, or use an integer bound (s[2:])")
         return total
 
     def output_dtype(self, index: int) -> np.dtype:

@@ -568,3 +568,38 @@ def test_counted_lists_of_a_documents_own_lists():
 def _tokens(document):
     return np.concatenate([np.reshape(s, (-1, H)) for s in document]
                           + [np.zeros((0, H))])
+
+
+def test_counted_lists_of_a_document_read_by_its_sentences():
+    # (the flattened maps derive segment ids after the first phase; the
+    # first phase bound them from the inputs and failed at every call:
+    # "size parameter(s) '_ft_seg0_rows' cannot be inferred"; found by a
+    # hunt after c5b724a)
+    docs = ft.make_jagged_placeholder("docs", (H,), np.float64, depth=3)
+
+    def encode(s):
+        return ft.sum(s, axis=0)
+
+    named = {
+        "first_lengths": (ft.map(lambda d: ft.sum(ft.lengths(d)[:2]), docs),
+                          lambda d: sum(len(s) for s in d[:2])),
+        "scaled_by_lead": (ft.map(lambda d: ft.map(
+            lambda s: encode(s) * ft.sum(ft.map(encode, d)[:2], axis=0), d),
+            docs), lambda d: [s.sum(axis=0) * sum(
+                (t.sum(axis=0) for t in d[:2]), np.zeros(H)) for s in d]),
+        "scaled_by_last_token": (ft.map(lambda d: ft.map(
+            lambda s: encode(s) * ft.sum(ft.flatten(d)[-1:], axis=0), d),
+            docs), lambda d: [s.sum(axis=0) * _tokens(d)[-1:].sum(axis=0)
+                              for s in d]),
+    }
+    for name, (lazy, reference) in named.items():
+        f = compile_on_device(lazy)
+        for shape in ([(2, 0, 3), (), (4,), (1, 1)], [], [()]):
+            data = _documents(shape)
+            for got in (f(docs=data), ft.evaluate_numpy(lazy, docs=data)):
+                want = [reference(d) for d in data]
+                if name == "first_lengths":
+                    np.testing.assert_array_equal(got, np.array(want, int))
+                else:
+                    _nested_close([np.reshape(g, (-1, H)) for g in got.tolist()],
+                                  [np.reshape(w, (-1, H)) for w in want])

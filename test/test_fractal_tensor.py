@@ -1924,3 +1924,18 @@ def test_a_jagged_array_for_an_array_input_is_named(compiled):
                        r"2, but the program's 'j' is an array of shape "
                        r"\(j_length, 3\)"):
         run(j=given)
+
+
+def test_lists_of_a_length_with_a_size_parameter_of_the_body_are_refused():
+    # (s[n:] per element: the total length, the element count times n, is
+    # not affine; the message said n was "defined inside the body")
+    n = ft.make_size_param("n")
+    xs = ft.make_jagged_placeholder("xs", (3,), np.float64, depth=2)
+    with pytest.raises(NotImplementedError, match="adds the size parameter "
+                       "'n' to the element's sizes.*not affine"):
+        ft.map(lambda s: s[n:] * 2, xs)
+    # reduced in the body, it is a value per element
+    summed = ft.map(lambda s: ft.sum(s[n:], axis=0), xs)
+    data = [np.arange(9.0).reshape(3, 3), np.ones((2, 3))]
+    np.testing.assert_allclose(ft.evaluate_numpy(summed, xs=data, n=1),
+                               [s[1:].sum(axis=0) for s in data])

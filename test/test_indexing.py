@@ -140,23 +140,30 @@ def test_symbolic_slices():
     check(y[-1], yv[-1], y=yv)
 
 
-@pytest.mark.parametrize("build, want", [
-    (lambda x, y, n: x[n:], lambda x, y, n: x[n:]),
-    (lambda x, y, n: x[n:-1], lambda x, y, n: x[n:-1]),
-    (lambda x, y, n: y[n:], lambda x, y, n: y[n:]),
-    (lambda x, y, n: x[n], lambda x, y, n: x[n]),
-    (lambda x, y, n: x[n - 1], lambda x, y, n: x[n - 1]),
-    (lambda x, y, n: x[:, n], lambda x, y, n: x[:, n]),
-], ids=["start", "start_stop", "symbolic_axis", "row", "row_before", "column"])
-def test_a_size_parameter_alone_as_an_index_or_bound(build, want):
+@pytest.mark.parametrize("build, want, n_is_a_node", [
+    (lambda x, y, n: x[n:], lambda x, y, n: x[n:], False),
+    (lambda x, y, n: x[n:-1], lambda x, y, n: x[n:-1], False),
+    (lambda x, y, n: y[n:], lambda x, y, n: y[n:], False),
+    (lambda x, y, n: x[n], lambda x, y, n: x[n], True),
+    (lambda x, y, n: x[n - 1], lambda x, y, n: x[n - 1], True),
+    (lambda x, y, n: x[:, n], lambda x, y, n: x[:, n], True),
+    (lambda x, y, n: ft.sum(x[n:], axis=0),
+     lambda x, y, n: x[n:].sum(axis=0), False),
+    (lambda x, y, n: ft.sum(x[:, n:], axis=1),
+     lambda x, y, n: x[:, n:].sum(axis=1), False),
+    (lambda x, y, n: ft.sum(x[n:].T @ x[n:], axis=0),
+     lambda x, y, n: (x[n:].T @ x[n:]).sum(axis=0), False),
+], ids=["start", "start_stop", "symbolic_axis", "row", "row_before", "column",
+        "summed_rows", "summed_columns", "gram"])
+def test_a_size_parameter_alone_as_an_index_or_bound(build, want, n_is_a_node):
     # (x[n:] failed to compile: loopy could not prove x[n + i] in bounds
-    # without n >= 0; x[n] left n out of the DAG's inputs, so neither
-    # evaluator could run it)
+    # without n >= 0, also in a split reduction over the rows; x[n] left n
+    # out of the DAG's inputs, so neither evaluator could run it)
     n, m = ft.make_size_param("n"), ft.make_size_param("m")
     x = ft.make_placeholder("x", (3, 4), np.float64)
     y = ft.make_placeholder("y", (m,), np.float64)
     lazy = build(x, y, n)
-    if not lazy.shape or isinstance(lazy.shape[0], int):
+    if n_is_a_node:
         # (an index: n is a node of the DAG, not a name in a shape)
         assert n in ft.analysis.get_inputs(lazy)
     xv, yv = np.arange(12.0).reshape(3, 4), np.arange(5.0)

@@ -197,8 +197,8 @@ class _HostValues:
     """What the host computes at each call for the data-dependent sizes and
     host index arrays of a DAG (see the module docs)."""
 
-    def __init__(self, roots: dict[str, Array],
-                 input_nodes: list[Array]) -> None:
+    def __init__(self, roots: dict[str, Array], input_nodes: list[Array],
+                 derived: set[str] = frozenset()) -> None:
         nodes = list(roots.values())
         _check_not_in_bodies(nodes)
         order = topological_order(nodes)
@@ -210,7 +210,9 @@ class _HostValues:
             self.roots = {name: hoister(a) for name, a in roots.items()}
             self.arrays = hoister.arrays
         self.input_nodes = input_nodes
-        self.user_sizes = collect_size_names(nodes)
+        #: the sizes bound from the inputs (not those the host derives
+        #: after this phase, *derived*: a flattened map's segment ids)
+        self.user_sizes = collect_size_names(nodes) - set(derived)
         #: the maps whose results they read, run first on the device
         self.first_phase = FirstPhase(order)
         #: the generated names
@@ -316,7 +318,8 @@ class _Lowering:
         roots = zip_counted_lists(self.host_loops.roots, host)
         check_no_counted_results(list(roots.values()))
         roots = zip_element_reads(roots)
-        return _HostValues(roots, self.input_nodes + self.host_loops.placeholders)
+        return _HostValues(roots, self.input_nodes + self.host_loops.placeholders,
+                           host.names if host is not None else set())
 
 
 class _InputCopiesForwarded(CopyMapper):

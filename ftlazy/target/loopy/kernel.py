@@ -1002,9 +1002,17 @@ class KernelBuilder:
         args.extend(self.parts.temporaries.values())
         domains = [_with_nonnegative_sizes(isl.BasicSet(d), params)
                    for d in self.parts.domains] or [isl.BasicSet("{ : }")]
+        # (sizes in no array's shape, x[n:]'s n, are non-negative for the
+        # bounds check of an index n + i in a domain without n; sizes in
+        # shapes stay out of the assumptions, which would put them in the
+        # space of every check: see _with_nonnegative_sizes)
+        in_shapes = set().union(*(
+            sh.size_param_names(d) for a in inputs + outputs for d in a.shape
+        ), *(get_variable_names(d) for t in self.parts.temporaries.values()
+             for d in t.shape or () if not isinstance(d, (int, np.integer))))
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
-            assumptions=_sorted_assumptions(domains),
+            assumptions=_sorted_assumptions(domains, params - in_shapes),
             name="ftlazy_kernel", seq_dependencies=False,
             target=FtlazyOpenCLTarget(
                 () if self.profile.restrict_shared_arrays
@@ -1066,16 +1074,24 @@ def without_in_place_writers(instructions: list[Any], in_place: set[str]
     return result
 
 
-def _sorted_assumptions(domains: list[isl.BasicSet]) -> isl.BasicSet:
-    """No assumptions, over the domains' outer parameters in sorted order.
-    Loopy's default orders them as a set iterates, which differs between
-    processes (string hashing is randomized); the order is part of the
-    kernel's persistent hash, so its on-disk caches would never hit for a
-    kernel with several data-dependent bounds."""
+def _sorted_assumptions(domains: list[isl.BasicSet],
+                        nonnegative: set[str]) -> isl.BasicSet:
+    """The sizes *nonnegative* are non-negative, over them and the domains'
+    outer parameters in sorted order. Loopy's default orders them as a set
+    iterates, which differs between processes (string hashing is
+    randomized); the order is part of the kernel's persistent hash, so its
+    on-disk caches would never hit for a kernel with several data-dependent
+    bounds."""
     from loopy.kernel.tools import get_outer_params
-    names = sorted(get_outer_params(domains))
+    # (only the sizes said non-negative where there are some: with the
+    # domains' other parameters, loopy's bounds check would see every
+    # array's shape in every check's space, and refuse accesses it used
+    # to skip, a vector tail bounded by a temporary)
+    names = sorted(nonnegative or get_outer_params(domains))
+    constraints = " and ".join(f"{n} >= 0" for n in sorted(nonnegative))
     return isl.BasicSet.read_from_str(
-        domains[0].get_ctx(), "[{}] -> {{ : }}".format(", ".join(names)))
+        domains[0].get_ctx(), "[{}] -> {{ : {} }}".format(", ".join(names),
+                                                         constraints))
 
 
 def _with_nonnegative_sizes(domain: isl.BasicSet, sizes: set[str]
