@@ -180,7 +180,7 @@ class _Padding:
             f"{c}, not of the form c + a*L in the element's length L, is "
             "not supported (ft.evaluate_numpy evaluates it)")
 
-    def max_name(self, form: tuple[int, int]) -> str:
+    def max_name(self, form: Any) -> str:
         return self.host.max_extent_for(self.offsets, form)
 
     def padded_shape(self, shape: tuple) -> tuple[tuple, list]:
