@@ -993,10 +993,11 @@ class KernelBuilder:
         # (sizes of the arguments' and temporaries' shapes are arguments
         # too, also where no statement reads them: an empty output's, an
         # input's read only indirectly, the rows of a list of no data)
-        params = set(self.parts.params).union(*(
+        in_shapes = set().union(*(
             sh.size_param_names(d) for a in inputs + outputs for d in a.shape
         ), *(get_variable_names(d) for t in self.parts.temporaries.values()
              for d in t.shape or () if not isinstance(d, (int, np.integer))))
+        params = set(self.parts.params) | in_shapes
         for p in sorted(params):
             args.append(lp.ValueArg(p, np.int64))
         args.extend(self.parts.temporaries.values())
@@ -1006,10 +1007,6 @@ class KernelBuilder:
         # bounds check of an index n + i in a domain without n; sizes in
         # shapes stay out of the assumptions, which would put them in the
         # space of every check: see _with_nonnegative_sizes)
-        in_shapes = set().union(*(
-            sh.size_param_names(d) for a in inputs + outputs for d in a.shape
-        ), *(get_variable_names(d) for t in self.parts.temporaries.values()
-             for d in t.shape or () if not isinstance(d, (int, np.integer))))
         knl = lp.make_kernel(
             domains, self.final_instructions, args, lang_version=(2018, 2),
             assumptions=_sorted_assumptions(domains, params - in_shapes),
