@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_of, fmt_seconds, print_header, print_table  # noqa: E402
+from common import compiled_against_loop, print_header, print_table  # noqa: E402
 
 
 def main() -> None:
@@ -87,18 +86,9 @@ def main() -> None:
                     hp),
             {"xs": xs_in, "h0": h0}, fold_heads),
     }
-    rows = []
-    for name, (result, inputs, reference) in workloads.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ft.HostEvaluationWarning)
-            f = ft.compile(result)
-            np.testing.assert_allclose(f(**inputs), reference(), rtol=1e-3,
-                                       atol=1e-3)
-        warm = best_of(lambda: f(**inputs), repeat=9)
-        loop = best_of(reference, repeat=5)
-        rows.append([name, "on the host" if caught else "compiled",
-                     fmt_seconds(warm.best), fmt_seconds(loop.best),
-                     f"{loop.best / warm.best:.1f}x"])
+    rows = [compiled_against_loop(name, result, inputs, reference,
+                                  loop_repeat=5)
+            for name, (result, inputs, reference) in workloads.items()]
     print(f"{len(documents)} documents, {len(sequences)} sequences, H={h}, "
           "float32")
     print_table(["workload", "loop", "ftlazy", "numpy loop", "loop / ftlazy"],

@@ -31,12 +31,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_of, fmt_seconds, print_header, print_table  # noqa: E402
+from common import compiled_against_loop, print_header, print_table  # noqa: E402
 
 
 def main() -> None:
@@ -81,18 +80,9 @@ def main() -> None:
                   "by index": lambda: numpy_loop(lambda t: t),
                   "by the previous index": lambda: numpy_loop(
                       lambda t: max(t - 1, 0))}
-    rows = []
-    for name, result in programs.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ft.HostEvaluationWarning)
-            f = ft.compile(result)
-        np.testing.assert_allclose(f(xs=packed, W=w), references[name](),
-                                   rtol=1e-3, atol=1e-4)
-        warm = best_of(lambda: f(xs=packed, W=w), repeat=9)
-        loop = best_of(references[name], repeat=9)
-        rows.append([name, "on the host" if caught else "compiled",
-                     fmt_seconds(warm.best), fmt_seconds(loop.best),
-                     f"{loop.best / warm.best:.1f}x"])
+    rows = [compiled_against_loop(name, result, {"xs": packed, "W": w},
+                                  references[name], atol=1e-4)
+            for name, result in programs.items()]
     print_table(["fold", "loop", "ftlazy", "numpy loop", "loop / ftlazy"],
                 rows, "warm calls with a JaggedArray, best of 9")
     _pairs(ft, rng, args.pairs, h, w)
@@ -123,19 +113,9 @@ def _pairs(ft, rng, count: int, h: int, w: np.ndarray) -> None:
             lambda: np.array([[numpy_mean(a) @ numpy_mean(b) for b in data]
                               for a in data], np.float32)),
     }
-    rows = []
-    for name, (result, reference) in programs.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ft.HostEvaluationWarning)
-            f = ft.compile(result)
-        inputs = {"xs": packed} | ({"W": w} if name == "attention" else {})
-        np.testing.assert_allclose(f(**inputs), reference(), rtol=1e-3,
-                                   atol=1e-3)
-        warm = best_of(lambda: f(**inputs), repeat=5)
-        loop = best_of(reference, repeat=5)
-        rows.append([name, "on the host" if caught else "compiled",
-                     fmt_seconds(warm.best), fmt_seconds(loop.best),
-                     f"{loop.best / warm.best:.1f}x"])
+    rows = [compiled_against_loop(
+        name, result, {"xs": packed} | ({"W": w} if name == "attention" else {}),
+        reference, repeat=5) for name, (result, reference) in programs.items()]
     print_table(["pairs", "map", "ftlazy", "numpy loop", "loop / ftlazy"],
                 rows, f"maps over all {count * count} pairs of {count} "
                 "sequences of 0-32 rows, warm, best of 5")

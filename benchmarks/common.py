@@ -74,6 +74,29 @@ def best_of(fn: Callable[[], Any], repeat: int = 5, warmup: int = 1,
                   min(cpu_times))
 
 
+def compiled_against_loop(name: str, result: Any, inputs: dict[str, Any],
+                          loop: Callable[[], Any], repeat: int = 9,
+                          loop_repeat: int | None = None, rtol: float = 1e-3,
+                          atol: float = 1e-3) -> list[str]:
+    """A table row ``[name, where it ran, ftlazy, numpy loop, loop /
+    ftlazy]``: *result* compiled (with "on the host" where a loop of it
+    falls back, see ``ft.HostEvaluationWarning``), checked against
+    *loop()*, then both timed warm (best of *repeat*, and *loop_repeat*
+    for the loop)."""
+    import warnings
+
+    import ftlazy as ft
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ft.HostEvaluationWarning)
+        f = ft.compile(result)
+        np.testing.assert_allclose(f(**inputs), loop(), rtol=rtol, atol=atol)
+    warm = best_of(lambda: f(**inputs), repeat=repeat)
+    reference = best_of(loop, repeat=loop_repeat or repeat)
+    return [name, "on the host" if caught else "compiled",
+            fmt_seconds(warm.best), fmt_seconds(reference.best),
+            f"{reference.best / warm.best:.1f}x"]
+
+
 def time_once(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     """Wall-clock and process CPU seconds for one call of *fn*, and its
     result."""
