@@ -57,14 +57,19 @@ def check_all_pairs(result, reference, **more):
         want = [reference(a, b) for a, b in zip(x, y)]
         for got in (compiled(xs=x, ys=y, **more),
                     ft.evaluate_numpy(result, xs=x, ys=y, **more)):
-            if isinstance(got, ft.JaggedArray):
-                got = got.tolist()
-            assert len(got) == len(want), name
-            for g, w in zip(got, want):
-                assert np.shape(g) == np.shape(w), name
-                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12,
-                                           err_msg=name)
+            assert_per_pair(got, want, name)
     return compiled
+
+
+def assert_per_pair(got, want, name):
+    """*got* (a FractalTensor or dense result) equal to *want*, a list of
+    each pair's result, shapes included."""
+    if isinstance(got, ft.JaggedArray):
+        got = got.tolist()
+    assert len(got) == len(want), name
+    for g, w in zip(got, want):
+        assert np.shape(g) == np.shape(w), name
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=name)
 
 
 def test_reduction_over_the_other_elements_rows(xs, ys):
@@ -245,3 +250,59 @@ def test_reads_at_a_nested_loops_steps_run_on_the_host(xs, ys):
     # (an element read past the end is an IndexError, as in numpy)
     with pytest.raises(IndexError):
         compiled(xs=[np.ones((1, H))], ys=[np.ones((1, H))] * 2)
+
+
+def _pair_dtw(x, y):
+    """A DTW-like table's last row: a fold over the source's rows whose
+    carry has the target's length (the reference loop)."""
+    c = np.zeros(len(y))
+    for r in x:
+        c = np.minimum(c, np.roll(c, 1)) + np.abs(y[:, 0] - r[0])
+    return c
+
+
+@pytest.mark.parametrize("case", ["returned", "last_two", "concatenated",
+                                  "fold_carry", "strided"])
+def test_results_shaped_by_the_other_element(xs, ys, case):
+    # mapped over the targets, the body returns a list with the length of
+    # the pair's source, xs[i] (it ran on the host before: its length was
+    # a size computed in the body): xs[i] is zipped in first, and the
+    # result is then counted by the zipped element's length
+    def body(y, i):
+        x = xs[i]
+        if case == "returned":
+            return ft.tanh(x @ W) * ft.sum(y)
+        if case == "last_two":
+            return x[-2:] + ft.sum(y, axis=0)
+        if case == "concatenated":
+            return ft.concatenate([x, y, x[:1]]) * 2.0
+        if case == "fold_carry":
+            return ft.fold(lambda c, r: ft.minimum(c, ft.roll(c, 1))
+                           + ft.abs(x[:, 0] - r[0]), y, ft.zeros(x.shape[0]))
+        return x[::2] - y.shape[0]
+
+    reference = {
+        "returned": lambda x, y: np.tanh(x @ W) * y.sum(),
+        "last_two": lambda x, y: x[-2:] + y.sum(axis=0),
+        "concatenated": lambda x, y: np.concatenate([x, y, x[:1]]) * 2.0,
+        "fold_carry": lambda x, y: _pair_dtw(y, x),
+        "strided": lambda x, y: x[::2] - len(y),
+    }[case]
+    compiled = check_all_pairs(ft.map(body, ys, pair_index(ys)), reference)
+    assert compiled.host_evaluated == ()
+
+
+def test_results_shaped_by_an_element_at_a_computed_index(xs, ys):
+    # the source read at a neighbour's index, returned (counted by the
+    # gathered element's length); new length distributions reuse the
+    # program
+    out = ft.map(lambda y, i: xs[ft.maximum(i - 1, 0)] + ft.sum(y, axis=0),
+                 ys, pair_index(ys))
+    compiled = ft.compile(out)
+    assert compiled.host_evaluated == ()
+    for name, pairs in PAIRS.items():
+        x, y = pairs_data(pairs + [(2, 0)])
+        y = y[:len(pairs)]
+        want = [x[max(i - 1, 0)] + b.sum(axis=0) for i, b in enumerate(y)]
+        for got in (compiled(xs=x, ys=y), ft.evaluate_numpy(out, xs=x, ys=y)):
+            assert_per_pair(got, want, name)

@@ -32,9 +32,11 @@ else is lowered, in two phases:
    that list's length.
 
 A count of another FractalTensor's element that the body reads at an
-index (``ys[i][-2:]``) waits for that read to be zipped in
+index (``ys[i][-2:]``, ``ys[i]`` returned, a fold whose carry has its
+length) waits for that read to be zipped in
 (:mod:`ftlazy.transform.jagged_element_reads`, done here where nothing
-else can be zipped), and is then one of the zipped element's length.
+else can be zipped; the map's counted outputs stay counted), and is then
+an expression of the zipped element's length.
 
 Zipping a list can make another one zippable: a selection of selected
 rows, a predicate or a count reading the selected rows, reads the zipped
@@ -465,9 +467,9 @@ class _Zipper(CopyMapper):
         # of its selected rows)
         while rewritten.counted or _host_nodes(rewritten.body.outputs):
             zips = _zips(rewritten)
-            if not zips and not rewritten.counted and not reads_zipped:
+            if not zips and not reads_zipped:
                 # (a count of another list's element read in the body,
-                # ys[i][-2:], once that read is zipped in)
+                # ys[i][-2:] or ys[i] returned, once that read is zipped in)
                 reads = _element_reads(rewritten)
                 if reads:
                     rewritten = _zipped_reads(rewritten, reads)

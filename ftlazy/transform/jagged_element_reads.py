@@ -235,7 +235,7 @@ def _zipped(jmap: JaggedMap, reads: dict[Array, _Source]) -> JaggedMap:
     return JaggedMap(
         body, jmap.inputs[:n_mapped] + tuple(zipped) + jmap.captured,
         jmap.depths + (2,) * len(sources),
-        jmap.symbols + tuple((s,) for s in symbols), jmap.what)
+        jmap.symbols + tuple((s,) for s in symbols), jmap.what, jmap.counted)
 
 
 def _over_elements(jmap: JaggedMap, outputs: list[Array]) -> list[LoopResult]:
