@@ -259,3 +259,37 @@ def test_lanes_family_fails_lanes_read_out_of_order(cl_queue, monkeypatch):
                             probe.LANES, set())
     assert wrong["status"] == "ok"
     assert wrong["errors"][probe.LANES] > 64 * float(np.finfo(np.float32).eps)
+
+
+def test_small_lanes_next_to_a_large_argument_are_checked(cl_queue, monkeypatch):
+    """Families with large arguments mix them into every vector: a builtin
+    whose whole vector takes a wrong path when one lane is large (PoCL
+    3.0's float32 sin at every width from 2) is reported wrong, while the
+    domain's values alone would pass it; scalar code is not affected."""
+    import numpy as np
+    spec = probe._SPECS["sin"]
+    x, _ = probe._inputs(("sin",), "float32")
+    assert np.abs(x[1::2]).min() >= 1e5 and np.abs(x[0::2]).max() <= 10
+    assert (np.abs(x[0::2]) < 0.008).any()
+    # (a vector any() of a comparison is -1 per true lane, a scalar one 1)
+    faulty = (("(any(fabs(a) > 1e4f) ? sin(a) * 8 : sin(a))", np.sin),)
+    tolerance = 64 * float(np.finfo(np.float32).eps)
+
+    def max_error(width, large):
+        monkeypatch.setitem(probe._SPECS, "sin", probe._Family(
+            spec.name, spec.domains, faulty, large=large))
+        result = probe._run_case(cl_queue.context, cl_queue, "float32", width,
+                                 "sin", set())
+        assert result["status"] == "ok"
+        return result["errors"]["sin"]
+    assert max_error(4, spec.large) > tolerance
+    assert max_error(1, spec.large) < tolerance
+    assert max_error(4, ()) < tolerance
+
+
+def test_an_overflow_to_the_references_infinity_is_exact():
+    import numpy as np
+    x, y = probe._inputs(("exp",), "float32")
+    out = np.exp(x.astype(np.float64)).astype(np.float32)
+    assert np.isinf(out).any()
+    assert probe._max_rel_errors(("exp",), x, y, out)["exp"] < 1e-6

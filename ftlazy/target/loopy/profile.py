@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ftlazy.target.loopy.probe import LANES, PROBE_WIDTHS, probe_device
+from ftlazy.target.loopy.probe import PROBE_WIDTHS, probe_device
 from ftlazy.target.loopy.probe import PROBED_BUILTINS as PROBED_FAMILIES
 
 #: the vector widths code generation may emit: exactly those the probe checks
@@ -40,8 +40,10 @@ class CodegenOptions:
 
     :attr vector_width: elements per vector in vectorized loops (1, 2, 4, 8
         or 16); ``None`` takes the widest width the device passed. A width
-        the probe found broken on this device is refused with a
-        :class:`ValueError`.
+        at which the probe found this device's vector arithmetic broken is
+        refused with a :class:`ValueError`; loops that call a builtin the
+        probe found wrong at it (PoCL 3.0's float32 ``sin``) run at the
+        widest width that builtin passed, as without the option.
     :attr vectorize: ``False`` emits scalar code only.
     :attr device_kind: ``"cpu"`` or ``"gpu"``: force that family of
         strategies (the generated OpenCL runs on any device).
@@ -246,15 +248,15 @@ class DeviceProfile:
             changes["vectorize"] = False
         elif options.vector_width is not None:
             width = options.vector_width
-            # (lanes read at a run-time index are not needed: code
-            # generation unrolls them where the probe failed them)
-            broken = sorted({f"{d} {b}" for (d, b), w in self.builtin_widths
-                             if w < width and b != LANES})
+            # (a builtin broken at the width keeps its loops narrower, see
+            # vector_width; lanes read at a run-time index are not needed:
+            # code generation unrolls them where the probe failed them)
+            broken = sorted({f"{d} arithmetic" for (d, b), w
+                             in self.builtin_widths if w < width and b == "arith"})
             if self.builtin_widths and broken:
                 raise ValueError(
                     f"vector width {width} is not safe on {self.description}: "
-                    f"the probe found it broken for {', '.join(broken[:8])}"
-                    + (" ..." if len(broken) > 8 else ""))
+                    f"the probe found it broken for {', '.join(broken)}")
             changes["preferred_vector_width"] = width
             if not self.builtin_widths:
                 # nothing probed (a synthetic profile): trust the user
