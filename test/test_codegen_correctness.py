@@ -522,6 +522,36 @@ def test_complex_powers_compile():
                                    ft.evaluate_numpy(lazy, c=data), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_complex_values_inside_a_kernel_of_real_arrays(dtype):
+    # (complex products of real inputs whose results are real again failed
+    # to build: loopy emitted a * b for cdouble_t values, its complex
+    # arithmetic being on only in kernels with a complex array)
+    x = ft.make_placeholder("x", (5,), dtype)
+    data = np.array([0.0, 1.5, -2.0, 3.25, 4.0], dtype)
+    cases = {
+        "imag": (ft.imag(x * 2j), lambda v: np.imag(v * 2j)),
+        "real": (ft.real(x * (1 + 1j)), lambda v: np.real(v * (1 + 1j))),
+        "abs": (ft.abs(x * 1j - 1), lambda v: np.abs(v * 1j - 1)),
+        "isnan": (ft.isnan(x * 1j), lambda v: np.isnan(v * 1j)),
+        "equal": (ft.equal(x * 1j, 0), lambda v: np.equal(v * 1j, 0)),
+        "cast": (ft.imag(x.astype(np.complex128) + 1j) * 3,
+                 lambda v: np.imag(v.astype(np.complex128) + 1j) * 3),
+        "sum": (ft.sum(ft.abs(x + 1j)), lambda v: np.sum(np.abs(v + 1j))),
+        "amax": (ft.amax(ft.abs(x * x * 1j + 2)),
+                 lambda v: np.amax(np.abs(v * v * 1j + 2))),
+        "map": (ft.map(lambda v: ft.abs(v * 1j), x), lambda v: np.abs(v * 1j)),
+    }
+    got = ft.compile(ft.make_dict_of_named_arrays(
+        {k: lazy for k, (lazy, _) in cases.items()}))(x=data)
+    for name, (lazy, reference) in cases.items():
+        want = reference(data)
+        single = ft.compile(lazy)(x=data)
+        for value in (got[name], single):
+            assert value.dtype == want.dtype, name
+            np.testing.assert_allclose(value, want, rtol=1e-6, err_msg=name)
+
+
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_complex_logarithms_and_inverse_trigonometry(dtype):
     # (log2, log10 and exp2 of complex values, and the inverse trigonometric

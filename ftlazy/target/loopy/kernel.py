@@ -1001,6 +1001,16 @@ class KernelBuilder:
         for p in sorted(params):
             args.append(lp.ValueArg(p, np.int64))
         args.extend(self.parts.temporaries.values())
+        complex_dtype = _complex_dtype_computed(self.order)
+        if complex_dtype is not None and not any(
+                np.dtype(getattr(a, "dtype", None) or np.int8).kind == "c"
+                for a in args if not isinstance(a, lp.ValueArg)):
+            # (loopy emits complex arithmetic, cdouble_mul(a, b) for a * b,
+            # only in kernels with a complex argument or temporary: real
+            # inputs and outputs, imag(x * 2j), get one that nothing reads)
+            args.append(lp.TemporaryVariable(
+                "_ft_complex_arithmetic", complex_dtype, shape=(),
+                address_space=lp.AddressSpace.PRIVATE))
         domains = [_with_nonnegative_sizes(isl.BasicSet(d), params)
                    for d in self.parts.domains] or [isl.BasicSet("{ : }")]
         # (sizes in no array's shape, x[n:]'s n, are non-negative for the
@@ -1043,6 +1053,22 @@ class KernelBuilder:
             knl = knl.with_kernel(entry.copy(loop_priority=entry.loop_priority
                                              | frozenset(self.parts.priorities)))
         return knl
+
+
+def _complex_dtype_computed(order: list[Node]) -> np.dtype | None:
+    """The dtype of a complex array among *order* or the loop bodies they
+    run, else None."""
+    from ftlazy.fractal import Loop
+    stack, seen = [order], set()
+    while stack:
+        for n in stack.pop():
+            dtype = getattr(n, "dtype", None)
+            if dtype is not None and np.dtype(dtype).kind == "c":
+                return np.dtype(dtype)
+            if isinstance(n, Loop) and n.body not in seen:
+                seen.add(n.body)
+                stack.append(topological_order(list(n.body.outputs)))
+    return None
 
 
 def without_in_place_writers(instructions: list[Any], in_place: set[str]
