@@ -913,6 +913,12 @@ def test_float16_inside_a_comparison_is_refused_clearly():
     with pytest.raises(TypeError, match="float16 values are not supported.*"
                        "cast to float32"):
         ft.compile(lazy)
+    # a float16 input is named as the user named it (the message named the
+    # renamed input '_ft_in0')
+    h = ft.make_placeholder("h_input", (3,), np.float16)
+    with pytest.raises(TypeError, match="float16 values are not supported.*"
+                       "name='h_input'"):
+        ft.compile(h + 1)
 
 
 def test_products_in_indices_compute_in_64_bits():

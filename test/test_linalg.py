@@ -324,6 +324,15 @@ def test_trace_dtype_symbolic_and_errors():
         tv = rand(shape)
         for offset in (-2, 0, 1):
             check(ft.trace(t, offset), np.trace(tv, offset), t=tv)
+    # a square (n, n) array off its main diagonal: n - |offset| rows, none
+    # for n <= |offset| (the build refused a slice to n - 1 before)
+    q = ft.make_placeholder("q", (N, N), np.float64)
+    for offset in (-2, 1, 3):
+        compiled = ft.compile(ft.trace(q, offset))
+        for n in (0, 1, 2, 4):
+            qv = rand((n, n))
+            check(ft.trace(q, offset), np.trace(qv, offset), q=qv)
+            np.testing.assert_allclose(compiled(q=qv), np.trace(qv, offset))
     with pytest.raises(ValueError, match="at least two dimensions"):
         ft.trace(ft.make_placeholder("v", (3,), np.float64))
     with pytest.raises(ValueError, match="cannot be the same"):

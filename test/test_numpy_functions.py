@@ -223,6 +223,16 @@ def test_argmax_of_empty() -> None:
         evaluate(ft.argmax(X, axis=0), x=np.zeros((0, 5)))
 
 
+def test_argmin_over_all_axes_of_two_symbolic_lengths_names_itself() -> None:
+    # (the message named ravel, which the user did not call)
+    n, m = ft.make_size_param("n"), ft.make_size_param("m")
+    x = ft.make_placeholder("x", (n, m), np.float64)
+    for name in ("argmin", "argmax"):
+        with pytest.raises(ValueError, match=f"{name} with axis=None flattens "
+                           r"the array: .*shape \(n, m\)"):
+            getattr(ft, name)(x)
+
+
 def test_cumsum_is_a_scan() -> None:
     for lazy in (ft.cumsum(X, axis=1), ft.cumprod(XI)):
         assert any(isinstance(node, Scan) for node in topological_order([lazy]))

@@ -319,14 +319,17 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1,
     n1, n2 = a.shape[ax1], a.shape[ax2]
     start1, start2 = max(0, -offset), max(0, offset)
     len1, len2 = sh.sub(n1, start1), sh.sub(n2, start2)
+    length: ShapeComponent | None = None
     if isinstance(len1, int) and isinstance(len2, int):
-        length: ShapeComponent = max(0, min(len1, len2))
+        length = max(0, min(len1, len2))
     elif sh.prove_le(len1, len2):
         length = len1
     elif sh.prove_le(len2, len1):
         length = len2
-    else:
-        # (min(len1, len2), not affine: a data-dependent size)
+    if length is None or not sh.prove_le(0, length):
+        # (min(len1, len2), or a length that may be negative, n - 1 of an
+        # (n, n) array's offset 1 for n = 0: max(0, ...), not affine: a
+        # data-dependent size)
         from ftlazy.ops.matrices import diagonal_view
         from ftlazy.ops.reductions import sum as total
         out_dtype = _sum_dtype(a.dtype) if dtype is None else np.dtype(dtype)

@@ -71,7 +71,13 @@ def _whole_or_axis(a: Array, axis: Any, what: str) -> tuple[Array, int]:
     """``(array, axis)``: *a* flattened with axis 0 for ``axis=None``, else
     *a* and the normalized *axis*."""
     if axis is None:
-        return (a if a.ndim == 1 else ravel(a)), 0
+        if a.ndim == 1:
+            return a, 0
+        try:
+            return ravel(a), 0
+        except ValueError as err:
+            raise ValueError(f"{what} with axis=None flattens the array: "
+                             f"{err}") from None
     if a.ndim == 0:
         # numpy treats a 0-d array as one element along axis 0 or -1
         normalize_axis(axis, 1, what)

@@ -79,7 +79,9 @@ def round(a: ArrayLike, decimals: int = 0) -> Any:
         return cast(as_float, arr.dtype)
     if decimals == 0:
         return rint(arr)
-    factor = 10.0 ** builtins.abs(decimals)
+    with np.errstate(over="ignore"):
+        # (inf past float64's range, as numpy's own factor: nan results)
+        factor = float(np.float64(10.0) ** builtins.abs(decimals))
     if decimals > 0:
         return divide(rint(multiply(arr, factor)), factor)
     return multiply(rint(divide(arr, factor)), factor)

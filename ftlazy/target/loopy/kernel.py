@@ -1149,7 +1149,7 @@ def build_kernel(outputs: dict[str, Array], profile: DeviceProfile
     plan, packing and vector views), the translation unit and the argument
     specs."""
     order = topological_order(list(outputs.values()))
-    _check_dtypes(order)
+    check_float16(order)
     builder, (t_unit, inputs, outs) = _fused_build(outputs, profile, order)
     if (builder.vector_length is not None and builder.private_statements
             > profile.vector_max_private_statements):
@@ -1201,7 +1201,7 @@ def _computes_float16(expr: Any) -> bool:
                for e in iter_subexpressions(expr))
 
 
-def _check_dtypes(order: list[Node]) -> None:
+def check_float16(order: list[Node]) -> None:
     """float16 needs an OpenCL extension this target does not enable: say so
     before building, for stored and inlined arrays, in loop bodies too."""
     stack = [order]

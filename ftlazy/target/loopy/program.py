@@ -33,7 +33,7 @@ from pytools.tag import UniqueTag, tag_dataclass
 from ftlazy import shapes as sh
 from ftlazy.array import Array, DictOfNamedArrays, IndexLambda, Placeholder
 from ftlazy.fractal import LoopResult
-from ftlazy.node import Node
+from ftlazy.node import Node, topological_order
 from ftlazy.scalar_expr import index_var
 from ftlazy.target.binding import bind_inputs, collect_size_checks
 from ftlazy.target.loopy.arguments import as_result, split_options
@@ -338,6 +338,12 @@ def _canonical(result: Array | DictOfNamedArrays) -> CanonicalDAG:
                 "programs take the offsets and values the host derives from "
                 "them; use ft.compile (its .source and .plan show the "
                 "generated code)")
+        # (refused before canonicalizing, which renames the inputs: the
+        # message names the user's)
+        from ftlazy.target.loopy.kernel import check_float16
+        check_float16(topological_order(
+            list(result.values()) if isinstance(result, DictOfNamedArrays)
+            else [result]))
         canon = canonicalize(result)
         if len(_CANONICAL) >= _CACHE_LIMIT:
             _CANONICAL.pop(next(iter(_CANONICAL)))
