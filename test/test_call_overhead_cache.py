@@ -142,6 +142,11 @@ def test_device_and_numpy_inputs_alternate(dense):
         wide = cla.to_device(queue, np.repeat(x, 2, axis=1))
         raises_each_call(lambda: prg(queue, x=wide[:, ::2], y=y), ValueError,
                          "input 'x' is a non-contiguous device array")
+    # (the reference evaluator raised pyopencl's bare AssertionError)
+    d = ft.make_placeholder("d", (5,), np.float64)
+    with pytest.raises(ValueError, match="input 'd' is a non-contiguous device "
+                       "array .* evaluate_numpy cannot fetch"):
+        ft.evaluate_numpy(d * 2, d=cla.to_device(queue, np.arange(10.0))[::2])
 
 
 # {{{ FractalTensors

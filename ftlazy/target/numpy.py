@@ -261,6 +261,19 @@ def _check_indices_in_range(indices: np.ndarray, n: int, message: str) -> None:
         raise IndexError(message.format(bad, n))
 
 
+
+def _fetched(value: Any, what: str) -> np.ndarray:
+    """*value* as a numpy array, a device array fetched (pyopencl fetches
+    only contiguous ones: :class:`ValueError` naming *what* otherwise)."""
+    if not hasattr(value, "get"):
+        return np.asarray(value)
+    flags = getattr(value, "flags", None)
+    if flags is not None and not (flags.c_contiguous or flags.f_contiguous):
+        raise ValueError(f"{what} is a non-contiguous device array (strides "
+                         f"{tuple(value.strides)}), which evaluate_numpy "
+                         "cannot fetch; pass a contiguous one")
+    return np.asarray(value.get())
+
 class NumpyEvaluator(CachedMapper[Any]):
     """Maps each node to its numpy value. Results of :class:`Map` and
     :class:`Scan` nodes are tuples (one array per loop result)."""
@@ -305,15 +318,13 @@ class NumpyEvaluator(CachedMapper[Any]):
         return np.array(value, dtype=node.dtype, copy=True)
 
     def map_placeholder(self, expr: Placeholder) -> np.ndarray:
-        value = self.arrays[expr.name]
-        return np.asarray(value.get() if hasattr(value, "get") else value)
+        return _fetched(self.arrays[expr.name], f"input {expr.name!r}")
 
     def map_size_param(self, expr: SizeParam) -> np.ndarray:
         return np.asarray(self.env[expr.name], dtype=np.int64)
 
     def map_data_wrapper(self, expr: DataWrapper) -> np.ndarray:
-        data = expr.data
-        return np.asarray(data.get() if hasattr(data, "get") else data)
+        return _fetched(expr.data, f"data wrapper {expr.name!r}")
 
     def map_body_param(self, expr: BodyParam) -> np.ndarray:
         return self.params[expr.index]
