@@ -196,3 +196,37 @@ def test_loops_are_named_by_kind_and_input():
                      books, ft.zeros(H))
     compiled = compile_on_host(result, "depth 4")
     assert compiled.host_evaluated == ("fold over a FractalTensor 'books'",)
+
+
+@pytest.mark.parametrize("source", ["filtered_rows", "heads_and_reversed",
+                                    "long_elements_and_all"])
+@pytest.mark.parametrize("consumer", ["dilated", "pairs"])
+def test_host_loop_over_a_join_of_lists_counted_at_run_time(source, consumer):
+    # (the rows of such a join are data-dependent sizes the host loop's
+    # inputs define: the compiled rest asked the caller for them,
+    # "size parameter(s) '_ft_dynmap0' ... cannot be inferred")
+    xs, _ = placeholders()
+    if source == "filtered_rows":
+        joined = ft.join(
+            ft.map(lambda s: ft.filter(lambda r: ft.greater(r[0], 0.0), s), xs),
+            ft.map(lambda s: ft.filter(lambda r: ft.less(r[1], 1.0), s), xs))
+    elif source == "heads_and_reversed":
+        heads = ft.map(lambda s: s[:2], xs)
+        joined = ft.join(heads, heads[::-1])
+    else:
+        joined = ft.join(ft.filter(lambda s: ft.greater(s.shape[0], 1), xs), xs)
+    if consumer == "dilated":
+        result = ft.map(lambda s: ft.dilated_map(lambda t: t * 2, s, 2), joined)
+    else:
+        result = ft.map(lambda a: ft.map(lambda c: ft.sum(a, axis=0) * c, xs),
+                        joined)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ft.HostEvaluationWarning)
+        compiled = ft.compile(result)
+    # (all but the dilated map over long elements and all run on the host)
+    assert bool(compiled.host_evaluated) == (
+        (consumer, source) != ("dilated", "long_elements_and_all"))
+    for seed in (0, 1):
+        batch, _ = data(seed)
+        want = ft.evaluate_numpy(result, xs=batch)
+        assert_nested(compiled(xs=batch), want.tolist(), want.depth)

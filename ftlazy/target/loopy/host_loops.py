@@ -107,6 +107,11 @@ class HostLoops:
         self._inputs = [n for n in inputs
                         if n.name is not None and n in reachable]
         self._size_names = collect_size_names(list(reasons))
+        #: the sizes of the results' shapes, which the loops define where
+        #: they are data-dependent (the rows of a join of filtered lists)
+        from ftlazy import shapes as sh
+        self._result_sizes = {name for p in self.placeholders
+                              for c in p.shape for name in sh.size_param_names(c)}
 
     def compute(self, given: dict[str, Any]) -> dict[str, np.ndarray]:
         """Each placeholder's value: its loop result evaluated from *given*
@@ -124,8 +129,14 @@ class HostLoops:
         evaluator.bind_derived_sizes(list(self.results.values()))
         # (the loop's tuple of results: the sizes it counts, which shape its
         # results, are bound by the compiled program from their values)
-        return {name: np.asarray(evaluator.rec(result.loop)[result.index])
-                for name, result in self.results.items()}
+        values: dict[str, Any] = {
+            name: np.asarray(evaluator.rec(result.loop)[result.index])
+            for name, result in self.results.items()}
+        # (data-dependent sizes of the results' shapes, which the loops'
+        # inputs define: the compiled rest reads them as sizes)
+        values.update((name, evaluator.env[name]) for name in self._result_sizes
+                      if name in evaluator.env and name not in given)
+        return values
 
     def described(self) -> tuple[str, ...]:
         """Each loop, named by :func:`describe_loop`."""

@@ -213,6 +213,10 @@ class _HostValues:
         #: the sizes bound from the inputs (not those the host derives
         #: after this phase, *derived*: a flattened map's segment ids)
         self.user_sizes = collect_size_names(nodes) - set(derived)
+        #: sizes of the inputs' shapes, given with them (a host loop's
+        #: result's data-dependent rows, which the host loop binds)
+        self.input_sizes = {name for n in input_nodes for c in n.shape
+                            for name in sh.size_param_names(c)}
         #: the maps whose results they read, run first on the device
         self.first_phase = FirstPhase(order)
         #: the generated names
@@ -226,7 +230,8 @@ class _HostValues:
         if not self.names:
             return {}
         from ftlazy.target.numpy import NumpyEvaluator
-        user = {n.name for n in self.input_nodes if n.name} | self.user_sizes
+        user = ({n.name for n in self.input_nodes if n.name} | self.user_sizes
+                | self.input_sizes)
         env, arrays = bind_inputs(self.input_nodes, {
             k: v for k, v in given.items() if k in user}, self.user_sizes)
         evaluator = NumpyEvaluator(env, arrays)
