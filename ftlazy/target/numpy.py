@@ -261,7 +261,6 @@ def _check_indices_in_range(indices: np.ndarray, n: int, message: str) -> None:
         raise IndexError(message.format(bad, n))
 
 
-
 def _fetched(value: Any, what: str) -> np.ndarray:
     """*value* as a numpy array, a device array fetched (pyopencl fetches
     only contiguous ones: :class:`ValueError` naming *what* otherwise)."""
@@ -273,6 +272,7 @@ def _fetched(value: Any, what: str) -> np.ndarray:
                          f"{tuple(value.strides)}), which evaluate_numpy "
                          "cannot fetch; pass a contiguous one")
     return np.asarray(value.get())
+
 
 class NumpyEvaluator(CachedMapper[Any]):
     """Maps each node to its numpy value. Results of :class:`Map` and

@@ -1003,8 +1003,8 @@ class KernelBuilder:
         args.extend(self.parts.temporaries.values())
         complex_dtype = _complex_dtype_computed(self.order)
         if complex_dtype is not None and not any(
-                np.dtype(getattr(a, "dtype", None) or np.int8).kind == "c"
-                for a in args if not isinstance(a, lp.ValueArg)):
+                getattr(a.dtype, "involves_complex", lambda: False)()
+                for a in args):
             # (loopy emits complex arithmetic, cdouble_mul(a, b) for a * b,
             # only in kernels with a complex argument or temporary: real
             # inputs and outputs, imag(x * 2j), get one that nothing reads)
