@@ -341,9 +341,10 @@ def _canonical(result: Array | DictOfNamedArrays) -> CanonicalDAG:
         # (refused before canonicalizing, which renames the inputs: the
         # message names the user's)
         from ftlazy.target.loopy.kernel import check_float16
-        check_float16(topological_order(
-            list(result.values()) if isinstance(result, DictOfNamedArrays)
-            else [result]))
+        if isinstance(result, (Array, DictOfNamedArrays)):
+            check_float16(topological_order(
+                list(result.values()) if isinstance(result, DictOfNamedArrays)
+                else [result]))
         canon = canonicalize(result)
         if len(_CANONICAL) >= _CACHE_LIMIT:
             _CANONICAL.pop(next(iter(_CANONICAL)))
