@@ -409,3 +409,36 @@ def test_map_zipping_a_static_length_array_compiled():
         [s.sum(axis=0) * r + r.max() for s, r in zip(data, w_data)])
     with pytest.raises(ValueError, match="zipped input 1 has 3 elements"):
         ft.compile(result)(ys=data[:2], w=w_data)
+
+
+@pytest.mark.parametrize("body", [
+    lambda s: ft.scan(lambda c, r: c * 0.5 + r, s, ft.zeros(H)),
+    lambda s: ft.sum(s, axis=0),
+    lambda s: ft.filter(lambda r: ft.greater(r[0], 0.0), s) * 2,
+    lambda s: ft.slide(s, 2),
+    lambda s: s[::-1][-2:],
+], ids=["scan", "sum", "filter", "slide", "slices"])
+@pytest.mark.parametrize("empty", ["static_indices", "sliced_past_the_end",
+                                   "index_input_of_no_entries"])
+def test_maps_over_a_list_of_no_elements_known_when_built(xs, body, empty):
+    # (ft.gather(xs, []) and the like: a list whose number of elements is 0
+    # in its shape; a map of a scan over it failed in loopy, "domain ... is
+    # empty", and chains of access operations with a LoopyIndexError)
+    inputs = {"xs": batch([3, 0, 2])}
+    if empty == "static_indices":
+        listed = ft.gather(xs, np.array([], np.int64))
+    elif empty == "sliced_past_the_end":
+        listed = ft.gather(xs, np.array([1]))[1:]
+    else:
+        idx = ft.make_placeholder("idx", (0,), np.int64)
+        listed = ft.gather(xs, idx)
+        inputs["idx"] = np.zeros(0, np.int64)
+    result = ft.map(body, listed)
+    chained = ft.map(lambda s: s[::-1], ft.join(result, result[::-1])) if (
+        isinstance(result, ft.Jagged)) else result
+    for lazy in (result, chained):
+        want = ft.evaluate_numpy(lazy, **inputs)
+        got = ft.compile(lazy)(**inputs)
+        assert len(got) == len(want) == 0
+        assert np.shape(got.values if hasattr(got, "values") else got) == \
+            np.shape(want.values if hasattr(want, "values") else want)

@@ -966,7 +966,18 @@ class _JaggedMapLowerer(CopyMapper):
             return self.map_node(expr)
         jmap = expr.loop
         if jmap not in self._done:
-            if 3 in jmap.depths:
+            if sh.prove_equal(jmap.length, 0):
+                # (a map over a list of no elements, ft.gather(xs, []):
+                # empty results, as long as the lists' rows, which are
+                # none; the inputs stay bound for the sizes of the shapes)
+                inputs = {f"_ft_in{k}": self.rec(a)
+                          for k, a in enumerate(jmap.inputs)}
+                self._done[jmap] = [
+                    IndexLambda(jmap.body.outputs[k].dtype.type(0),
+                                jmap.output_shape(k), jmap.body.outputs[k].dtype,
+                                inputs)
+                    for k in range(jmap.num_outputs)]
+            elif 3 in jmap.depths:
                 # documents of sentences: maps over depth 2 (jagged_nesting)
                 self._done[jmap] = [self.rec(r) for r in
                                     flatten_document_map(jmap, self.host)]
