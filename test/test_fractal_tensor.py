@@ -1926,6 +1926,19 @@ def test_a_jagged_array_for_an_array_input_is_named(compiled):
         run(j=given)
 
 
+def test_a_slice_bound_computed_from_the_length_is_refused_clearly():
+    # (the message named the internal '_ft_elem0_L'; as an index the same
+    # position works)
+    xs = ft.make_jagged_placeholder("xs", (3,), np.float64, depth=2)
+    with pytest.raises(ValueError, match=r"slice start L // 2 is not an affine "
+                       r"expression of sizes .* works as an index") as info:
+        ft.map(lambda s: ft.sum(s[s.shape[0] // 2:], axis=0), xs)
+    assert "_ft_elem" not in str(info.value)
+    middle = ft.map(lambda s: s[s.shape[0] // 2], xs)
+    data = [np.arange(9.0).reshape(3, 3)]
+    np.testing.assert_allclose(ft.evaluate_numpy(middle, xs=data), [[3, 4, 5]])
+
+
 def test_lists_of_a_length_with_a_size_parameter_of_the_body_are_refused():
     # (s[n:] per element: the total length, the element count times n, is
     # not affine; the message said n was "defined inside the body")

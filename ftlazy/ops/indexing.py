@@ -36,6 +36,7 @@ bounds and a length that is not affine it is a :class:`ValueError`.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -176,7 +177,17 @@ def _slice_part(value: Any, what: str) -> ShapeComponent | None:
         return None
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
-    symbolic = _symbolic_int(value)
+    try:
+        symbolic = _symbolic_int(value)
+    except sh.NonAffineError as err:
+        # (an element's length in a map's body is a size: L // 2)
+        readable = re.sub(r"_ft_elem\d+_", "", str(value))
+        raise sh.NonAffineError(
+            f"slice {what} {readable} is not an affine expression of sizes "
+            f"({re.sub(r'_ft_elem[0-9]+_', '', str(err))}): a slice's bounds "
+            "must be c + a*n of sizes n, such as the element's length L in a "
+            "map's body; a position computed otherwise, such as L // 2, works "
+            "as an index (s[s.shape[0] // 2]), not as a slice bound") from None
     if symbolic is not None:
         return symbolic
     raise TypeError(f"slice {what} must be an integer or None (or an affine "
