@@ -180,11 +180,15 @@ def _slice_part(value: Any, what: str) -> ShapeComponent | None:
     try:
         symbolic = _symbolic_int(value)
     except sh.NonAffineError as err:
-        # (an element's length in a map's body is a size: L // 2)
-        readable = re.sub(r"_ft_elem\d+_", "", str(value))
+        # (an element's length in a map's body is a size, named L here:
+        # L // 2)
+        from ftlazy.fractal_tensor import ELEMENT_SIZE_PREFIX
+
+        def readable(text: Any) -> str:
+            return re.sub(re.escape(ELEMENT_SIZE_PREFIX) + r"\d+_", "", str(text))
         raise sh.NonAffineError(
-            f"slice {what} {readable} is not an affine expression of sizes "
-            f"({re.sub(r'_ft_elem[0-9]+_', '', str(err))}): a slice's bounds "
+            f"slice {what} {readable(value)} is not an affine expression of "
+            f"sizes ({readable(err)}): a slice's bounds "
             "must be c + a*n of sizes n, such as the element's length L in a "
             "map's body; a position computed otherwise, such as L // 2, works "
             "as an index (s[s.shape[0] // 2]), not as a slice bound") from None

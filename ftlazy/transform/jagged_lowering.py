@@ -973,9 +973,8 @@ class _JaggedMapLowerer(CopyMapper):
                 inputs = {f"_ft_in{k}": self.rec(a)
                           for k, a in enumerate(jmap.inputs)}
                 self._done[jmap] = [
-                    IndexLambda(jmap.body.outputs[k].dtype.type(0),
-                                jmap.output_shape(k), jmap.body.outputs[k].dtype,
-                                inputs)
+                    IndexLambda(jmap.output_dtype(k).type(0),
+                                jmap.output_shape(k), jmap.output_dtype(k), inputs)
                     for k in range(jmap.num_outputs)]
             elif 3 in jmap.depths:
                 # documents of sentences: maps over depth 2 (jagged_nesting)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pyopencl.array as cla
 
+from ftlazy import shapes as sh
 from ftlazy.array import Array, DictOfNamedArrays, Placeholder
 from ftlazy.fractal import Loop, LoopResult
 from ftlazy.node import Node, topological_order
@@ -109,7 +110,6 @@ class HostLoops:
         self._size_names = collect_size_names(list(reasons))
         #: the sizes of the results' shapes, which the loops define where
         #: they are data-dependent (the rows of a join of filtered lists)
-        from ftlazy import shapes as sh
         self._result_sizes = {name for p in self.placeholders
                               for c in p.shape for name in sh.size_param_names(c)}
 

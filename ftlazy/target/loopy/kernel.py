@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import islpy as isl
 import loopy as lp
@@ -1055,20 +1055,25 @@ class KernelBuilder:
         return knl
 
 
-def _complex_dtype_computed(order: list[Node]) -> np.dtype | None:
-    """The dtype of a complex array among *order* or the loop bodies they
-    run, else None."""
+def _with_loop_bodies(order: list[Node]) -> Iterator[Node]:
+    """The nodes of *order*, then those of the loop bodies they run (each
+    body once, nested ones too)."""
     from ftlazy.fractal import Loop
     stack, seen = [order], set()
     while stack:
         for n in stack.pop():
-            dtype = getattr(n, "dtype", None)
-            if dtype is not None and np.dtype(dtype).kind == "c":
-                return np.dtype(dtype)
+            yield n
             if isinstance(n, Loop) and n.body not in seen:
                 seen.add(n.body)
                 stack.append(topological_order(list(n.body.outputs)))
-    return None
+
+
+def _complex_dtype_computed(order: list[Node]) -> np.dtype | None:
+    """The dtype of a complex array among *order* or the loop bodies they
+    run, else None."""
+    return next((np.dtype(n.dtype) for n in _with_loop_bodies(order)
+                 if getattr(n, "dtype", None) is not None
+                 and np.dtype(n.dtype).kind == "c"), None)
 
 
 def without_in_place_writers(instructions: list[Any], in_place: set[str]
@@ -1204,16 +1209,12 @@ def _computes_float16(expr: Any) -> bool:
 def check_float16(order: list[Node]) -> None:
     """float16 needs an OpenCL extension this target does not enable: say so
     before building, for stored and inlined arrays, in loop bodies too."""
-    stack = [order]
-    while stack:
-        for n in stack.pop():
-            if getattr(n, "dtype", None) == np.float16 or (
-                    isinstance(n, IndexLambda) and _computes_float16(n.expr)):
-                raise TypeError(
-                    f"float16 values are not supported by the OpenCL target "
-                    f"({n!r}); numpy gives float16 for some operations on bool "
-                    "and int8 arrays and float16 scalars (sqrt, a comparison "
-                    "with np.float16(1)): cast to float32 first")
-            if isinstance(n, Scan):
-                stack.append(topological_order(list(n.body.outputs)))
+    for n in _with_loop_bodies(order):
+        if getattr(n, "dtype", None) == np.float16 or (
+                isinstance(n, IndexLambda) and _computes_float16(n.expr)):
+            raise TypeError(
+                f"float16 values are not supported by the OpenCL target "
+                f"({n!r}); numpy gives float16 for some operations on bool "
+                "and int8 arrays and float16 scalars (sqrt, a comparison "
+                "with np.float16(1)): cast to float32 first")
 
