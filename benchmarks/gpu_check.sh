@@ -14,7 +14,10 @@
 #          stack dumped after 40 s, by faulthandler, which needs no GIL),
 #          kernels (W3 at the default profile, each kernel's device times:
 #          the full sum's spread between runs is not explained yet);
+#          jagged (bench_jagged.py and bench_jagged_sequences.py on the GPU);
 #          default: demo bench sweep w5cold tests.
+#          $BENCH_LIMIT, $TESTS_LIMIT and $JAGGED_LIMIT cut those steps
+#          sooner (seconds).
 #          $SWEEP_ONLY narrows the sweep (gpu_sweep.py --only), $TESTS names
 #          the test paths, in the order they should run (default: test).
 set -u
@@ -78,7 +81,7 @@ run() {
     for name in $s; do
       case $name in
         demo) step demo 60 python3 examples/demo.py ;;
-        bench) step bench 240 python3 benchmarks/bench_codegen.py --device gpu \
+        bench) step bench "${BENCH_LIMIT:-240}" python3 benchmarks/bench_codegen.py --device gpu \
                  --repeat 10 --budget 1 --no-subprocess ;;
         sweep) step sweep 120 python3 benchmarks/gpu_sweep.py --device gpu --repeat 20 \
                  ${SWEEP_ONLY:+--only "$SWEEP_ONLY"} ;;
@@ -87,9 +90,13 @@ run() {
         w5cold) step w5cold 60 python3 benchmarks/gpu_sweep.py --device gpu --cold \
                   --only W5-irregular --repeat 5 \
                   --variant gpu_max_nest_cost=1500 ;;
-        tests) step tests 600 python3 -m pytest -p no:cacheprovider -n 16 -v \
+        tests) step tests "${TESTS_LIMIT:-600}" python3 -m pytest -p no:cacheprovider -n 16 -v \
                  --timeout 180 -rf ${TESTS:-test} --ignore=test/test_notebook.py
                grep -E "FAILED|ERROR|crashed" "$out/tests.txt" | head -40 ;;
+        jagged) step jagged "${JAGGED_LIMIT:-150}" python3 benchmarks/bench_jagged.py \
+                  --repeat 3 --no-subprocess
+                step jagged_sequences "${JAGGED_LIMIT:-150}" python3 \
+                  benchmarks/bench_jagged_sequences.py --repeat 3 --no-subprocess ;;
         hang) step hang 60 python3 -c "
 import faulthandler, sys, pytest
 faulthandler.dump_traceback_later(40, exit=True)
