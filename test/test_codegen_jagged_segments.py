@@ -119,6 +119,39 @@ def test_segment_reductions_of_other_dtypes(dtype, op):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("h", [3, 64, 300])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_gpu_segment_reductions_share_rows_among_lanes(h, dtype):
+    """GPU plans share an element's rows among lanes of work items on l.1
+    (as many as fill the group beside the columns on l.0), combined in
+    local memory; every lane count against numpy, with elements shorter
+    than the lanes, empty elements (sums), NaN (maxima) and columns that
+    leave room for one lane only."""
+    lengths = (3, 0, 2, 300, 1, 0, 129, 7, 8, 9)
+    data = batch(lengths, seed=4, dtype=dtype, h=h)
+    if dtype == np.float64:
+        data[3][17, h // 2] = np.nan
+    xs = placeholder(dtype, h)
+    f = ft.compile(ft.make_dict_of_named_arrays({
+        "sum": ft.map(lambda s: ft.sum(s, axis=0), xs),
+        "max": ft.map(lambda s: ft.amax(s, axis=0, initial=-1000), xs),
+        "min_of_the_head": ft.map(
+            lambda s: ft.amin(s[:5] * 2, axis=0, initial=1000), xs)}),
+        options={"device_kind": "gpu"})
+    lanes = min(8, 256 // min(256, h))
+    blocks = {p.block for p in f.plan.arrays.values()
+              if p.strategy == "segment_reduction"}
+    assert blocks == ({(lanes,)} if lanes > 1 else {()}), str(f.plan)
+    got = f(xs=data)
+    np.testing.assert_allclose(got["sum"], [s.sum(axis=0) for s in data],
+                               rtol=1e-12)
+    np.testing.assert_array_equal(
+        got["max"], [np.max(s, axis=0, initial=-1000) for s in data])
+    np.testing.assert_array_equal(
+        got["min_of_the_head"],
+        [np.min(s[:5] * 2, axis=0, initial=1000) for s in data])
+
+
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_max_and_min_refuse_empty_elements(op):
     fn = ft.amax if op == "max" else ft.amin

@@ -31,6 +31,38 @@ def test_default_device_profile_is_probed_and_cached() -> None:
         assert "exp" in profile_table(profile)
 
 
+def test_float32_division_is_built_correctly_rounded_where_supported() -> None:
+    """OpenCL lets ``/`` and ``sqrt`` on float32 be 2.5 and 3 ulp off
+    unless a kernel is built with ``-cl-fp32-correctly-rounded-divide-sqrt``;
+    NVIDIA's driver is, so ``ft.round`` and complex division differed from
+    numpy in the last bit there. The profile records the device's support,
+    and kernels ask for it where supported (and only there: other devices
+    refuse the option)."""
+    dev = default_queue().device
+    supported = bool(dev.single_fp_config
+                     & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    assert device_profile(dev).correctly_rounded_divide_sqrt == supported
+    x = ft.make_placeholder("x", (64,), np.float32)
+    flag = "-cl-fp32-correctly-rounded-divide-sqrt"
+    for can in (False, True):
+        program = ft.generate_loopy(x / 3, profile=synthetic_profile(
+            "gpu", 1, correctly_rounded_divide_sqrt=can))
+        assert (flag in program.program.default_entrypoint.options.build_options
+                ) == can
+    # on this device, every quotient and root is numpy's, bit for bit
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(100_000) * 100).astype(np.float32)
+    b = (rng.standard_normal(100_000) * 10).astype(np.float32)
+    y = ft.make_placeholder("y", (100_000,), np.float32)
+    z = ft.make_placeholder("z", (100_000,), np.float32)
+    got = ft.compile(ft.make_dict_of_named_arrays({
+        "quotient": y / z, "root": ft.sqrt(ft.abs(y)),
+        "rounded": ft.round(y, 1)}))(y=a, z=b)
+    np.testing.assert_array_equal(got["quotient"], a / b)
+    np.testing.assert_array_equal(got["root"], np.sqrt(np.abs(a)))
+    np.testing.assert_array_equal(got["rounded"], np.round(a, 1))
+
+
 def test_profiles_are_cache_keys() -> None:
     """Programs planned for different profiles are different programs."""
     x = ft.make_placeholder("x", (64,), np.float64)

@@ -46,6 +46,11 @@ def test_install_requires_pocl_on_linux_x86_64() -> None:
     platform.system() != "Linux" or platform.machine() != "x86_64",
     reason="pocl-binary-distribution has wheels for Linux x86_64 only")
 def test_installed_driver_gives_a_platform() -> None:
+    try:
+        importlib.metadata.distribution("ftlazy")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("ftlazy is not installed (run from a source tree, "
+                    "whose OpenCL driver is whatever the machine has)")
     assert importlib.util.find_spec("pocl_binary_distribution") is not None
     assert any("portable computing language" in p.name.lower()
                for p in device._get_platforms())

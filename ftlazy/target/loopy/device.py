@@ -184,3 +184,16 @@ def quiet_build_options() -> list[str]:
     if os.environ.get("PYOPENCL_COMPILER_OUTPUT") == "1":
         return []
     return ["-w"]
+
+
+#: OpenCL's build option for float32 division and square roots rounded as
+#: IEEE 754 (and numpy) round them
+CORRECTLY_ROUNDED_DIVIDE_SQRT = "-cl-fp32-correctly-rounded-divide-sqrt"
+
+
+def kernel_build_options(correctly_rounded_divide_sqrt: bool) -> list[str]:
+    """The OpenCL build options of ftlazy's kernels: :func:`quiet_build_options`
+    and, where the device supports it, :data:`CORRECTLY_ROUNDED_DIVIDE_SQRT`
+    (``DeviceProfile.correctly_rounded_divide_sqrt``)."""
+    return quiet_build_options() + (
+        [CORRECTLY_ROUNDED_DIVIDE_SQRT] if correctly_rounded_divide_sqrt else [])

@@ -37,7 +37,7 @@ from ftlazy.scalar_expr import (
     ExprIdentityMapper, TypeCast, get_variable_names, iter_subexpressions,
     substitute)
 from ftlazy.tags import Named, PrefixNamed
-from ftlazy.target.loopy.device import quiet_build_options
+from ftlazy.target.loopy.device import kernel_build_options
 from ftlazy.target.loopy.probe import LANES
 from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, plain_index_arithmetic, register_builtins,
@@ -1028,7 +1028,8 @@ class KernelBuilder:
                                "insn_count_subdomains_order", "write_race*"],
             options=lp.Options(
                 return_dict=True, no_numpy=False,
-                build_options=quiet_build_options(),
+                build_options=kernel_build_options(
+                    self.profile.correctly_rounded_divide_sqrt),
                 # loopy's access-bounds proof costs an isl map per array
                 # access: keep it as a safety net for ordinary DAGs, skip it
                 # where compile time dominates (generated indices are in

@@ -72,7 +72,9 @@ class ArrayPlan:
     :attr vector_width: elements per vector in the innermost loop (1: scalar).
     :attr block: the register block of a contraction ``(rows, columns)``,
         the accumulators of a split reduction ``(lanes,)``, the private
-        accumulator of a CPU segment reduction ``(elements,)``, or the rows per
+        accumulator of a CPU segment reduction ``(elements,)``, the lanes of
+        work items on ``l.1`` sharing a GPU segment reduction's rows
+        ``(lanes,)``, or the rows per
         group (one-item products: all rows, one for a vector) and reduction
         unroll of a row-blocked product.
     """
@@ -669,8 +671,11 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
         last = node.shape[-1]
         size = (min(profile.gpu_local_size, last) if isinstance(last, int)
                 else profile.gpu_local_size)
+        lanes = (min(profile.gpu_segment_row_lanes, profile.gpu_local_size // size)
+                 if node.ndim > 1 and laned_ranged_reduction(node) is not None
+                 else 1)
         return ArrayPlan("segment_reduction", node.shape, node.dtype, size,
-                         node.ndim - 1)
+                         node.ndim - 1, block=(lanes,) if lanes > 1 else ())
     if profile.kind == "cpu" and padded_contraction(node, storage) is not None:
         return ArrayPlan("padded_contraction", node.shape, node.dtype,
                          local_size(profile, node.shape, False), 0, 1,

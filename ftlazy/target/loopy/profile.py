@@ -155,6 +155,13 @@ class DeviceProfile:
     #: one of :data:`~.barrier_probe.BARRIER_LOOP_BUILDS`, the first that
     #: ran the probe's kernel correctly (:mod:`.barrier_probe`)
     barrier_loop_build: str = "optimize"
+    #: whether the device can divide and take square roots of float32
+    #: correctly rounded, as numpy does (OpenCL's
+    #: ``CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT``): kernels are then built with
+    #: ``-cl-fp32-correctly-rounded-divide-sqrt``. Without it OpenCL allows
+    #: 2.5 ulp for ``/`` and 3 for ``sqrt``, and NVIDIA's driver uses that
+    #: (an H200 rounded ``rint(551.0f) / 10`` to 55.100002, numpy 55.099998)
+    correctly_rounded_divide_sqrt: bool = False
 
     # {{{ tuning
 
@@ -168,6 +175,13 @@ class DeviceProfile:
     #: kernel ran 1.8x faster than with 64, and 128-1024 were within 10%
     #: of each other on W1, W3 and W4 (``benchmarks/gpu_sweep.py``)
     gpu_local_size: int = 256
+    #: GPUs: a segment reduction (a FractalTensor element's rows reduced,
+    #: its columns on ``l.0``) shares each element's rows among at most
+    #: this many lanes of work items on ``l.1`` (as many as fill
+    #: ``gpu_local_size`` items), combined in local memory: one item's
+    #: chain of dependent loads over the rows left an H200 at 9 % of its
+    #: bandwidth on 8192 elements of 64 columns
+    gpu_segment_row_lanes: int = 8
     #: work items of a scan's single group
     scan_local_size: int = 256
     #: GPU matrix products with local-memory tiles: work items per side of
@@ -328,6 +342,9 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
     profile = DeviceProfile(
         kind=kind, description=description, builtin_widths=widths,
         barrier_loop_build=barrier_loop_build(device),
+        correctly_rounded_divide_sqrt=bool(
+            device.single_fp_config
+            & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
         max_work_group_size=int(device.max_work_group_size),
         compute_units=max(1, int(device.max_compute_units)),
         local_mem_size=int(device.local_mem_size),

@@ -272,7 +272,8 @@ def linear_form(expr: Any) -> dict[Any, int] | None:
 
 @dataclass(frozen=True)
 class ElementRows:
-    """A reduction variable *iname* known to run within
+    """A reduction variable *iname* (or an affine expression of several, a
+    row shared among lanes ``lanes*t + k``) known to run within
     ``[0, const + coeff*(offsets[e+1] - offsets[e]))``: packed rows
     ``const*e + coeff*offsets[e] + iname`` of that extent belong to
     element *e* (a translated expression, *element_form* its
@@ -282,10 +283,10 @@ class ElementRows:
     element: Any
     element_form: frozenset
     form: tuple[int, int]
-    iname: str
+    iname: str | Any
 
 
-def element_rows(rng: DataRange, iname: str) -> list[ElementRows]:
+def element_rows(rng: DataRange, iname: str | Any) -> list[ElementRows]:
     """What a translated range of *iname* says about packed rows: one entry
     per upper bound of the form ``const + coeff*(O[e+1] - O[e])`` (an
     element's extent) when some lower bound is a non-negative constant."""
@@ -336,7 +337,9 @@ def known_element(rows: list[ElementRows], form: tuple[int, int],
         if r.offsets != offsets or r.form != form:
             continue
         const, coeff = form
-        want: dict[Any, int] = {("atom", prim.Variable(r.iname)): 1}
+        position = (prim.Variable(r.iname) if isinstance(r.iname, str)
+                    else r.iname)
+        want: dict[Any, int] = dict(linear_form(position) or {})
         for k, v in r.element_form:
             want[k] = want.get(k, 0) + const * v
         key = ("sub", offsets, (r.element_form,))

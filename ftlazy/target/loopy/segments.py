@@ -18,7 +18,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import loopy as lp
+import numpy as np
 import pymbolic.primitives as prim
+from loopy.symbolic import Reduction
+
+from ftlazy import shapes as sh
 
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
@@ -36,7 +40,8 @@ def emit_segment_reduction(kb: KernelBuilder, node: IndexLambda, name: str,
     """Instructions computing *node* (see the module docs) into *name*."""
     if array_plan.l0_axis == 0:
         return _emit_accumulated(kb, node, name, scope, array_plan.vector_width)
-    return _emit_columns_on_l0(kb, node, name, scope, array_plan.local_size)
+    return _emit_columns_on_l0(kb, node, name, scope, array_plan.local_size,
+                               array_plan.block[0] if array_plan.block else 1)
 
 
 def _emit_accumulated(kb: KernelBuilder, node: IndexLambda, name: str,
@@ -135,7 +140,8 @@ def _emit_accumulated(kb: KernelBuilder, node: IndexLambda, name: str,
 
 
 def _emit_columns_on_l0(kb: KernelBuilder, node: IndexLambda, name: str,
-                        scope: Scope, size: int) -> tuple[list[Any], set[Node]]:
+                        scope: Scope, size: int, lanes: int
+                        ) -> tuple[list[Any], set[Node]]:
     shape = node.shape
     group = kb.parts.fresh("_ft_sg")
     kb.parts.add_domain([group], [shape[0]])
@@ -161,13 +167,74 @@ def _emit_columns_on_l0(kb: KernelBuilder, node: IndexLambda, name: str,
         index.append(prim.Variable(outer) * size + prim.Variable(item))
     ctx = StoreContext(scope, inames, tuple(index), None)
     index_map = {f"_{d}": idx for d, idx in enumerate(index)}
-    expr = kb.translate_expr(node.expr, node, index_map, ctx)
+    if lanes > 1:
+        expr = _row_lanes_reduction(kb, node, index_map, ctx, lanes)
+    else:
+        expr = kb.translate_expr(node.expr, node, index_map, ctx)
     store = lp.Assignment(
         prim.Subscript(prim.Variable(name), tuple(index)), expr,
         id=kb.parts.fresh(name + "_store"),
         within_inames=frozenset(scope.outer_inames) | frozenset(inames),
         within_inames_is_final=True, depends_on=frozenset(ctx.deps))
     return ctx.pending + [store], ctx.reads
+
+
+def _row_lanes_reduction(kb: KernelBuilder, node: IndexLambda,
+                         index_map: dict[str, Any], ctx: StoreContext,
+                         lanes: int) -> Any:
+    """*node*'s reduction over its element's rows (a
+    :func:`~.ranged_lanes.laned_ranged_reduction`) shared among *lanes*
+    work items on ``l.1``: lane ``k`` takes rows ``lo + lanes*t + k``, and
+    loopy combines the lanes' shares in local memory, as
+    :func:`~.gpu_reductions.emit_group_reduction` combines its items'."""
+    from ftlazy.target.loopy.gpu_reductions import _loopy_op
+    from ftlazy.target.loopy.ranged_lanes import laned_ranged_reduction
+
+    reduction, ranges = laned_ranged_reduction(node)
+    (rname, _, _), = reduction.bounds
+    lane, step = kb.parts.fresh("_ft_sk"), kb.parts.fresh("_ft_st")
+    kb.parts.add_domain([lane], [lanes])
+    kb.parts.iname_tags[lane] = "l.1"
+    # (each lane computes the range's bounds: loopy wants every statement
+    # of the kernel on all its local axes)
+    ctx.inames = list(ctx.inames) + [lane]
+    translator = kb.translator(node, index_map, ctx)
+    rng = ranges[rname]
+    lo = kb.range_bound("_ft_lo", tuple(translator.rec(b) for b in rng.lower),
+                        prim.Max, ctx)
+    hi = kb.range_bound("_ft_hi", tuple(translator.rec(b) for b in rng.upper),
+                        prim.Min, ctx)
+    params: set[str] = set()
+    bounds = []
+    for b in (lo, hi):
+        if isinstance(b, prim.Variable):
+            params.add(b.name)
+            bounds.append(b.name)
+        elif isinstance(b, (int, np.integer)):
+            bounds.append(str(int(b)))
+        else:
+            names = sh.size_param_names(b)
+            params |= names
+            kb.parts.params |= names
+            bounds.append(sh.to_affine(b).to_isl())
+    # (the lane's domain apart: loopy refuses parallel inames in a domain
+    # with bounds read from data; the steps' domain is nested in it)
+    kb.parts.domains.append(
+        f"[{', '.join(sorted(params | {lane}))}] -> {{ [{step}]: "
+        f"0 <= {step} and {bounds[0]} + {lanes}*{step} + {lane} < {bounds[1]} }}")
+    position = lo + prim.Variable(step) * lanes + prim.Variable(lane)
+    # (the range's own element is known for the packed rows it reads)
+    known = element_rows(kb.translate_range(rng, node, index_map, ctx),
+                         position)
+    kb.element_rows.extend(known)
+    try:
+        inner = kb.translate_expr(reduction.inner, node,
+                                  {**index_map, rname: position}, ctx)
+    finally:
+        del kb.element_rows[len(kb.element_rows) - len(known):]
+    ctx.inames.remove(lane)
+    op = _loopy_op(reduction)
+    return Reduction(op, (lane,), Reduction(op, (step,), inner))
 
 
 __all__ = ["emit_segment_reduction"]
