@@ -14,7 +14,8 @@
 #          stack dumped after 40 s, by faulthandler, which needs no GIL),
 #          kernels (W3 at the default profile, each kernel's device times:
 #          the full sum's spread between runs is not explained yet);
-#          jagged (bench_jagged.py and bench_jagged_sequences.py on the GPU);
+#          jagged (bench_jagged.py and bench_jagged_sequences.py on the GPU),
+#          cmd (bash -c "$STEP_CMD", cut at $CMD_LIMIT seconds);
 #          default: demo bench sweep w5cold tests.
 #          $BENCH_LIMIT, $TESTS_LIMIT and $JAGGED_LIMIT cut those steps
 #          sooner (seconds).
@@ -97,6 +98,7 @@ run() {
                   --repeat 3 --no-subprocess
                 step jagged_sequences "${JAGGED_LIMIT:-150}" python3 \
                   benchmarks/bench_jagged_sequences.py --repeat 3 --no-subprocess ;;
+        cmd) step cmd "${CMD_LIMIT:-120}" bash -c "$STEP_CMD" ;;
         hang) step hang 60 python3 -c "
 import faulthandler, sys, pytest
 faulthandler.dump_traceback_later(40, exit=True)
