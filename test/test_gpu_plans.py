@@ -476,8 +476,12 @@ def test_real_gpus_get_256_item_groups(monkeypatch):
             driver_version=str(max_group), int_ptr=max_group,
             type=cl.device_type.GPU, max_work_group_size=max_group,
             local_mem_size=48 * 1024, max_mem_alloc_size=2**34,
-            max_compute_units=132)
+            max_compute_units=132,
+            single_fp_config=(cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
+                              if max_group > 128 else 0))
     assert device_profile(gpu(1024)).gpu_local_size == GPU_LOCAL_SIZE == 256
+    assert device_profile(gpu(1024)).correctly_rounded_divide_sqrt
+    assert not device_profile(gpu(128)).correctly_rounded_divide_sqrt
     assert device_profile(gpu(1024)).compute_units == 132
     assert device_profile(gpu(1024)).kind == "gpu"
     assert device_profile(gpu(128)).gpu_local_size == 128

@@ -159,3 +159,33 @@ def test_build_errors_are_still_reported(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "raised:" in proc.stdout
     assert "undeclared_name" in proc.stdout
+
+
+def test_a_successful_build_with_a_log_raises_no_warning(monkeypatch) -> None:
+    """NVIDIA's compiler logs a note for programs of several kernels
+    whatever ``-w`` says; pyopencl repeats a non-empty log as a
+    CompilerWarning, which failed callers that turn warnings into errors.
+    ftlazy's own builds keep it quiet unless PYOPENCL_COMPILER_OUTPUT=1
+    asks for the compiler's output (a driver that logs is simulated)."""
+    import warnings
+
+    import numpy as np
+
+    original = cl.Program.build
+
+    def logging_build(self, *args, **kwargs):
+        warnings.warn("Non-empty compiler output encountered (simulated)",
+                      cl.CompilerWarning, stacklevel=2)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cl.Program, "build", logging_build)
+    monkeypatch.delenv("PYOPENCL_COMPILER_OUTPUT", raising=False)
+    x = ftlazy.make_placeholder("x", (7,), np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # (constants no other test uses: a fresh build)
+        got = ftlazy.compile(x * 2.718281 + 0.577215)(x=np.ones(7))
+    np.testing.assert_allclose(got, np.full(7, 2.718281 + 0.577215))
+    monkeypatch.setenv("PYOPENCL_COMPILER_OUTPUT", "1")
+    with pytest.warns(cl.CompilerWarning, match="simulated"):
+        ftlazy.compile(x * 3.141592 - 1.414213)(x=np.ones(7))

@@ -5,9 +5,11 @@ CPU (PoCL, which ``pip install ftlazy`` brings on Linux x86_64, serves)."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -184,6 +186,23 @@ def quiet_build_options() -> list[str]:
     if os.environ.get("PYOPENCL_COMPILER_OUTPUT") == "1":
         return []
     return ["-w"]
+
+
+@contextlib.contextmanager
+def quiet_successful_builds() -> Iterator[None]:
+    """Within it, a build that succeeds with a non-empty log raises no
+    :class:`pyopencl.CompilerWarning`, also where the caller turned warnings
+    into errors: NVIDIA's compiler logs "Function ftlazy_kernel_1 is a
+    kernel, so overriding noinline attribute" for programs of several
+    kernels whatever ``-w`` says (an H200, CUDA 13). A failed build still
+    raises with its log; ``PYOPENCL_COMPILER_OUTPUT=1`` keeps the
+    warnings."""
+    if os.environ.get("PYOPENCL_COMPILER_OUTPUT") == "1":
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=cl.CompilerWarning)
+        yield
 
 
 #: OpenCL's build option for float32 division and square roots rounded as

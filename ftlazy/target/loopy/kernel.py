@@ -667,28 +667,31 @@ class KernelBuilder:
         return local_size(self.profile, shape, cheap, scope.parallel)
 
     def _coalesced(self, node: IndexLambda, scope: Scope) -> bool:
-        """Whether *node*'s plan puts its last axis on ``l.0`` in the outer
-        DAG (GPUs, see :func:`~.plan.coalesced_on_last_axis`)."""
+        """Whether *node*'s plan puts its last axis that is not 1 long on
+        ``l.0`` in the outer DAG (GPUs, see :func:`~.plan.coalesced_axis`)."""
         array_plan = self.plan.arrays.get(node)
         return (array_plan is not None and array_plan.strategy == "loop_nest"
-                and node.ndim >= 2 and array_plan.l0_axis == node.ndim - 1
+                and node.ndim >= 2 and array_plan.l0_axis is not None
+                and array_plan.l0_axis >= 1
+                and all(e == 1 for e in node.shape[array_plan.l0_axis + 1:])
                 and scope.parallel == "global" and scope.batch is None
                 and not scope.single_item_groups)
 
     def coalesced_nest(self, shape: tuple, size: int | None
                        ) -> tuple[list[str], tuple]:
-        """A GPU loop nest whose last axis is split into ``(g.0, l.0)``
-        groups of *size* work items (with *size* None: on ``g.0`` alone, a
-        work group per index), the axis before it on ``g.1`` and the one
-        before that on ``g.2``; earlier axes are sequential loops in each
-        work item."""
+        """A GPU loop nest whose last axis that is not 1 long is split into
+        ``(g.0, l.0)`` groups of *size* work items (with *size* None: on
+        ``g.0`` alone, a work group per index), the axis before it on
+        ``g.1`` and the one before that on ``g.2``; earlier axes are
+        sequential loops in each work item, and the 1-long axes after it
+        are trivial ones."""
         inames: list[str] = []
         index: list[Any] = []
         sequential: list[str] = []
-        hardware = {len(shape) - 1: "g.0", len(shape) - 2: "g.1",
-                    len(shape) - 3: "g.2"}
+        axis = _coalesced_axis_of(shape)
+        hardware = {axis: "g.0", axis - 1: "g.1", axis - 2: "g.2"}
         for d, extent in enumerate(shape):
-            if d == len(shape) - 1 and size is not None:
+            if d == axis and size is not None:
                 outer, inner = self.parts.fresh("_ft_o"), self.parts.fresh("_ft_l")
                 self.parts.add_split_domain(outer, inner, size, extent)
                 self.parts.iname_tags.update({outer: "g.0", inner: "l.0"})
@@ -713,7 +716,8 @@ class KernelBuilder:
         same symbolic extents on ``g.1`` and ``g.2``."""
         if self._coalesced(node, scope):
             return f"c{self.plan.arrays[node].local_size}:" + _grid_extents(
-                node.shape)
+                node.shape[:_coalesced_axis_of(node.shape) + 1]) + (
+                    f":{node.ndim}" if node.shape[-1] == 1 else "")
         size = self._local_size(node.shape, scope, not has_reduce(node.expr))
         shape = node.shape
         if not shape or isinstance(shape[0], int):
@@ -734,9 +738,12 @@ class KernelBuilder:
         padding = (padding_bounds(node) if scope.batch is None and not index_prefix
                    and scope.parallel != "local" and self.vector_length is None
                    and nest is None else None)
+        guards: frozenset = frozenset()
         if nest is None and self._coalesced(node, scope):
             inames, index = self.coalesced_nest(node.shape, array_plan.local_size)
             ctx = StoreContext(scope, inames, index, node.shape)
+            if padding is not None:
+                guards = self._padding_guards(node, padding[1], inames, index, ctx)
         elif nest is not None:
             ctx = nest(lanes)
             inames, index = ctx.inames, ctx.index
@@ -774,7 +781,33 @@ class KernelBuilder:
             within_inames=frozenset(scope.outer_inames) | frozenset(inames),
             within_inames_is_final=True,
             depends_on=frozenset(ctx.deps) | extra_deps))
-        return self._roll(ctx), ctx.reads
+        insns = self._roll(ctx)
+        if guards:
+            insns = [i if i.id in ctx.unguarded
+                     else i.copy(predicates=i.predicates | guards) for i in insns]
+        return insns, ctx.reads
+
+    def _padding_guards(self, node: IndexLambda, bounds: dict[int, Any],
+                        inames: list[str], index: tuple, ctx: StoreContext
+                        ) -> frozenset:
+        """The predicates ``index[k] < bound`` that keep a GPU nest over
+        the whole padded box of an :class:`~.padding.UnreadPadding` array
+        inside each element's extents (the bounds assigned to private
+        scalars first, in *ctx*): its statements, and loopy's reductions
+        in them, then run, read and store only there, as the CPU nest's
+        data-bounded loops do. The statements before them are recorded in
+        ``ctx.unguarded``."""
+        his = bound_scalars(bounds, self)
+        outer = frozenset(ctx.scope.outer_inames) | frozenset(inames)
+        for d, hi in his.items():
+            value = self.translate_expr(bounds[d], node, {"_0": index[0]}, ctx)
+            ctx.pending.append(lp.Assignment(
+                prim.Variable(hi), value, id=hi + "_insn", within_inames=outer,
+                within_inames_is_final=True, depends_on=frozenset(ctx.deps)))
+            ctx.deps.add(hi + "_insn")
+        ctx.unguarded = frozenset(i.id for i in ctx.pending)
+        return frozenset(prim.Comparison(index[d], "<", prim.Variable(hi))
+                         for d, hi in his.items())
 
     def _roll(self, ctx: StoreContext) -> list[Any]:
         """*ctx*'s instructions with repeated private statements rolled into
@@ -1138,6 +1171,15 @@ def _with_nonnegative_sizes(domain: isl.BasicSet, sizes: set[str]
     return domain.intersect_params(isl.BasicSet.read_from_str(
         domain.get_ctx(), "[{}] -> {{ : {} }}".format(", ".join(names),
                                                       constraints)))
+
+
+def _coalesced_axis_of(shape: tuple) -> int:
+    """The axis of *shape* that a coalesced GPU nest puts on ``l.0``: the
+    last that is not 1 long (the last where all are)."""
+    axis = len(shape) - 1
+    while axis > 0 and isinstance(shape[axis], int) and shape[axis] == 1:
+        axis -= 1
+    return axis
 
 
 def _grid_extents(shape: tuple) -> str:

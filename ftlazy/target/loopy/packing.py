@@ -51,11 +51,13 @@ def _pack_kernel(context: cl.Context, dtype: np.dtype,
                  layout: tuple[tuple[int, int, int], ...]) -> Any:
     """The built kernel of :func:`pack_source`, or None where the device's
     compiler refuses it (the members are then copied one by one)."""
-    from ftlazy.target.loopy.device import quiet_build_options
+    from ftlazy.target.loopy.device import (
+        quiet_build_options, quiet_successful_builds)
     try:
-        program = cl.Program(context, pack_source(
-            cltools.dtype_to_ctype(dtype), layout)).build(
-                options=quiet_build_options())
+        with quiet_successful_builds():
+            program = cl.Program(context, pack_source(
+                cltools.dtype_to_ctype(dtype), layout)).build(
+                    options=quiet_build_options())
         return program.ftlazy_pack
     except (cl.Error, ValueError):
         return None

@@ -671,9 +671,12 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
         last = node.shape[-1]
         size = (min(profile.gpu_local_size, last) if isinstance(last, int)
                 else profile.gpu_local_size)
+        # (two axes only: around a loop over a middle axis or over column
+        # blocks, the lanes' barriers would sit inside a loop, which
+        # devices whose probe failed such kernels build unoptimized)
         lanes = (min(profile.gpu_segment_row_lanes, profile.gpu_local_size // size)
-                 if node.ndim > 1 and laned_ranged_reduction(node) is not None
-                 else 1)
+                 if node.ndim == 2 and isinstance(last, int) and last <= size
+                 and laned_ranged_reduction(node) is not None else 1)
         return ArrayPlan("segment_reduction", node.shape, node.dtype, size,
                          node.ndim - 1, block=(lanes,) if lanes > 1 else ())
     if profile.kind == "cpu" and padded_contraction(node, storage) is not None:
@@ -701,12 +704,12 @@ def _plan_array(node: IndexLambda, profile: DeviceProfile, storage: StoragePlan,
         return ArrayPlan("split_reduction", node.shape, node.dtype,
                          local_size(profile, node.shape, False), 0, 1,
                          (profile.reduction_lanes,))
-    if coalesced_on_last_axis(node, profile):
-        last = node.shape[-1]
-        size = (min(profile.gpu_local_size, last) if isinstance(last, int)
+    axis = coalesced_axis(node, profile)
+    if axis is not None:
+        extent = node.shape[axis]
+        size = (min(profile.gpu_local_size, extent) if isinstance(extent, int)
                 else profile.gpu_local_size)
-        return ArrayPlan("loop_nest", node.shape, node.dtype, size,
-                         node.ndim - 1)
+        return ArrayPlan("loop_nest", node.shape, node.dtype, size, axis)
     width = row_vector_width(node, profile, storage, bounded=True)
     return ArrayPlan("loop_nest", node.shape, node.dtype,
                      local_size(profile, node.shape, cheap),
@@ -740,18 +743,27 @@ def group_reduction(node: IndexLambda, profile: DeviceProfile,
 MIN_COALESCED_LAST_AXIS = 32
 
 
-def coalesced_on_last_axis(node: IndexLambda, profile: DeviceProfile) -> bool:
-    """Whether a GPU loop nest over *node* puts its contiguous last axis on
-    ``l.0`` (consecutive work items at consecutive addresses), the axes
-    before it on ``g.1`` and ``g.2``: arrays of two or more axes whose last
-    axis is symbolic or at least :data:`MIN_COALESCED_LAST_AXIS`, and not
-    bounded by data (:mod:`.padding`)."""
+def coalesced_axis(node: IndexLambda, profile: DeviceProfile) -> int | None:
+    """The axis a GPU loop nest over *node* puts on ``l.0`` (consecutive
+    work items at consecutive addresses), the two axes before it on ``g.1``
+    and ``g.2``: the last axis whose extent is not 1 (a ``keepdims``
+    reduction's ``(n, m, 1)`` is coalesced on ``m``), for arrays of two or
+    more axes where that is not axis 0 and is symbolic or at least
+    :data:`MIN_COALESCED_LAST_AXIS` long; else None. An array bounded by
+    data (:mod:`.padding`, attention's ``(L, L)`` scores) spans its whole
+    padded box, each statement guarded by the element's extents
+    (``KernelBuilder._padding_guards``): a work item per element, as CPU
+    plans run it, left 32 work items of an H200 doing all of J7's
+    attention (1.7 s)."""
     if profile.kind != "gpu" or node.ndim < 2:
-        return False
-    last = node.shape[-1]
-    if isinstance(last, int) and last < MIN_COALESCED_LAST_AXIS:
-        return False
-    return padding_bounds(node) is None
+        return None
+    axis = node.ndim - 1
+    while axis > 0 and isinstance(node.shape[axis], int) and node.shape[axis] == 1:
+        axis -= 1
+    extent = node.shape[axis]
+    if axis == 0 or (isinstance(extent, int) and extent < MIN_COALESCED_LAST_AXIS):
+        return None
+    return axis
 
 
 def vector_math_storage(roots: list[Node], storage: StoragePlan,

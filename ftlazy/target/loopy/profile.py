@@ -342,9 +342,7 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
     profile = DeviceProfile(
         kind=kind, description=description, builtin_widths=widths,
         barrier_loop_build=barrier_loop_build(device),
-        correctly_rounded_divide_sqrt=bool(
-            device.single_fp_config
-            & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT),
+        correctly_rounded_divide_sqrt=_correctly_rounded_divide_sqrt(device),
         max_work_group_size=int(device.max_work_group_size),
         compute_units=max(1, int(device.max_compute_units)),
         local_mem_size=int(device.local_mem_size),
@@ -358,6 +356,17 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
         profile = tuned_profile(queue, profile)
     _PROFILES[key] = profile
     return profile
+
+
+def _correctly_rounded_divide_sqrt(device: Any) -> bool:
+    """Whether *device* accepts ``-cl-fp32-correctly-rounded-divide-sqrt``
+    (a driver that cannot answer the query: no)."""
+    import pyopencl as cl
+    try:
+        config = int(device.single_fp_config)
+    except cl.Error:
+        return False
+    return bool(config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
 
 
 def _contiguous_widths(passing: Iterable[int]) -> list[int]:

@@ -41,7 +41,8 @@ from ftlazy.target.loopy.canonical import CanonicalDAG, canonicalize
 from ftlazy.target.loopy.barrier_probe import program_executor, program_sources
 from ftlazy.target.loopy.kernel import ArgSpec, build_kernel
 from ftlazy.target.loopy.device import (
-    default_queue, silence_compiler_output, warm_up_compiler)
+    default_queue, quiet_successful_builds, silence_compiler_output,
+    warm_up_compiler)
 from ftlazy.target.loopy.plan import KernelPlan
 from ftlazy.progress import report_stage
 from ftlazy.target.loopy.profile import (
@@ -151,7 +152,8 @@ class CompiledArtifact:
             report_stage(self.timings, "scheduling")
             start = time.perf_counter()
             try:
-                ex.translation_unit_info(ex.arg_to_dtype({}))
+                with quiet_successful_builds():
+                    ex.translation_unit_info(ex.arg_to_dtype({}))
             except (cl.Error, AttributeError) as err:
                 if not _is_poisoned_cache_error(err):
                     raise
@@ -162,7 +164,8 @@ class CompiledArtifact:
                 purge_pocl_kernel_cache()
                 ex = program_executor(self.t_unit, context,
                                       self.barrier_loop_build)
-                ex.translation_unit_info(ex.arg_to_dtype({}))
+                with quiet_successful_builds():
+                    ex.translation_unit_info(ex.arg_to_dtype({}))
             self.timings.opencl_build = time.perf_counter() - start
             report_stage(self.timings, "opencl_build")
             self.executors[context] = ex

@@ -185,3 +185,6 @@ class StoreContext:
     deps: set = field(default_factory=set)
     privates: dict = field(default_factory=dict)
     pending: list = field(default_factory=list)
+    #: ids of statements that run outside a padded array's guards (its
+    #: bounds' loads, see ``KernelBuilder._padding_guards``)
+    unguarded: frozenset = frozenset()
