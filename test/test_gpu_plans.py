@@ -63,6 +63,58 @@ def test_short_rows_stay_on_axis_0():
     assert only_plan(ft.compile(y * 2, options=GPU)).l0_axis == 1
 
 
+@pytest.mark.parametrize("shape", [(6, 40, 1), (2, 3, 70, 1, 1)])
+def test_trailing_unit_axes_are_skipped(shape):
+    """A keepdims result (n, m, 1) is coalesced on m, not left a work item
+    per row because its last axis is 1 long."""
+    x = ft.make_placeholder("x", shape, np.float64)
+    f = ft.compile(ft.cos(x) - x, options=GPU)
+    plan = only_plan(f)
+    axis = max(d for d, e in enumerate(shape) if e != 1)
+    assert plan.strategy == "loop_nest" and plan.l0_axis == axis, str(f.plan)
+    xv = RNG.standard_normal(shape)
+    np.testing.assert_allclose(f(x=xv), np.cos(xv) - xv, rtol=1e-13)
+
+
+def test_padded_attention_arrays_span_their_box_under_guards():
+    """A map's (L, L) scores are stored padded to the longest element; GPU
+    plans coalesce them over the whole box (keys on l.0, the keepdims
+    maxima and sums on their queries), each statement guarded by the
+    element's length, where CPU plans run a work item per element; against
+    numpy per element, with elements of 1 row, of more rows than a work
+    group, and an empty batch."""
+    heads, d = 2, 8
+
+    def attention(seq):
+        s = ft.reshape(seq, (seq.shape[0], heads, d))
+        scores = ft.einsum("qhd,khd->hqk", s, s) * 0.3
+        p = ft.exp(scores - ft.amax(scores, axis=2, keepdims=True))
+        p = p / ft.sum(p, axis=2, keepdims=True)
+        return ft.reshape(ft.einsum("hqk,khd->qhd", p, s),
+                          (seq.shape[0], heads * d))
+
+    def reference(seq):
+        s = seq.reshape(len(seq), heads, d)
+        scores = np.einsum("qhd,khd->hqk", s, s) * 0.3
+        p = np.exp(scores - scores.max(axis=2, keepdims=True))
+        p /= p.sum(axis=2, keepdims=True)
+        return np.einsum("hqk,khd->qhd", p, s).reshape(len(seq), heads * d)
+
+    xs = ft.make_jagged_placeholder("xs", (heads * d,), np.float64, depth=2)
+    f = ft.compile(ft.map(attention, xs), options=GPU)
+    padded = {p.shape[-1] == 1: p for p in f.plan.arrays.values()
+              if p.strategy == "loop_nest" and len(p.shape) == 4}
+    assert set(padded) == {True, False}, str(f.plan)
+    assert padded[False].l0_axis == 3 and padded[True].l0_axis == 2, str(f.plan)
+    for lengths in [(1, 300, 2, 33), (7,), ()]:
+        data = [RNG.standard_normal((n, heads * d)) for n in lengths]
+        got = f(xs=data).tolist()
+        assert len(got) == len(data)
+        for g, seq in zip(got, data):
+            np.testing.assert_allclose(g, reference(seq), rtol=1e-10,
+                                       atol=1e-12)
+
+
 def test_stencil_reads_neighbours_on_l0():
     n = ft.make_size_param("n")
     a = ft.make_placeholder("a", (n, n), np.float64)
