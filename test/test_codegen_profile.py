@@ -63,6 +63,81 @@ def test_float32_division_is_built_correctly_rounded_where_supported() -> None:
     np.testing.assert_array_equal(got["rounded"], np.round(a, 1))
 
 
+def test_float32_quotients_by_constants_in_double_where_the_probe_fails(
+        ) -> None:
+    """NVIDIA divided float32 values by literals through the reciprocal
+    (ft.round(x, 1) 1 ulp off numpy) whatever the build options; where the
+    division probe finds that, GPU plans divide by constants in double and
+    round to float32, which is numpy's quotient bit for bit (forced here on
+    the suite's device)."""
+    rng = np.random.default_rng(3)
+    data = np.concatenate([np.arange(-3000, 3000) / np.float32(10),
+                           rng.uniform(-1e4, 1e4, 20_000),
+                           rng.standard_normal(1000) * 1e-30]).astype(np.float32)
+    x = ft.make_placeholder("x", data.shape, np.float32)
+    results = ft.make_dict_of_named_arrays({
+        "round1": ft.round(x, 1), "round2": ft.round(x, 2),
+        "round_tens": ft.round(x, -1), "third": x / 3, "by_point_3": x / 0.3,
+        "reciprocal": 7 / x, "by_itself": x / (x + 1)})
+    profile = synthetic_profile("gpu", 1, float32_constant_division_in_double=True)
+    program = ft.generate_loopy(results, profile=profile)
+    source = program.source
+    assert "(double)" in source and "/ 10.0)" in source
+    _, got = program(default_queue(), x=data)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = {"round1": np.round(data, 1), "round2": np.round(data, 2),
+                "round_tens": np.round(data, -1), "third": data / np.float32(3),
+                "by_point_3": data / np.float32(0.3),
+                "reciprocal": np.float32(7) / data,
+                "by_itself": data / (data + np.float32(1))}
+    for name, value in want.items():
+        assert got[name].dtype == np.float32
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    # without the field the quotients stay float32
+    plain = ft.generate_loopy(results, profile=synthetic_profile("gpu", 1))
+    assert "(double)" not in plain.source
+    # the probe itself builds and runs on the suite's device
+    from ftlazy.target.loopy.division_probe import _run_probe
+    assert _run_probe(default_queue().device) in (True, False)
+
+
+def test_the_division_probe_decides_the_profile(monkeypatch, tmp_path) -> None:
+    import types
+
+    from ftlazy.target.loopy import barrier_probe, division_probe
+    from ftlazy.target.loopy import profile as profile_module
+    monkeypatch.setenv("FTLAZY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(division_probe, "_RESULTS", {})
+    monkeypatch.setattr(profile_module, "_PROFILES", {})
+    monkeypatch.setattr(barrier_probe, "barrier_loop_build", lambda d: "optimize")
+    runs = []
+
+    def probe(device):
+        runs.append(device.name)
+        return device.name != "reciprocal"
+    monkeypatch.setattr(division_probe, "_run_probe", probe)
+
+    def device(name, kind, doubles=1):
+        return types.SimpleNamespace(
+            platform=types.SimpleNamespace(name="stand-in", version="1"),
+            name=name, driver_version="1", int_ptr=hash((name, kind, doubles)),
+            type=kind, max_work_group_size=1024, local_mem_size=48 * 1024,
+            max_mem_alloc_size=2**34, max_compute_units=4,
+            single_fp_config=0, double_fp_config=doubles)
+    gpu = cl.device_type.GPU
+    assert device_profile(device("reciprocal", gpu)).float32_constant_division_in_double
+    assert not device_profile(device("exact", gpu)).float32_constant_division_in_double
+    # (no doubles: nothing to divide in)
+    assert not device_profile(device("reciprocal", gpu, 0)
+                              ).float32_constant_division_in_double
+    # each device probed once, the answer cached on disk
+    assert runs.count("reciprocal") == 1
+    division_probe._RESULTS.clear()
+    assert not division_probe.constant_division_exact(device("reciprocal", gpu))
+    assert runs.count("reciprocal") == 1
+    assert (tmp_path / "probe" / "constant_division.json").exists()
+
+
 def test_profiles_are_cache_keys() -> None:
     """Programs planned for different profiles are different programs."""
     x = ft.make_placeholder("x", (64,), np.float64)

@@ -530,7 +530,8 @@ def test_real_gpus_get_256_item_groups(monkeypatch):
             local_mem_size=48 * 1024, max_mem_alloc_size=2**34,
             max_compute_units=132,
             single_fp_config=(cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
-                              if max_group > 128 else 0))
+                              if max_group > 128 else 0),
+            double_fp_config=0)
     assert device_profile(gpu(1024)).gpu_local_size == GPU_LOCAL_SIZE == 256
     assert device_profile(gpu(1024)).correctly_rounded_divide_sqrt
     assert not device_profile(gpu(128)).correctly_rounded_divide_sqrt

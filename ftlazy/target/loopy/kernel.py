@@ -38,6 +38,7 @@ from ftlazy.scalar_expr import (
     substitute)
 from ftlazy.tags import Named, PrefixNamed
 from ftlazy.target.loopy.device import kernel_build_options
+from ftlazy.target.loopy.division_probe import divide_constants_in_double
 from ftlazy.target.loopy.probe import LANES
 from ftlazy.target.loopy.expressions import (
     C_FUNCTIONS, Translator, plain_index_arithmetic, register_builtins,
@@ -1050,8 +1051,12 @@ class KernelBuilder:
         # bounds check of an index n + i in a domain without n; sizes in
         # shapes stay out of the assumptions, which would put them in the
         # space of every check: see _with_nonnegative_sizes)
+        instructions = self.final_instructions
+        if (self.profile.kind == "gpu"
+                and self.profile.float32_constant_division_in_double):
+            instructions = divide_constants_in_double(instructions)
         knl = lp.make_kernel(
-            domains, self.final_instructions, args, lang_version=(2018, 2),
+            domains, instructions, args, lang_version=(2018, 2),
             assumptions=_sorted_assumptions(domains, params - in_shapes),
             name="ftlazy_kernel", seq_dependencies=False,
             target=FtlazyOpenCLTarget(

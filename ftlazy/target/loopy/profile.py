@@ -162,6 +162,11 @@ class DeviceProfile:
     #: 2.5 ulp for ``/`` and 3 for ``sqrt``, and NVIDIA's driver uses that
     #: (an H200 rounded ``rint(551.0f) / 10`` to 55.100002, numpy 55.099998)
     correctly_rounded_divide_sqrt: bool = False
+    #: whether GPU plans compute float32 quotients by constants in double
+    #: and round them to float32: where the device's float32 division by a
+    #: constant differs from numpy's (NVIDIA's, see :mod:`.division_probe`)
+    #: and it has doubles
+    float32_constant_division_in_double: bool = False
 
     # {{{ tuning
 
@@ -339,10 +344,14 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
             for builtin, passing in by_builtin.items()
             for passing in [_contiguous_widths(passing)]))
     from ftlazy.target.loopy.barrier_probe import barrier_loop_build
+    from ftlazy.target.loopy.division_probe import constant_division_exact
     profile = DeviceProfile(
         kind=kind, description=description, builtin_widths=widths,
         barrier_loop_build=barrier_loop_build(device),
         correctly_rounded_divide_sqrt=_correctly_rounded_divide_sqrt(device),
+        float32_constant_division_in_double=(
+            kind == "gpu" and _has_doubles(device)
+            and not constant_division_exact(device)),
         max_work_group_size=int(device.max_work_group_size),
         compute_units=max(1, int(device.max_compute_units)),
         local_mem_size=int(device.local_mem_size),
@@ -356,6 +365,14 @@ def device_profile(device: Any, queue: Any = None) -> DeviceProfile:
         profile = tuned_profile(queue, profile)
     _PROFILES[key] = profile
     return profile
+
+
+def _has_doubles(device: Any) -> bool:
+    import pyopencl as cl
+    try:
+        return int(device.double_fp_config) != 0
+    except cl.Error:
+        return False
 
 
 def _correctly_rounded_divide_sqrt(device: Any) -> bool:
