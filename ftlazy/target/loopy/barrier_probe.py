@@ -31,15 +31,14 @@ no doubles) gets ``"optimize"``: nothing was seen failing there.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import pathlib
 from typing import Any
 
 import numpy as np
 from loopy.target.pyopencl_execution import (
     PyOpenCLExecutor, _KernelInfo, _Kernels)
 from pytools import memoize_method
+
+from ftlazy.target.loopy.disk_answers import read_answer, write_answer
 
 __all__ = ["BARRIER_LOOP_BUILDS", "barrier_loop_build", "barrier_loop_kernels",
            "run_probe_kernel", "run_nested_probe_kernel",
@@ -262,11 +261,6 @@ def _choose(device: Any) -> tuple[str, bool]:
     return BARRIER_LOOP_BUILDS[-1], clean
 
 
-def _cache_file() -> pathlib.Path:
-    from ftlazy.target.loopy.probe import probe_cache_dir
-    return probe_cache_dir() / "barrier_loops.json"
-
-
 def _disk_key(device: Any) -> str:
     digest = hashlib.sha256(
         "\0".join((PROBE_SOURCE, NESTED_PROBE_SOURCE, OPTNONE,
@@ -276,30 +270,13 @@ def _disk_key(device: Any) -> str:
                        device.name, device.driver_version, f"probe {digest}"))
 
 
+#: the file of the probe's answers (see :mod:`.disk_answers`)
+CACHE_FILE = "barrier_loops.json"
+
+
 def _load(key: str) -> str | None:
-    try:
-        value = json.loads(_cache_file().read_text()).get(key)
-    except (OSError, ValueError, AttributeError):
-        return None
+    value = read_answer(CACHE_FILE, key)
     return value if value in BARRIER_LOOP_BUILDS else None
-
-
-def _store(key: str, value: str) -> None:
-    path = _cache_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            known = json.loads(path.read_text())
-        except (OSError, ValueError):
-            known = {}
-        if not isinstance(known, dict):
-            known = {}
-        known[key] = value
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
-        os.replace(tmp, path)
-    except OSError:
-        pass    # an unwritable cache only costs the probe again
 
 
 def barrier_loop_build(device: Any) -> str:
@@ -324,7 +301,7 @@ def barrier_loop_build(device: Any) -> str:
                 build, clean = BARRIER_LOOP_BUILDS[-1], False
             _RESULTS[key] = build
             if clean:
-                _store(disk_key, build)
+                write_answer(CACHE_FILE, disk_key, build)
     return _RESULTS[key]
 
 # }}}

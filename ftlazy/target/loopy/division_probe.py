@@ -24,13 +24,13 @@ any such midpoint.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
 from loopy.symbolic import IdentityMapper, TypeCast
+
+from ftlazy.target.loopy.disk_answers import read_answer, write_answer
 
 __all__ = ["constant_division_exact", "divide_constants_in_double",
            "PROBE_DIVISORS"]
@@ -88,35 +88,8 @@ def _disk_key(device: Any) -> str:
                        device.name, device.driver_version, f"probe {digest}"))
 
 
-def _cache_file() -> Any:
-    from ftlazy.target.loopy.probe import probe_cache_dir
-    return probe_cache_dir() / "constant_division.json"
-
-
-def _load(key: str) -> bool | None:
-    try:
-        value = json.loads(_cache_file().read_text()).get(key)
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, bool) else None
-
-
-def _store(key: str, value: bool) -> None:
-    path = _cache_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            known = json.loads(path.read_text())
-        except (OSError, ValueError):
-            known = {}
-        if not isinstance(known, dict):
-            known = {}
-        known[key] = value
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
-        os.replace(tmp, path)
-    except OSError:
-        pass    # an unwritable cache only costs the probe again
+#: the file of the probe's answers (see :mod:`.disk_answers`)
+CACHE_FILE = "constant_division.json"
 
 
 def constant_division_exact(device: Any) -> bool:
@@ -128,8 +101,8 @@ def constant_division_exact(device: Any) -> bool:
            device.int_ptr)
     if key not in _RESULTS:
         disk_key = _disk_key(device)
-        cached = _load(disk_key)
-        if cached is not None:
+        cached = read_answer(CACHE_FILE, disk_key)
+        if isinstance(cached, bool):
             _RESULTS[key] = cached
         else:
             try:
@@ -137,7 +110,7 @@ def constant_division_exact(device: Any) -> bool:
             except Exception:  # noqa: BLE001 (no answer: change nothing)
                 _RESULTS[key] = True
             else:
-                _store(disk_key, _RESULTS[key])
+                write_answer(CACHE_FILE, disk_key, _RESULTS[key])
     return _RESULTS[key]
 
 
