@@ -60,7 +60,8 @@ from ftlazy.target.loopy.gpu_contractions import emit_tiled_contraction
 from ftlazy.target.loopy.gpu_reductions import emit_group_reduction
 from ftlazy.target.loopy.contractions import (
     emit_blocked_contraction, emit_split_reduction)
-from ftlazy.target.loopy.plan import KernelPlan, local_size, plan_kernel
+from ftlazy.target.loopy.plan import (
+    KernelPlan, last_axis_not_one, local_size, plan_kernel)
 from ftlazy.target.loopy.ranges import (
     DataRange, ElementRows, data_dependent_range, element_rows, known_element,
     parse_segment_ids_binding, reads_arrays, tighten_to_guards)
@@ -674,7 +675,7 @@ class KernelBuilder:
         return (array_plan is not None and array_plan.strategy == "loop_nest"
                 and node.ndim >= 2 and array_plan.l0_axis is not None
                 and array_plan.l0_axis >= 1
-                and all(e == 1 for e in node.shape[array_plan.l0_axis + 1:])
+                and array_plan.l0_axis == last_axis_not_one(node.shape)
                 and scope.parallel == "global" and scope.batch is None
                 and not scope.single_item_groups)
 
@@ -689,7 +690,7 @@ class KernelBuilder:
         inames: list[str] = []
         index: list[Any] = []
         sequential: list[str] = []
-        axis = _coalesced_axis_of(shape)
+        axis = last_axis_not_one(shape)
         hardware = {axis: "g.0", axis - 1: "g.1", axis - 2: "g.2"}
         for d, extent in enumerate(shape):
             if d == axis and size is not None:
@@ -717,7 +718,7 @@ class KernelBuilder:
         same symbolic extents on ``g.1`` and ``g.2``."""
         if self._coalesced(node, scope):
             return f"c{self.plan.arrays[node].local_size}:" + _grid_extents(
-                node.shape[:_coalesced_axis_of(node.shape) + 1]) + (
+                node.shape[:last_axis_not_one(node.shape) + 1]) + (
                     f":{node.ndim}" if node.shape[-1] == 1 else "")
         size = self._local_size(node.shape, scope, not has_reduce(node.expr))
         shape = node.shape
@@ -1176,15 +1177,6 @@ def _with_nonnegative_sizes(domain: isl.BasicSet, sizes: set[str]
     return domain.intersect_params(isl.BasicSet.read_from_str(
         domain.get_ctx(), "[{}] -> {{ : {} }}".format(", ".join(names),
                                                       constraints)))
-
-
-def _coalesced_axis_of(shape: tuple) -> int:
-    """The axis of *shape* that a coalesced GPU nest puts on ``l.0``: the
-    last that is not 1 long (the last where all are)."""
-    axis = len(shape) - 1
-    while axis > 0 and isinstance(shape[axis], int) and shape[axis] == 1:
-        axis -= 1
-    return axis
 
 
 def _grid_extents(shape: tuple) -> str:

@@ -743,6 +743,15 @@ def group_reduction(node: IndexLambda, profile: DeviceProfile,
 MIN_COALESCED_LAST_AXIS = 32
 
 
+def last_axis_not_one(shape: tuple) -> int:
+    """The last axis of *shape* whose extent is not 1 (axis 0 where all
+    are): the one a coalesced GPU nest puts on ``l.0``."""
+    axis = len(shape) - 1
+    while axis > 0 and isinstance(shape[axis], int) and shape[axis] == 1:
+        axis -= 1
+    return axis
+
+
 def coalesced_axis(node: IndexLambda, profile: DeviceProfile) -> int | None:
     """The axis a GPU loop nest over *node* puts on ``l.0`` (consecutive
     work items at consecutive addresses), the two axes before it on ``g.1``
@@ -757,9 +766,7 @@ def coalesced_axis(node: IndexLambda, profile: DeviceProfile) -> int | None:
     attention (1.7 s)."""
     if profile.kind != "gpu" or node.ndim < 2:
         return None
-    axis = node.ndim - 1
-    while axis > 0 and isinstance(node.shape[axis], int) and node.shape[axis] == 1:
-        axis -= 1
+    axis = last_axis_not_one(node.shape)
     extent = node.shape[axis]
     if axis == 0 or (isinstance(extent, int) and extent < MIN_COALESCED_LAST_AXIS):
         return None

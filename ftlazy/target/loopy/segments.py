@@ -10,7 +10,9 @@ reductions over the elements of a FractalTensor, see :mod:`.ranges`):
   once per row.
 * GPU (``l.0`` on the last axis): a work group per row ``i``, its work
   items over the contiguous last axis (coalesced reads), each running the
-  range loop.
+  range loop; for ``(n, m)`` results with ``m`` within one group, the
+  range is shared among lanes of work items on ``l.1`` (the plan's
+  ``block``), combined in local memory.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import pymbolic.primitives as prim
 from loopy.symbolic import Reduction
 
 from ftlazy import shapes as sh
-
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
 from ftlazy.target.loopy.plan import ArrayPlan
