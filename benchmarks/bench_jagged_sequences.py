@@ -475,6 +475,15 @@ def builds_during(fn: Any) -> tuple[float, int]:
 WORKLOADS = ("J8", "J10", "J7", "J11", "J12", "J13")
 
 
+class _RowsAsTheyCome(list):
+    """Table rows that are also printed when they are added: a run cut at
+    its time limit (a lent GPU machine's) still reports what it timed."""
+
+    def append(self, row: Any) -> None:
+        super().append(row)
+        print("  timed: " + " | ".join(map(str, row)), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
@@ -509,7 +518,7 @@ def main() -> None:
     triad = opencl_triad(queue, sizes["triad"])
     print(f"OpenCL triad: {triad_bytes(sizes['triad']) / triad.best / 1e9:.1f} GB/s")
 
-    rows, reuse_rows = [], []
+    rows, reuse_rows = _RowsAsTheyCome(), _RowsAsTheyCome()
     # (a few warm-up calls: PoCL's worker threads take some calls to reach
     # their steady pace after the previous workload's pause)
     timed = lambda fn: best_of(fn, repeat=args.repeat,  # noqa: E731
