@@ -4,6 +4,8 @@ numpy loops (and the reference evaluator)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -390,9 +392,30 @@ def test_scatter_in_a_map_checks_its_indices_compiled(mode):
         into_static(cls=[np.array([0]), np.array([4])])
     with pytest.raises(IndexError, match="scatter index -5 is out of range"):
         into_static(cls=[np.array([-5])])
-    with pytest.raises(IndexError, match="scatter index -2 is out of range for "
-                       "the rows of its element"):
+    with pytest.raises(IndexError, match=re.escape(
+            "scatter index -2 is out of range for the rows of its element "
+            f"(in element {len(rows)}, at position (1,) of its indices)")):
         into_element(xs=rows + [np.ones((1, 2))], idx=np.array([0, -2]))
+
+
+def test_an_index_past_an_elements_rows_names_the_element():
+    """s[-1] of an empty element, and a gather past an element's rows, name
+    the element, not a position in an index array the user never wrote
+    (hunt 11: "gather index -1 ... (at position (1,) of the index
+    array)")."""
+    xs = ft.make_jagged_placeholder("xs", (3,), np.float64, depth=2)
+    data = [np.ones((2, 3)), np.ones((4, 3)), np.ones((0, 3))]
+    last = ft.compile(ft.map(lambda s: s[-1], xs))
+    with pytest.raises(IndexError, match=re.escape(
+            "index -1 is out of range for the rows of its element "
+            "(in element 2)")):
+        last(xs=data)
+    np.testing.assert_array_equal(last(xs=data[:2]), np.ones((2, 3)))
+    picked = ft.compile(ft.map(lambda s: ft.gather(s, np.array([0, 3])), xs))
+    with pytest.raises(IndexError, match=re.escape(
+            "gather index 3 is out of range for the rows of its element "
+            "(in element 0, at position (1,) of its indices)")):
+        picked(xs=data)
 
 
 def test_map_zipping_a_static_length_array_compiled():

@@ -58,7 +58,9 @@ class KernelCheck:
 
     :attr:`frame` says what :attr:`failed` counts: ``("array", shape)``
     elements of an array of that shape in C order (the message gives the
-    multi-index), ``("map",)`` steps of a map, ``("scan",)`` nothing
+    multi-index), ``("elements", shape)`` the same where the first axis
+    counts the elements of a FractalTensor a loop runs over (the message
+    names the element), ``("map",)`` steps of a map, ``("scan",)`` nothing
     reportable (a step of a scan), ``()`` nothing.
     """
 
@@ -86,6 +88,11 @@ class KernelCheck:
             shape = sh.evaluate_shape(self.frame[1], env)
             position = tuple(int(i) for i in np.unravel_index(failed, shape))
             text += f" (at position {position} of the index array)"
+        elif self.frame[:1] == ("elements",) and self.frame[1]:
+            shape = sh.evaluate_shape(self.frame[1], env)
+            element, *rest = (int(i) for i in np.unravel_index(failed, shape))
+            text += f" (in element {element}" + (
+                f", at position {tuple(rest)} of its indices)" if rest else ")")
         elif self.frame == ("map",):
             text += f" (in step {failed} of a map)"
         elif self.frame == ("scan",):
@@ -177,11 +184,14 @@ def _value_at(array: Array, failed: Array) -> IndexLambda:
 
 def _index_check(indices: Array, length: sh.ShapeComponent | None,
                  message: str, live: Array | None = None,
-                 extents: Array | None = None) -> KernelCheck | None:
+                 extents: Array | None = None, frame: str = "array"
+                 ) -> KernelCheck | None:
     """A check that every entry of *indices* lies in ``[-length, length)``
     (``[0, length)`` for unsigned indices); None for an empty array.
     *live*: as for :func:`_first_failure`. *extents* (of *indices*' shape,
-    *length* None): each entry's own length."""
+    *length* None): each entry's own length. *frame*: ``"array"``, or
+    ``"elements"`` where the first axis of *indices* counts the elements
+    of a FractalTensor (see :class:`KernelCheck`)."""
     if any(d == 0 for d in indices.shape):
         return None
     v = TypeCast(_INT64, prim.Variable("_v"))
@@ -195,7 +205,7 @@ def _index_check(indices: Array, length: sh.ShapeComponent | None,
     failed = _first_failure(indices, prim.LogicalOr(
         (low, prim.Comparison(v, ">=", n))), live, extents)
     return KernelCheck(IndexError, message, failed, _value_at(indices, failed),
-                       length, ("array", indices.shape))
+                       length, (frame, indices.shape))
 
 
 #: numpy's message for an integer power with a negative exponent
@@ -357,10 +367,13 @@ class _CheckInserter(CopyMapper):
         for tag in new.tags:
             if isinstance(tag, ElementRowsChecked):
                 indices = new.bindings[tag.values]
+                # (one index per element: s[i] or s[-1] in the body, which
+                # reads no index array the user wrote)
+                what = "index" if indices.ndim == 1 else f"{tag.what} index"
                 self._add(_index_check(
-                    indices, None, f"{tag.what} index {{value}} is out of "
-                    "range for the rows of its element", self._live_rows(indices),
-                    new.bindings[tag.extents]))
+                    indices, None, f"{what} {{value}} is out of range for the "
+                    "rows of its element", self._live_rows(indices),
+                    new.bindings[tag.extents], frame="elements"))
             if isinstance(tag, IndicesChecked):
                 indices = new.bindings[tag.binding]
                 self._add(_index_check(
