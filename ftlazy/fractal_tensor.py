@@ -27,6 +27,8 @@ per element at run time from the offsets.
 
 from __future__ import annotations
 
+import re
+
 from collections import deque
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -710,6 +712,12 @@ def _element_params(depth: int, values: Array, symbols: tuple[str, ...]
     counts, leaves = symbols[:-1], symbols[-1]
     return [((prim.Variable(leaves),) + elem, values.dtype)] + [
         ((sh.add(prim.Variable(m), 1),), np.dtype(np.int64)) for m in counts]
+
+
+def readable_sizes(text: Any) -> str:
+    """*text* with the body size parameters of :func:`element_symbols`
+    under the names users know them by (``_ft_elem0_L`` reads ``L``)."""
+    return re.sub(re.escape(ELEMENT_SIZE_PREFIX) + r"\d+_", "", str(text))
 
 
 def element_symbols(depth: int, level: int) -> tuple[str, ...]:

@@ -416,6 +416,19 @@ def test_an_index_past_an_elements_rows_names_the_element():
             "gather index 3 is out of range for the rows of its element "
             "(in element 0, at position (1,) of its indices)")):
         picked(xs=data)
+    # the reference evaluator names the element too, and the element's
+    # length as L (it said '_ft_elem0_L')
+    with pytest.raises(IndexError, match=re.escape(
+            "map over a FractalTensor, element 2: index -1 is out of bounds")):
+        ft.evaluate_numpy(ft.map(lambda s: s[-1], xs), xs=data)
+    with pytest.raises(IndexError, match=re.escape(
+            "fold over a FractalTensor, element 2: index -1 is out of bounds")):
+        ft.evaluate_numpy(ft.fold(lambda c, s: c + s[-1], xs, ft.zeros(3)),
+                          xs=data)
+    with pytest.raises(ValueError, match=re.escape(
+            "element 2: zero-size array to reduction operation maximum which "
+            "has no identity: the reduced axis has length L, which is 0")):
+        ft.evaluate_numpy(ft.map(lambda s: ft.amax(s, axis=0), xs), xs=data)
 
 
 def test_map_zipping_a_static_length_array_compiled():

@@ -36,7 +36,6 @@ bounds and a length that is not affine it is a :class:`ValueError`.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -182,10 +181,7 @@ def _slice_part(value: Any, what: str) -> ShapeComponent | None:
     except sh.NonAffineError as err:
         # (an element's length in a map's body is a size, named L here:
         # L // 2)
-        from ftlazy.fractal_tensor import ELEMENT_SIZE_PREFIX
-
-        def readable(text: Any) -> str:
-            return re.sub(re.escape(ELEMENT_SIZE_PREFIX) + r"\d+_", "", str(text))
+        from ftlazy.fractal_tensor import readable_sizes as readable
         raise sh.NonAffineError(
             f"slice {what} {readable(value)} is not an affine expression of "
             f"sizes ({readable(err)}): a slice's bounds "

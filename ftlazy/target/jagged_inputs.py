@@ -193,8 +193,13 @@ def evaluate_jagged_map(expr: JaggedMap, rec: Callable[[Node], Any],
             params += element_arrays(depth, arrays, symbols, i, local)
         try:
             per_element.append(run_body(local, tuple(params) + captured))
-        except ValueError as err:
-            raise ValueError(f"{expr.what}, element {i}: {err}") from err
+        except (ValueError, IndexError) as err:
+            # (the element's sizes under the names users know: L, not
+            # _ft_elem0_L)
+            from ftlazy.fractal_tensor import readable_sizes
+            kind = ValueError if isinstance(err, ValueError) else IndexError
+            raise kind(f"{expr.what}, element {i}: {readable_sizes(err)}"
+                       ) from err
     results = []
     for k in range(expr.num_outputs):
         out = expr.body.outputs[k]

@@ -61,8 +61,13 @@ def evaluate_jagged_scan(expr: Any, rec: Callable[[Node], Any],
         try:
             carries = [np.asarray(c) for c in run_body(
                 local, tuple(carries) + tuple(params) + captured)]
-        except ValueError as err:
-            raise ValueError(f"{expr.what}, element {i}: {err}") from err
+        except (ValueError, IndexError) as err:
+            # (the element's sizes under the names users know: L, not
+            # _ft_elem0_L)
+            from ftlazy.fractal_tensor import readable_sizes
+            kind = ValueError if isinstance(err, ValueError) else IndexError
+            raise kind(f"{expr.what}, element {i}: {readable_sizes(err)}"
+                       ) from err
         history.append(carries)
     if not expr.keep_all:
         return tuple(carries)
