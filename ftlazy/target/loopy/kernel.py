@@ -322,6 +322,20 @@ class KernelBuilder:
         ctx.deps.add(insn_id)
         return prim.Variable(name)
 
+    def domain_bound(self, bound: Any) -> tuple[str, set[str]]:
+        """A bound from :meth:`range_bound` as isl text, and the domain
+        parameters it needs: its private scalar, or its size parameters
+        (which the kernel then declares)."""
+        if isinstance(bound, (int, np.integer)):
+            return str(int(bound)), set()
+        if isinstance(bound, prim.Variable) and bound.name.startswith(
+                ("_ft_lo", "_ft_hi")):
+            return bound.name, {bound.name}
+        names = sh.size_param_names(bound)
+        self.parts.params |= names
+        return (str(bound) if isinstance(bound, prim.Variable)
+                else sh.to_affine(bound).to_isl()), names
+
     def ranged_iname(self, rng: DataRange, ctx: StoreContext) -> str:
         """A reduction iname over a data-dependent range (bounds already
         translated): its bounds that read arrays go to private int64
@@ -331,15 +345,9 @@ class KernelBuilder:
         low = self.range_bound("_ft_lo", rng.lower, prim.Max, ctx)
         high = self.range_bound("_ft_hi", rng.upper, prim.Min, ctx)
         iname = self.parts.fresh("_ft_rj")
-        params: set[str] = set()
-        for b in (low, high):
-            if isinstance(b, prim.Variable) and b.name.startswith(("_ft_lo", "_ft_hi")):
-                params.add(b.name)
-            elif not isinstance(b, (int, np.integer)):
-                params |= sh.size_param_names(b)
-                self.parts.params |= sh.size_param_names(b)
-        lo_str, hi_str = (str(b) if isinstance(b, (int, np.integer, prim.Variable))
-                          else sh.to_affine(b).to_isl() for b in (low, high))
+        (lo_str, lo_params), (hi_str, hi_params) = (
+            self.domain_bound(b) for b in (low, high))
+        params = lo_params | hi_params
         # every ranged iname of one store goes into one domain: sibling
         # domains would need a branch in loopy's domain tree
         key = id(ctx)

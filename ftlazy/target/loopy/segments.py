@@ -20,11 +20,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import loopy as lp
-import numpy as np
 import pymbolic.primitives as prim
 from loopy.symbolic import Reduction
 
-from ftlazy import shapes as sh
 from ftlazy.array import IndexLambda
 from ftlazy.node import Node
 from ftlazy.target.loopy.plan import ArrayPlan
@@ -199,34 +197,19 @@ def _row_lanes_reduction(kb: KernelBuilder, node: IndexLambda,
     # (each lane computes the range's bounds: loopy wants every statement
     # of the kernel on all its local axes)
     ctx.inames = list(ctx.inames) + [lane]
-    translator = kb.translator(node, index_map, ctx)
-    rng = ranges[rname]
-    lo = kb.range_bound("_ft_lo", tuple(translator.rec(b) for b in rng.lower),
-                        prim.Max, ctx)
-    hi = kb.range_bound("_ft_hi", tuple(translator.rec(b) for b in rng.upper),
-                        prim.Min, ctx)
-    params: set[str] = set()
-    bounds = []
-    for b in (lo, hi):
-        if isinstance(b, prim.Variable):
-            params.add(b.name)
-            bounds.append(b.name)
-        elif isinstance(b, (int, np.integer)):
-            bounds.append(str(int(b)))
-        else:
-            names = sh.size_param_names(b)
-            params |= names
-            kb.parts.params |= names
-            bounds.append(sh.to_affine(b).to_isl())
+    translated = kb.translate_range(ranges[rname], node, index_map, ctx)
+    lo = kb.range_bound("_ft_lo", translated.lower, prim.Max, ctx)
+    hi = kb.range_bound("_ft_hi", translated.upper, prim.Min, ctx)
+    (lo_str, lo_params), (hi_str, hi_params) = (
+        kb.domain_bound(b) for b in (lo, hi))
     # (the lane's domain apart: loopy refuses parallel inames in a domain
     # with bounds read from data; the steps' domain is nested in it)
     kb.parts.domains.append(
-        f"[{', '.join(sorted(params | {lane}))}] -> {{ [{step}]: "
-        f"0 <= {step} and {bounds[0]} + {lanes}*{step} + {lane} < {bounds[1]} }}")
+        f"[{', '.join(sorted(lo_params | hi_params | {lane}))}] -> {{ [{step}]: "
+        f"0 <= {step} and {lo_str} + {lanes}*{step} + {lane} < {hi_str} }}")
     position = lo + prim.Variable(step) * lanes + prim.Variable(lane)
     # (the range's own element is known for the packed rows it reads)
-    known = element_rows(kb.translate_range(rng, node, index_map, ctx),
-                         position)
+    known = element_rows(translated, position)
     kb.element_rows.extend(known)
     try:
         inner = kb.translate_expr(reduction.inner, node,
